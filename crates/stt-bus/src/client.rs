@@ -1,0 +1,384 @@
+//! The client side: connecting with errors that say what to do, one-shot requests, and
+//! subscriptions that survive the other side restarting.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::time::Instant;
+use tokio_util::codec::FramedRead;
+
+use stt_proto::{
+    AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg, Frame, Hello, Message, NdjsonCodec, Request,
+    encode_line, parse,
+};
+
+use crate::BusError;
+
+/// A service one can connect to, and how a person starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service {
+    pub name: &'static str,
+    pub start: &'static str,
+}
+
+impl Service {
+    pub const DAEMON: Self = Self { name: "stt-daemon", start: "stt-daemon up" };
+    pub const ASSISTANT: Self = Self { name: "stt-assistant", start: "stt-daemon up" };
+}
+
+/// Connects to `path`, turning the usual failures into errors that name the fix.
+pub async fn connect_stream(path: &Path, service: Service) -> Result<UnixStream, BusError> {
+    UnixStream::connect(path).await.map_err(|e| connect_error(path, service, e))
+}
+
+fn connect_error(path: &Path, service: Service, e: std::io::Error) -> BusError {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound | ConnectionRefused => BusError::NotRunning {
+            service: service.name.to_owned(),
+            path: path.to_owned(),
+            start: service.start.to_owned(),
+        },
+        PermissionDenied => BusError::PermissionDenied { path: path.to_owned() },
+        _ => BusError::io("cannot connect to", path, e),
+    }
+}
+
+/// An open connection that has exchanged hellos.
+#[derive(Debug)]
+pub struct Connection {
+    frames: FramedRead<OwnedReadHalf, NdjsonCodec>,
+    write: OwnedWriteHalf,
+    /// The server's hello.
+    pub hello: Hello,
+    service: Service,
+}
+
+impl Connection {
+    /// Connects, sends our hello (as `peer`), and reads and checks the server's.
+    pub async fn open(path: &Path, service: Service, peer: &str) -> Result<Self, BusError> {
+        let stream = connect_stream(path, service).await?;
+        let (read, mut write) = stream.into_split();
+        let mut frames = FramedRead::new(read, NdjsonCodec::default());
+        if service != Service::DAEMON {
+            let hello = encode_line(&Request::Hello(Hello::new(peer)));
+            write.write_all(&hello).await.map_err(|e| BusError::io("cannot write to", path, e))?;
+        }
+        let hello = read_hello(&mut frames, service, peer).await?;
+        if service != Service::DAEMON {
+            read_hello_ack(&mut frames, service).await?;
+        }
+        Ok(Self { frames, write, hello, service })
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request: &Request) -> Result<(), BusError> {
+        self.send_raw(&encode_line(request)).await
+    }
+
+    /// Sends bytes as they are (tests use this to send malformed lines).
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), BusError> {
+        self.write.write_all(bytes).await.map_err(|_| self.closed())
+    }
+
+    /// The next message, skipping types this build does not know and lines over the limit;
+    /// `None` when the server closed the connection.
+    pub async fn recv<M: Message>(&mut self) -> Result<Option<M>, BusError> {
+        recv_from(&mut self.frames).await
+    }
+
+    fn closed(&self) -> BusError {
+        BusError::Closed { service: self.service.name.to_owned() }
+    }
+}
+
+async fn recv_from<M: Message>(
+    frames: &mut FramedRead<OwnedReadHalf, NdjsonCodec>,
+) -> Result<Option<M>, BusError> {
+    loop {
+        let line = match frames.next().await {
+            None | Some(Err(_)) => return Ok(None),
+            Some(Ok(Frame::TooLong { len })) => {
+                tracing::warn!(len, "skipped an over-long line from the server");
+                continue;
+            }
+            Some(Ok(Frame::Line(line))) => line,
+        };
+        match parse::<M>(&line) {
+            Ok(msg) => return Ok(Some(msg)),
+            Err(e) if e.is_unknown_type() => {
+                tracing::debug!("skipped a message of a newer protocol: {e}");
+            }
+            Err(e) => return Err(BusError::Protocol(e.0)),
+        }
+    }
+}
+
+async fn read_hello(
+    frames: &mut FramedRead<OwnedReadHalf, NdjsonCodec>,
+    service: Service,
+    peer: &str,
+) -> Result<Hello, BusError> {
+    let closed = || BusError::Closed { service: service.name.to_owned() };
+    // Both families tag the hello alike; parse leniently so a mismatched version still
+    // yields its hello rather than a parse error.
+    let hello = if service == Service::DAEMON {
+        match recv_from::<DaemonEvent>(frames).await?.ok_or_else(closed)? {
+            DaemonEvent::Hello(h) => h,
+            other => return Err(unexpected_first(service, &other)),
+        }
+    } else {
+        match recv_from::<AssistantEvent>(frames).await?.ok_or_else(closed)? {
+            AssistantEvent::Hello(h) => h,
+            AssistantEvent::Error(e) => return Err(BusError::Protocol(e)),
+            other => return Err(unexpected_first(service, &other)),
+        }
+    };
+    hello.check(peer).map_err(BusError::Protocol)?;
+    Ok(hello)
+}
+
+/// Reads the assistant's answer to our hello: an `ack`, or the error saying why not.
+async fn read_hello_ack(
+    frames: &mut FramedRead<OwnedReadHalf, NdjsonCodec>,
+    service: Service,
+) -> Result<(), BusError> {
+    loop {
+        match recv_from::<AssistantEvent>(frames).await? {
+            Some(AssistantEvent::Ack(ack)) if ack.command == "hello" => return Ok(()),
+            Some(AssistantEvent::Error(e)) => return Err(BusError::Protocol(e)),
+            Some(_) => {}
+            None => return Err(BusError::Closed { service: service.name.to_owned() }),
+        }
+    }
+}
+
+fn unexpected_first(service: Service, got: &dyn std::fmt::Debug) -> BusError {
+    BusError::Protocol(ErrorMsg::new(
+        ErrorCode::BadMessage,
+        format!("{} did not start with a hello (got {got:?}); is it an stt socket?", service.name),
+    ))
+}
+
+/// One request, one reply: connect, send our hello and the request in one write, and
+/// return the first direct reply. The reply may be an `error` from the assistant; errors
+/// of the connection itself are `Err`.
+pub async fn request(
+    path: &Path,
+    peer: &str,
+    request: &Request,
+    timeout: Duration,
+) -> Result<AssistantEvent, BusError> {
+    let service = Service::ASSISTANT;
+    let exchange = async {
+        let stream = connect_stream(path, service).await?;
+        let (read, mut write) = stream.into_split();
+        let mut out = BytesMut::with_capacity(160);
+        out.extend_from_slice(&encode_line(&Request::Hello(Hello::new(peer))));
+        out.extend_from_slice(&encode_line(request));
+        write.write_all(&out).await.map_err(|e| BusError::io("cannot write to", path, e))?;
+        let mut frames = FramedRead::new(read, NdjsonCodec::default());
+        read_hello(&mut frames, service, peer).await?;
+        read_hello_ack(&mut frames, service).await?;
+        loop {
+            match recv_from::<AssistantEvent>(&mut frames).await? {
+                Some(reply) if reply.is_reply() => return Ok(reply),
+                Some(_) => {}
+                None => return Err(BusError::Closed { service: service.name.to_owned() }),
+            }
+        }
+    };
+    tokio::time::timeout(timeout, exchange).await.unwrap_or_else(|_| {
+        Err(BusError::Timeout { service: service.name.to_owned(), path: path.to_owned(), timeout })
+    })
+}
+
+/// Capped exponential backoff.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self { initial, max, next: initial }
+    }
+
+    /// The delay before the next attempt; each call doubles it, up to the cap.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (self.next * 2).min(self.max);
+        delay
+    }
+
+    /// Back to the initial delay, after a success.
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+impl Default for Backoff {
+    /// 100 ms, doubling to at most 2 s: a restarted service is picked up within 2 s.
+    fn default() -> Self {
+        Self::new(Duration::from_millis(100), Duration::from_secs(2))
+    }
+}
+
+/// What a long-lived subscription sees.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Link<M> {
+    /// (Re)connected; the server's hello.
+    Up(Hello),
+    Event(M),
+    /// Lost the connection, or could not make it; retrying in the background. Said once
+    /// per outage, with the reason.
+    Down(String),
+}
+
+/// A subscription that reconnects with capped backoff whenever the server goes away.
+/// [`Subscription::next`] is cancel-safe, so it can sit in a `select!` loop.
+#[derive(Debug)]
+pub struct Subscription<M> {
+    path: PathBuf,
+    service: Service,
+    peer: String,
+    subscribe: Option<Request>,
+    backoff: Backoff,
+    conn: Option<Connection>,
+    retry_at: Option<Instant>,
+    down_said: bool,
+    _family: std::marker::PhantomData<fn() -> M>,
+}
+
+impl Subscription<DaemonEvent> {
+    /// Follows the daemon's event socket.
+    pub fn daemon(path: impl Into<PathBuf>, peer: &str) -> Self {
+        Self::new(path.into(), Service::DAEMON, peer, None)
+    }
+}
+
+impl Subscription<AssistantEvent> {
+    /// Subscribes to the assistant's events, as a viewer or not.
+    pub fn assistant(path: impl Into<PathBuf>, peer: &str, viewer: bool) -> Self {
+        Self::new(path.into(), Service::ASSISTANT, peer, Some(Request::Subscribe { viewer }))
+    }
+}
+
+impl<M: Message> Subscription<M> {
+    fn new(path: PathBuf, service: Service, peer: &str, subscribe: Option<Request>) -> Self {
+        Self {
+            path,
+            service,
+            peer: peer.to_owned(),
+            subscribe,
+            backoff: Backoff::default(),
+            conn: None,
+            retry_at: None,
+            down_said: false,
+            _family: std::marker::PhantomData,
+        }
+    }
+
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Whether a connection is up right now.
+    pub fn is_up(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Sends a request on the live connection (a TUI's key press, say).
+    pub async fn send(&mut self, request: &Request) -> Result<(), BusError> {
+        match &mut self.conn {
+            Some(conn) => conn.send(request).await,
+            None => Err(BusError::Closed { service: self.service.name.to_owned() }),
+        }
+    }
+
+    /// The next thing that happens on the link.
+    pub async fn next(&mut self) -> Link<M> {
+        loop {
+            if let Some(conn) = &mut self.conn {
+                match conn.recv::<M>().await {
+                    Ok(Some(event)) => return Link::Event(event),
+                    outcome => {
+                        self.conn = None;
+                        self.down_said = true;
+                        self.retry_at = Some(Instant::now() + self.backoff.next_delay());
+                        let why = match outcome {
+                            Err(e) => e.to_string(),
+                            _ => format!("{} closed the connection", self.service.name),
+                        };
+                        return Link::Down(why);
+                    }
+                }
+            }
+            if let Some(at) = self.retry_at {
+                tokio::time::sleep_until(at).await;
+            }
+            match self.try_connect().await {
+                Ok(conn) => {
+                    let hello = conn.hello.clone();
+                    self.conn = Some(conn);
+                    self.backoff.reset();
+                    self.retry_at = None;
+                    self.down_said = false;
+                    return Link::Up(hello);
+                }
+                Err(e) => {
+                    self.retry_at = Some(Instant::now() + self.backoff.next_delay());
+                    if !self.down_said {
+                        self.down_said = true;
+                        return Link::Down(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn try_connect(&self) -> Result<Connection, BusError> {
+        let mut conn = Connection::open(&self.path, self.service, &self.peer).await?;
+        if let Some(subscribe) = &self.subscribe {
+            conn.send(subscribe).await?;
+        }
+        Ok(conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_cap_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
+        let delays: Vec<_> = (0..5).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, [100, 200, 400, 500, 500]);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_says_how_to_start_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stt-assistant.sock");
+        let err =
+            request(&path, "test", &Request::Status, Duration::from_secs(1)).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "stt-assistant is not running (nothing listens on '{}'): start it with `stt-daemon up`",
+                path.display()
+            )
+        );
+    }
+}

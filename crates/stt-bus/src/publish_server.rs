@@ -1,0 +1,87 @@
+//! The daemon's publish-only socket: hello, then events, and nothing is ever read as input.
+
+use std::sync::Arc;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::UnixStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use stt_proto::{DaemonEvent, Hello, encode_line};
+
+use crate::publisher::{Forward, deliver, next_batch, write_within};
+use crate::{BoundSocket, Publisher};
+
+/// Serves `socket` until `shutdown`: each connection gets `hello`, then every event
+/// published on `publisher`. Bytes a subscriber sends are read only to notice that it left,
+/// and are thrown away unparsed.
+pub async fn serve(
+    socket: BoundSocket,
+    publisher: Publisher,
+    hello: Hello,
+    shutdown: CancellationToken,
+) {
+    let hello = encode_line(&DaemonEvent::Hello(hello));
+    let tracker = TaskTracker::new();
+    let socket = Arc::new(socket);
+    loop {
+        let stream = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = socket.accept() => match accepted {
+                Ok(stream) => stream,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!("accept failed on {}: {e}", socket.path().display());
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        // Subscribe before the hello goes out, so no event falls between them.
+        let rx = publisher.subscribe();
+        tracker.spawn(subscriber(stream, rx, hello.clone(), shutdown.clone()));
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+async fn subscriber(
+    stream: UnixStream,
+    mut rx: tokio::sync::broadcast::Receiver<bytes::Bytes>,
+    hello: bytes::Bytes,
+    shutdown: CancellationToken,
+) {
+    let (mut read, mut write) = stream.into_split();
+    let gone = shutdown.child_token();
+    let drain = {
+        let gone = gone.clone();
+        tokio::spawn(async move {
+            let mut sink = [0u8; 512];
+            loop {
+                tokio::select! {
+                    () = gone.cancelled() => break,
+                    n = read.read(&mut sink) => if matches!(n, Ok(0) | Err(_)) { break },
+                }
+            }
+            gone.cancel();
+        })
+    };
+    if write_within(&mut write, &hello).await.is_ok() {
+        let mut buf = Vec::new();
+        loop {
+            let batch = tokio::select! {
+                () = gone.cancelled() => break,
+                batch = next_batch(&mut rx, &mut buf) => batch,
+            };
+            let sent = tokio::select! {
+                () = gone.cancelled() => break,
+                sent = deliver(&mut write, &buf, batch) => sent,
+            };
+            if let Forward::Stop = sent {
+                break;
+            }
+        }
+    }
+    gone.cancel();
+    let _ = drain.await;
+}

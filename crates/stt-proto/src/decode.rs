@@ -1,0 +1,160 @@
+//! Turning a line into a message, and a message into a line.
+//!
+//! Each way a line can be wrong earns its own [`ErrorCode`], so the peer's reply says what
+//! was wrong: not UTF-8 or not JSON → `bad_json`; JSON without a string `type`, or with
+//! the wrong fields → `bad_message`; a `type` this build does not know → `unknown_type`.
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::error::{ErrorCode, ErrorMsg};
+use crate::messages::Message;
+
+/// Why a line is not a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtoError(pub ErrorMsg);
+
+impl ProtoError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self(ErrorMsg::new(code, message))
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.0.code
+    }
+
+    /// A well-formed message of a type this build does not know: readers of events skip
+    /// these, since they come from a newer peer.
+    pub fn is_unknown_type(&self) -> bool {
+        self.0.code == ErrorCode::UnknownType
+    }
+}
+
+impl std::fmt::Display for ProtoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+/// Parses one line (without its newline) as a message of family `M`.
+pub fn parse<M: Message>(line: &[u8]) -> Result<M, ProtoError> {
+    // The fast path: a valid message parses directly.
+    let err = match serde_json::from_slice::<M>(line) {
+        Ok(msg) => return Ok(msg),
+        Err(err) => err,
+    };
+    Err(classify::<M>(line, &err))
+}
+
+fn classify<M: Message>(line: &[u8], err: &serde_json::Error) -> ProtoError {
+    if let Err(utf8) = std::str::from_utf8(line) {
+        return ProtoError::new(
+            ErrorCode::BadJson,
+            format!("the line is not UTF-8 (bad byte at offset {})", utf8.valid_up_to()),
+        );
+    }
+    let value = match serde_json::from_slice::<serde_json::Value>(line) {
+        Ok(value) => value,
+        Err(json) => {
+            return ProtoError::new(ErrorCode::BadJson, format!("the line is not JSON: {json}"));
+        }
+    };
+    let Some(object) = value.as_object() else {
+        return ProtoError::new(
+            ErrorCode::BadMessage,
+            "expected a JSON object like {\"type\":\"status\"}",
+        );
+    };
+    let Some(kind) = object.get("type").and_then(|t| t.as_str()) else {
+        return ProtoError::new(
+            ErrorCode::BadMessage,
+            "the object has no string \"type\" field, e.g. {\"type\":\"status\"}",
+        );
+    };
+    if !M::TYPES.contains(&kind) {
+        return ProtoError::new(
+            ErrorCode::UnknownType,
+            format!(
+                "unknown message type '{kind}' (protocol v{}; known types: {})",
+                crate::PROTOCOL_VERSION,
+                M::TYPES.join(", ")
+            ),
+        );
+    }
+    ProtoError::new(ErrorCode::BadMessage, format!("bad '{kind}' message: {err}"))
+}
+
+/// Serializes a message as one NDJSON line, newline included.
+pub fn encode_line<M: Serialize + ?Sized>(msg: &M) -> Bytes {
+    let mut buf = Vec::with_capacity(128);
+    // Serializing our own types cannot fail: every map key is a string and no type has a
+    // fallible Serialize impl. Write an `internal` error rather than panic if that changes.
+    if serde_json::to_writer(&mut buf, msg).is_err() {
+        buf.clear();
+        buf.extend_from_slice(
+            br#"{"type":"error","code":"internal","message":"a message could not be serialized"}"#,
+        );
+    }
+    buf.push(b'\n');
+    Bytes::from(buf)
+}
+
+/// The line of an `error` message; its shape is the same in every direction.
+pub fn error_line(err: ErrorMsg) -> Bytes {
+    encode_line(&crate::messages::AssistantEvent::Error(err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::{AssistantEvent, Request};
+
+    #[track_caller]
+    fn check(line: &str, code: ErrorCode, needle: &str) {
+        let err = parse::<Request>(line.as_bytes()).expect_err(line);
+        assert_eq!(err.code(), code, "{line}: {err}");
+        assert!(err.0.message.contains(needle), "{line}: {:?} lacks {needle:?}", err.0.message);
+    }
+
+    #[test]
+    fn each_kind_of_bad_line_gets_its_code() {
+        check("{", ErrorCode::BadJson, "not JSON");
+        check("not json", ErrorCode::BadJson, "not JSON");
+        check("[1,2]", ErrorCode::BadMessage, "JSON object");
+        check("{}", ErrorCode::BadMessage, "\"type\"");
+        check(r#"{"type":5}"#, ErrorCode::BadMessage, "\"type\"");
+        check(r#"{"type":"fly"}"#, ErrorCode::UnknownType, "'fly'");
+        check(r#"{"type":"command_edit"}"#, ErrorCode::BadMessage, "missing field `text`");
+        check(r#"{"type":"command_edit","text":3}"#, ErrorCode::BadMessage, "invalid type");
+        check(r#"{"type":"speaker_name","name":"A"}"#, ErrorCode::BadMessage, "speaker_id");
+    }
+
+    #[test]
+    fn invalid_utf8_is_bad_json() {
+        let err = parse::<Request>(b"{\"type\":\"status\xff\"}").expect_err("not utf-8");
+        assert_eq!(err.code(), ErrorCode::BadJson);
+        assert!(err.0.message.contains("UTF-8"));
+    }
+
+    #[test]
+    fn unknown_types_are_recognisable_for_readers_to_skip() {
+        let err = parse::<AssistantEvent>(br#"{"type":"hologram","x":1}"#).expect_err("unknown");
+        assert!(err.is_unknown_type());
+    }
+
+    #[test]
+    fn extra_fields_from_newer_peers_are_ignored() {
+        let req = parse::<Request>(br#"{"type":"command_edit","text":"hi","new_field":[1]}"#);
+        assert_eq!(req, Ok(Request::CommandEdit { text: "hi".into() }));
+        let req = parse::<Request>(br#"{"type":"status","since":"v2"}"#);
+        assert_eq!(req, Ok(Request::Status));
+    }
+
+    #[test]
+    fn encoded_lines_end_in_exactly_one_newline() {
+        let line = encode_line(&Request::CommandEdit { text: "a\nb".into() });
+        assert_eq!(&line[..], b"{\"type\":\"command_edit\",\"text\":\"a\\nb\"}\n");
+    }
+}

@@ -1,0 +1,473 @@
+//! The message types, grouped by direction: [`DaemonEvent`] (daemon → subscribers),
+//! [`Request`] (client → assistant) and [`AssistantEvent`] (assistant → clients).
+//!
+//! Optional fields are always written (as `null`) so the shape of a line never depends on
+//! its values, and are read leniently (absent = `null`), so older peers can add them later.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ErrorMsg;
+
+/// A type that travels as one tagged JSON object per line.
+pub trait Message: Serialize + serde::de::DeserializeOwned {
+    /// Every `type` tag this message family knows, for telling `unknown_type` apart from
+    /// `bad_message`.
+    const TYPES: &'static [&'static str];
+}
+
+/// Sent first on every connection, by both ends of the control socket and by the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    /// Who is speaking: `stt-daemon`, `stt-assistant`, `stt-ctl`, `stt-tui`, ….
+    pub peer: String,
+    /// The peer's package version, for messages.
+    pub version: String,
+}
+
+impl Hello {
+    /// A hello for this build of `peer`.
+    pub fn new(peer: &str) -> Self {
+        Self {
+            protocol_version: crate::PROTOCOL_VERSION,
+            peer: peer.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    /// Checks the other side's hello against ours; the error says what to do.
+    pub fn check(&self, ours: &str) -> Result<(), ErrorMsg> {
+        let theirs = self.protocol_version;
+        let mine = crate::PROTOCOL_VERSION;
+        if theirs == mine {
+            return Ok(());
+        }
+        let (older, newer) = if theirs < mine { (&*self.peer, ours) } else { (ours, &*self.peer) };
+        Err(ErrorMsg::new(
+            crate::ErrorCode::VersionMismatch,
+            format!(
+                "{peer} speaks protocol v{theirs}, this {ours} speaks v{mine}: {older} is older \
+                 than {newer}; install both from the same build and restart them \
+                 (`stt-daemon up` restarts the daemon and the assistant)",
+                peer = self.peer,
+            ),
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pieces shared by several messages.
+
+/// Speech opened at `start` seconds of audio time (seconds since the input began).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeechStart {
+    pub seg_id: u64,
+    pub start: f64,
+}
+
+/// Speech closed at `end` seconds of audio time; the segment is queued for transcription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeechStop {
+    pub seg_id: u64,
+    pub end: f64,
+}
+
+/// How sure speaker identification is about a transcript's speaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpeakerStatus {
+    Matched,
+    Uncertain,
+    Unknown,
+    /// Speaker identification is off or the segment was too short to embed.
+    #[default]
+    None,
+}
+
+/// The words of one segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub seg_id: u64,
+    pub text: String,
+    /// Language code whisper used or detected (`en`, `de`, …).
+    pub language: String,
+    /// Audio time in seconds.
+    pub start: f64,
+    pub end: f64,
+    /// `end - start`, in seconds.
+    pub duration: f64,
+    #[serde(default)]
+    pub speaker_id: Option<String>,
+    #[serde(default)]
+    pub speaker_status: SpeakerStatus,
+    /// From the daemon: the speaker's name if named. From the assistant: the resolved
+    /// display, the name when matched and named, otherwise `"Unknown"`.
+    #[serde(default)]
+    pub speaker: Option<String>,
+    #[serde(default)]
+    pub speaker_score: Option<f32>,
+}
+
+/// All of a segment's events have been published.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentDone {
+    pub seg_id: u64,
+}
+
+/// Whether a speaker in the roster is still provisional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpeakerState {
+    Provisional,
+    Confirmed,
+}
+
+/// One entry of the speaker roster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Speaker {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub status: SpeakerState,
+    /// Seconds of speech attributed so far.
+    pub cumulative_s: f64,
+    #[serde(default)]
+    pub sample_path: Option<String>,
+    /// RFC 3339 time of creation.
+    pub created_at: String,
+}
+
+/// The whole speaker roster, sent on mint, confirm, rename and prune (not on every adapt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Speakers {
+    pub speakers: Vec<Speaker>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Daemon → subscribers.
+
+/// What the audio input is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AudioState {
+    /// Audio is flowing.
+    Capturing,
+    /// The device failed or vanished; the daemon is retrying with backoff.
+    Retrying,
+    /// A file or stdin input reached its end.
+    Ended,
+    /// No input is open.
+    Idle,
+}
+
+/// Sent by the daemon every second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DaemonHeartbeat {
+    pub seq: u64,
+    pub uptime_s: f64,
+    /// Closed segments waiting for transcription.
+    pub backlog: u32,
+    pub stt_healthy: bool,
+    pub audio: AudioState,
+    /// The whisper model's file name.
+    pub model: String,
+}
+
+/// Everything the daemon publishes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DaemonEvent {
+    Hello(Hello),
+    SpeechStart(SpeechStart),
+    SpeechStop(SpeechStop),
+    Transcript(Transcript),
+    SegmentDone(SegmentDone),
+    Speakers(Speakers),
+    Heartbeat(DaemonHeartbeat),
+    Error(ErrorMsg),
+}
+
+impl Message for DaemonEvent {
+    const TYPES: &'static [&'static str] = &[
+        "hello",
+        "speech_start",
+        "speech_stop",
+        "transcript",
+        "segment_done",
+        "speakers",
+        "heartbeat",
+        "error",
+    ];
+}
+
+// ---------------------------------------------------------------------------------------
+// Client → assistant.
+
+/// Every request a client can send on the control socket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    Hello(Hello),
+    /// Turn this connection into an event stream too. `viewer: true` marks a watcher for
+    /// the `require_viewer` gate.
+    Subscribe {
+        #[serde(default)]
+        viewer: bool,
+    },
+    CommandStart,
+    CommandExecute,
+    CommandCancel,
+    /// Replace and freeze the command buffer.
+    CommandEdit {
+        text: String,
+    },
+    ChatToggle,
+    Clear,
+    Status,
+    SpeakerList,
+    SpeakerName {
+        speaker_id: String,
+        name: String,
+    },
+    /// Allow the tool call waiting for confirmation (`call_id`, or the only one waiting).
+    Confirm {
+        #[serde(default)]
+        call_id: Option<String>,
+    },
+    /// Refuse the tool call waiting for confirmation.
+    Deny {
+        #[serde(default)]
+        call_id: Option<String>,
+    },
+}
+
+impl Request {
+    /// The wire `type` of this request, used in `ack` replies.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Hello(_) => "hello",
+            Self::Subscribe { .. } => "subscribe",
+            Self::CommandStart => "command_start",
+            Self::CommandExecute => "command_execute",
+            Self::CommandCancel => "command_cancel",
+            Self::CommandEdit { .. } => "command_edit",
+            Self::ChatToggle => "chat_toggle",
+            Self::Clear => "clear",
+            Self::Status => "status",
+            Self::SpeakerList => "speaker_list",
+            Self::SpeakerName { .. } => "speaker_name",
+            Self::Confirm { .. } => "confirm",
+            Self::Deny { .. } => "deny",
+        }
+    }
+}
+
+impl Message for Request {
+    const TYPES: &'static [&'static str] = &[
+        "hello",
+        "subscribe",
+        "command_start",
+        "command_execute",
+        "command_cancel",
+        "command_edit",
+        "chat_toggle",
+        "clear",
+        "status",
+        "speaker_list",
+        "speaker_name",
+        "confirm",
+        "deny",
+    ];
+}
+
+// ---------------------------------------------------------------------------------------
+// Assistant → clients.
+
+/// The assistant's modes. Command and chat are mutually exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Listening; nothing goes to the model.
+    #[default]
+    Idle,
+    /// The next complete turns become the command buffer.
+    CommandArmed,
+    /// A command is running through the tool loop.
+    Executing,
+    /// Every completed turn goes to the model, without tools.
+    Chat,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::CommandArmed => "command_armed",
+            Self::Executing => "executing",
+            Self::Chat => "chat",
+        }
+    }
+}
+
+/// What running a tool can do to the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffect {
+    /// Only reads (the time, a file).
+    ReadOnly,
+    /// Changes something on this desktop that is easily undone (a notification, the
+    /// clipboard, a timer).
+    Local,
+    /// Reaches outside the machine or starts another program (open a URL).
+    External,
+    /// Hard to undo.
+    Destructive,
+}
+
+/// Who a chat line belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatRole {
+    User,
+    Assistant,
+    /// Shown to people only, never sent to the model (why the context changed, say).
+    Note,
+}
+
+/// The model asked for a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+    pub side_effect: SideEffect,
+    pub requires_confirmation: bool,
+    /// True when the tool waits for a `confirm` or `deny` before it runs.
+    pub awaiting_confirmation: bool,
+}
+
+/// A tool ran (or was refused).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub tool: String,
+    pub ok: bool,
+    pub result: String,
+    pub latency_ms: u64,
+}
+
+/// A chat line. Streaming replies arrive as several messages with the same `id`: those with
+/// `partial: true` carry the next piece of text to append; the last has `partial: false`
+/// and the whole text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub id: u64,
+    pub role: ChatRole,
+    /// The resolved speaker display for user turns.
+    #[serde(default)]
+    pub speaker: Option<String>,
+    pub text: String,
+    #[serde(default)]
+    pub partial: bool,
+}
+
+/// Sent by the assistant about once a second; drives the TUI's counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantHeartbeat {
+    pub seq: u64,
+    pub mode: Mode,
+    pub stt_healthy: bool,
+    /// The daemon's transcription backlog (`[seg N]`).
+    pub daemon_backlog: u32,
+    /// Inference jobs waiting (`[inf N]`).
+    pub inference_queue: u32,
+    /// Whether an inference job is running (`· busy`).
+    pub inference_busy: bool,
+}
+
+/// The reply to `status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub mode: Mode,
+    pub stt_healthy: bool,
+    /// Why STT is unhealthy, for a person; empty when healthy.
+    #[serde(default)]
+    pub stt_detail: String,
+    pub llm_enabled: bool,
+    pub llm_endpoint: String,
+    /// Whether the endpoint answered its last probe; `null` before the first probe.
+    #[serde(default)]
+    pub llm_reachable: Option<bool>,
+    pub inference_queue: u32,
+    pub inference_busy: bool,
+    pub viewers: u32,
+    pub command_buffer: String,
+    pub command_edited: bool,
+    pub version: String,
+}
+
+/// A request was accepted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ack {
+    /// The request's `type`.
+    pub command: String,
+    pub ok: bool,
+}
+
+/// Everything the assistant sends to clients: events for subscribers and direct replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantEvent {
+    Hello(Hello),
+    Mode {
+        mode: Mode,
+    },
+    /// The command buffer changed.
+    CommandText {
+        text: String,
+        edited: bool,
+    },
+    Transcript(Transcript),
+    SpeechStart(SpeechStart),
+    SpeechStop(SpeechStop),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    ChatMessage(ChatMessage),
+    Speakers(Speakers),
+    /// The conversation and the LLM history were wiped.
+    Cleared {},
+    Heartbeat(AssistantHeartbeat),
+    Error(ErrorMsg),
+    Ack(Ack),
+    Status(Status),
+    SpeakerList(Speakers),
+}
+
+impl AssistantEvent {
+    /// Whether this is a direct reply to a request rather than a broadcast event.
+    pub fn is_reply(&self) -> bool {
+        matches!(self, Self::Ack(_) | Self::Status(_) | Self::SpeakerList(_) | Self::Error(_))
+    }
+}
+
+impl Message for AssistantEvent {
+    const TYPES: &'static [&'static str] = &[
+        "hello",
+        "mode",
+        "command_text",
+        "transcript",
+        "speech_start",
+        "speech_stop",
+        "tool_call",
+        "tool_result",
+        "chat_message",
+        "speakers",
+        "cleared",
+        "heartbeat",
+        "error",
+        "ack",
+        "status",
+        "speaker_list",
+    ];
+}

@@ -1,0 +1,312 @@
+//! Golden lines: the exact bytes of every message on the wire. A change here is a change of
+//! protocol: bump `PROTOCOL_VERSION` or make the change backward compatible, and update
+//! docs/PROTOCOL.md in the same commit.
+
+use serde_json::json;
+use stt_proto::*;
+
+fn transcript(speaker: Option<&str>) -> Transcript {
+    Transcript {
+        seg_id: 7,
+        text: "what time is it".into(),
+        language: "en".into(),
+        start: 12.48,
+        end: 14.1,
+        duration: 1.62,
+        speaker_id: speaker.map(|_| "spk_0001".into()),
+        speaker_status: if speaker.is_some() {
+            SpeakerStatus::Matched
+        } else {
+            SpeakerStatus::None
+        },
+        speaker: speaker.map(Into::into),
+        speaker_score: speaker.map(|_| 0.87),
+    }
+}
+
+fn roster() -> Speakers {
+    Speakers {
+        speakers: vec![Speaker {
+            id: "spk_0001".into(),
+            name: Some("Efren".into()),
+            status: SpeakerState::Confirmed,
+            cumulative_s: 73.5,
+            sample_path: Some("speakers/spk_0001.wav".into()),
+            created_at: "2026-11-30T09:12:44Z".into(),
+        }],
+    }
+}
+
+fn hello(peer: &str) -> Hello {
+    Hello { protocol_version: 1, peer: peer.into(), version: "0.1.0".into() }
+}
+
+pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
+    vec![
+        (
+            DaemonEvent::Hello(hello("stt-daemon")),
+            r#"{"type":"hello","protocol_version":1,"peer":"stt-daemon","version":"0.1.0"}"#,
+        ),
+        (
+            DaemonEvent::SpeechStart(SpeechStart { seg_id: 7, start: 12.48 }),
+            r#"{"type":"speech_start","seg_id":7,"start":12.48}"#,
+        ),
+        (
+            DaemonEvent::SpeechStop(SpeechStop { seg_id: 7, end: 14.1 }),
+            r#"{"type":"speech_stop","seg_id":7,"end":14.1}"#,
+        ),
+        (
+            DaemonEvent::Transcript(transcript(None)),
+            r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}"#,
+        ),
+        (
+            DaemonEvent::Transcript(transcript(Some("Efren"))),
+            r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":"spk_0001","speaker_status":"matched","speaker":"Efren","speaker_score":0.87}"#,
+        ),
+        (
+            DaemonEvent::SegmentDone(SegmentDone { seg_id: 7 }),
+            r#"{"type":"segment_done","seg_id":7}"#,
+        ),
+        (
+            DaemonEvent::Speakers(roster()),
+            r#"{"type":"speakers","speakers":[{"id":"spk_0001","name":"Efren","status":"confirmed","cumulative_s":73.5,"sample_path":"speakers/spk_0001.wav","created_at":"2026-11-30T09:12:44Z"}]}"#,
+        ),
+        (
+            DaemonEvent::Heartbeat(DaemonHeartbeat {
+                seq: 42,
+                uptime_s: 42.0,
+                backlog: 1,
+                stt_healthy: true,
+                audio: AudioState::Capturing,
+                model: "ggml-tiny.en.bin".into(),
+            }),
+            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en.bin"}"#,
+        ),
+        (
+            DaemonEvent::Error(ErrorMsg::new(
+                ErrorCode::Audio,
+                "microphone 'USB Audio' vanished; retrying in 2 s",
+            )),
+            r#"{"type":"error","code":"audio","message":"microphone 'USB Audio' vanished; retrying in 2 s"}"#,
+        ),
+    ]
+}
+
+pub fn requests() -> Vec<(Request, &'static str)> {
+    vec![
+        (
+            Request::Hello(hello("stt-ctl")),
+            r#"{"type":"hello","protocol_version":1,"peer":"stt-ctl","version":"0.1.0"}"#,
+        ),
+        (Request::Subscribe { viewer: true }, r#"{"type":"subscribe","viewer":true}"#),
+        (Request::CommandStart, r#"{"type":"command_start"}"#),
+        (Request::CommandExecute, r#"{"type":"command_execute"}"#),
+        (Request::CommandCancel, r#"{"type":"command_cancel"}"#),
+        (
+            Request::CommandEdit { text: "what time is it".into() },
+            r#"{"type":"command_edit","text":"what time is it"}"#,
+        ),
+        (Request::ChatToggle, r#"{"type":"chat_toggle"}"#),
+        (Request::Clear, r#"{"type":"clear"}"#),
+        (Request::Status, r#"{"type":"status"}"#),
+        (Request::SpeakerList, r#"{"type":"speaker_list"}"#),
+        (
+            Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Efren".into() },
+            r#"{"type":"speaker_name","speaker_id":"spk_0001","name":"Efren"}"#,
+        ),
+        (
+            Request::Confirm { call_id: Some("call_3".into()) },
+            r#"{"type":"confirm","call_id":"call_3"}"#,
+        ),
+        (Request::Deny { call_id: None }, r#"{"type":"deny","call_id":null}"#),
+    ]
+}
+
+pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
+    vec![
+        (
+            AssistantEvent::Hello(hello("stt-assistant")),
+            r#"{"type":"hello","protocol_version":1,"peer":"stt-assistant","version":"0.1.0"}"#,
+        ),
+        (
+            AssistantEvent::Mode { mode: Mode::CommandArmed },
+            r#"{"type":"mode","mode":"command_armed"}"#,
+        ),
+        (
+            AssistantEvent::CommandText { text: "what time is it".into(), edited: false },
+            r#"{"type":"command_text","text":"what time is it","edited":false}"#,
+        ),
+        (
+            AssistantEvent::Transcript(Transcript {
+                speaker: Some("Unknown".into()),
+                speaker_status: SpeakerStatus::Unknown,
+                speaker_id: Some("spk_0002".into()),
+                speaker_score: Some(0.41),
+                ..transcript(None)
+            }),
+            r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":"Unknown","speaker_score":0.41}"#,
+        ),
+        (
+            AssistantEvent::SpeechStart(SpeechStart { seg_id: 8, start: 15.0 }),
+            r#"{"type":"speech_start","seg_id":8,"start":15.0}"#,
+        ),
+        (
+            AssistantEvent::SpeechStop(SpeechStop { seg_id: 8, end: 16.25 }),
+            r#"{"type":"speech_stop","seg_id":8,"end":16.25}"#,
+        ),
+        (
+            AssistantEvent::ToolCall(ToolCall {
+                call_id: "call_3".into(),
+                tool: "open_url".into(),
+                args: json!({"url": "https://example.org"}),
+                side_effect: SideEffect::External,
+                requires_confirmation: true,
+                awaiting_confirmation: true,
+            }),
+            r#"{"type":"tool_call","call_id":"call_3","tool":"open_url","args":{"url":"https://example.org"},"side_effect":"external","requires_confirmation":true,"awaiting_confirmation":true}"#,
+        ),
+        (
+            AssistantEvent::ToolResult(ToolResult {
+                call_id: "call_1".into(),
+                tool: "get_datetime".into(),
+                ok: true,
+                result: "2026-11-30T12:00:00+01:00 (Monday)".into(),
+                latency_ms: 3,
+            }),
+            r#"{"type":"tool_result","call_id":"call_1","tool":"get_datetime","ok":true,"result":"2026-11-30T12:00:00+01:00 (Monday)","latency_ms":3}"#,
+        ),
+        (
+            AssistantEvent::ChatMessage(ChatMessage {
+                id: 4,
+                role: ChatRole::User,
+                speaker: Some("Efren".into()),
+                text: "tell me a joke".into(),
+                partial: false,
+            }),
+            r#"{"type":"chat_message","id":4,"role":"user","speaker":"Efren","text":"tell me a joke","partial":false}"#,
+        ),
+        (
+            AssistantEvent::ChatMessage(ChatMessage {
+                id: 5,
+                role: ChatRole::Assistant,
+                speaker: None,
+                text: "Why did".into(),
+                partial: true,
+            }),
+            r#"{"type":"chat_message","id":5,"role":"assistant","speaker":null,"text":"Why did","partial":true}"#,
+        ),
+        (
+            AssistantEvent::ChatMessage(ChatMessage {
+                id: 6,
+                role: ChatRole::Note,
+                speaker: None,
+                text: "context compacted: 12 turns summarized".into(),
+                partial: false,
+            }),
+            r#"{"type":"chat_message","id":6,"role":"note","speaker":null,"text":"context compacted: 12 turns summarized","partial":false}"#,
+        ),
+        (
+            AssistantEvent::Speakers(roster()),
+            r#"{"type":"speakers","speakers":[{"id":"spk_0001","name":"Efren","status":"confirmed","cumulative_s":73.5,"sample_path":"speakers/spk_0001.wav","created_at":"2026-11-30T09:12:44Z"}]}"#,
+        ),
+        (AssistantEvent::Cleared {}, r#"{"type":"cleared"}"#),
+        (
+            AssistantEvent::Heartbeat(AssistantHeartbeat {
+                seq: 9,
+                mode: Mode::Chat,
+                stt_healthy: true,
+                daemon_backlog: 2,
+                inference_queue: 1,
+                inference_busy: true,
+            }),
+            r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":2,"inference_queue":1,"inference_busy":true}"#,
+        ),
+        (
+            AssistantEvent::Error(ErrorMsg::new(
+                ErrorCode::NotReady,
+                "not ready: speech is still open (segment 8); execute again when it closes",
+            )),
+            r#"{"type":"error","code":"not_ready","message":"not ready: speech is still open (segment 8); execute again when it closes"}"#,
+        ),
+        (
+            AssistantEvent::Ack(Ack { command: "command_start".into(), ok: true }),
+            r#"{"type":"ack","command":"command_start","ok":true}"#,
+        ),
+        (
+            AssistantEvent::Status(Status {
+                mode: Mode::Idle,
+                stt_healthy: false,
+                stt_detail: "no heartbeat from stt-daemon for 4.2 s".into(),
+                llm_enabled: true,
+                llm_endpoint: "http://localhost:9931/v1/chat/completions".into(),
+                llm_reachable: None,
+                inference_queue: 0,
+                inference_busy: false,
+                viewers: 1,
+                command_buffer: String::new(),
+                command_edited: false,
+                version: "0.1.0".into(),
+            }),
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0"}"#,
+        ),
+        (
+            AssistantEvent::SpeakerList(roster()),
+            r#"{"type":"speaker_list","speakers":[{"id":"spk_0001","name":"Efren","status":"confirmed","cumulative_s":73.5,"sample_path":"speakers/spk_0001.wav","created_at":"2026-11-30T09:12:44Z"}]}"#,
+        ),
+    ]
+}
+
+#[track_caller]
+fn check<M: Message + PartialEq + std::fmt::Debug>(cases: Vec<(M, &'static str)>) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (msg, golden) in cases {
+        let line = encode_line(&msg);
+        assert_eq!(std::str::from_utf8(&line).unwrap(), format!("{golden}\n"), "{msg:?}");
+        assert_eq!(parse::<M>(golden.as_bytes()).as_ref(), Ok(&msg), "{golden}");
+        let value: serde_json::Value = serde_json::from_str(golden).unwrap();
+        seen.insert(value["type"].as_str().unwrap().to_owned());
+    }
+    let known: std::collections::BTreeSet<_> = M::TYPES.iter().map(|t| t.to_string()).collect();
+    assert_eq!(seen, known, "golden lines must cover every type of the family, and only those");
+}
+
+#[test]
+fn daemon_events_are_pinned() {
+    check(daemon_events());
+}
+
+#[test]
+fn requests_are_pinned() {
+    check(requests());
+}
+
+#[test]
+fn assistant_events_are_pinned() {
+    check(assistant_events());
+}
+
+#[test]
+fn unit_requests_accept_missing_optional_fields() {
+    assert_eq!(
+        parse::<Request>(br#"{"type":"subscribe"}"#),
+        Ok(Request::Subscribe { viewer: false })
+    );
+    assert_eq!(parse::<Request>(br#"{"type":"confirm"}"#), Ok(Request::Confirm { call_id: None }));
+}
+
+#[test]
+fn unknown_error_codes_from_newer_peers_still_parse() {
+    let event = parse::<AssistantEvent>(br#"{"type":"error","code":"quantum","message":"m"}"#);
+    assert_eq!(event, Ok(AssistantEvent::Error(ErrorMsg::new(ErrorCode::Other, "m"))));
+}
+
+#[test]
+fn a_version_mismatch_says_what_to_do() {
+    let theirs =
+        Hello { protocol_version: 2, peer: "stt-assistant".into(), version: "0.2.0".into() };
+    let err = theirs.check("stt-ctl").unwrap_err();
+    assert_eq!(err.code, ErrorCode::VersionMismatch);
+    assert!(err.message.contains("stt-assistant speaks protocol v2, this stt-ctl speaks v1"));
+    assert!(err.message.contains("restart"));
+    assert!(Hello::new("stt-assistant").check("stt-ctl").is_ok());
+}
