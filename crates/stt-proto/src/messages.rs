@@ -325,6 +325,24 @@ pub enum SideEffect {
     Destructive,
 }
 
+impl SideEffect {
+    /// The name used on the wire, in the config file and in the audit log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Local => "local",
+            Self::External => "external",
+            Self::Destructive => "destructive",
+        }
+    }
+}
+
+impl std::fmt::Display for SideEffect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Who a chat line belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

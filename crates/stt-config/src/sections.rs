@@ -1,0 +1,462 @@
+//! One struct per section of `config.toml`, each with the defaults that `default.toml` documents.
+//!
+//! Every struct is `#[serde(default)]`, so a file may name only the keys it changes, and
+//! `#[serde(deny_unknown_fields)]`, so a misspelt key is an error instead of a silent default.
+//! Paths are `PathBuf`s where an empty path means "the default location"; toml has no null,
+//! so `Option` is avoided.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[daemon]`: audio capture, voice activity detection, transcription.
+    pub daemon: DaemonConfig,
+    /// `[assistant]`: modes, the tool loop, chat and its compaction.
+    pub assistant: AssistantConfig,
+    /// `[llm]`: the OpenAI-compatible chat-completions endpoint.
+    pub llm: LlmConfig,
+    /// `[triage]`: the optional speech classifier panel.
+    pub triage: TriageConfig,
+    /// `[speakers]`: optional per-utterance speaker identification.
+    pub speakers: SpeakersConfig,
+    /// `[memory]`: optional long-term memory.
+    pub memory: MemoryConfig,
+    /// `[tui]`: the terminal viewer.
+    pub tui: TuiConfig,
+    /// `[tools]`: commands the model may run.
+    pub tools: ToolsConfig,
+}
+
+/// `[daemon]`: audio capture, voice activity detection and whisper transcription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Event socket path; empty means `<runtime_dir>/stt-daemon.sock`.
+    pub socket: PathBuf,
+    /// Input device name; empty means the system's default input device.
+    pub device: String,
+    /// Whisper GGML model: a path, or a file name looked up in `<data_dir>/models`.
+    pub model: PathBuf,
+    /// Spoken language code (`"en"`, `"de"`, ...), or `"auto"` to detect it per segment.
+    pub language: String,
+    /// CPU threads whisper may use.
+    pub threads: u32,
+    /// Beam search width; 0 means greedy decoding.
+    pub beam_size: u32,
+    /// Whisper audio context size; 0 means the model's full context.
+    pub audio_ctx: u32,
+    /// Speech probability above which a frame counts as speech (0..1, exclusive).
+    pub vad_threshold: f64,
+    /// Audio kept from before speech onset, in milliseconds.
+    pub vad_pre_roll_ms: u32,
+    /// Speech must last this long, in milliseconds, before a segment opens.
+    pub vad_onset_ms: u32,
+    /// Silence that closes a segment, in milliseconds.
+    pub vad_hangover_ms: u32,
+    /// Segments shorter than this, in milliseconds, are dropped untranscribed.
+    pub vad_min_speech_ms: u32,
+    /// Longer speech is cut into segments of at most this many seconds.
+    pub vad_max_segment_s: u32,
+    /// Segments that may wait for transcription before the oldest is dropped.
+    pub transcribe_queue_size: u32,
+    /// Interval between heartbeat events, in milliseconds.
+    pub heartbeat_interval_ms: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            socket: PathBuf::new(),
+            device: String::new(),
+            model: PathBuf::from("ggml-tiny.en.bin"),
+            language: "en".to_owned(),
+            threads: 2,
+            beam_size: 0,
+            audio_ctx: 0,
+            vad_threshold: 0.5,
+            vad_pre_roll_ms: 300,
+            vad_onset_ms: 64,
+            vad_hangover_ms: 500,
+            vad_min_speech_ms: 250,
+            vad_max_segment_s: 20,
+            transcribe_queue_size: 8,
+            heartbeat_interval_ms: 1000,
+        }
+    }
+}
+
+/// The default system prompt for chat mode.
+pub const DEFAULT_CHAT_SYSTEM_PROMPT: &str = "You are a voice assistant on the user's Linux \
+desktop. Each user message is transcribed speech, prefixed with the speaker's name or \
+\"Unknown\", and may contain recognition mistakes. Answer briefly and plainly: replies are read \
+on a small panel.";
+
+/// The default system prompt for command mode.
+pub const DEFAULT_COMMAND_SYSTEM_PROMPT: &str = "You carry out one spoken command on the user's \
+Linux desktop with the tools provided. The text is transcribed speech and may contain \
+recognition mistakes: when the intent is unclear, say so instead of guessing. Call a tool only \
+when it does what was asked, then report the outcome in one or two sentences.";
+
+/// The default system prompt for summarising old chat turns.
+pub const DEFAULT_COMPACTION_SYSTEM_PROMPT: &str = "Summarise the conversation so far for your \
+own later use. Keep names, facts, decisions, open questions and anything the user asked you to \
+remember; drop small talk. If an earlier summary is included, fold it in. Write plain prose, a \
+few short paragraphs at most.";
+
+/// `[assistant]`: modes, the tool loop, chat and compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AssistantConfig {
+    /// Control socket path; empty means `<runtime_dir>/stt-assistant.sock`.
+    pub socket: PathBuf,
+    /// Refuse to execute commands unless a TUI viewer is attached.
+    pub require_viewer: bool,
+    /// LLM jobs (chat turns, commands, summaries) that may wait for the single worker.
+    pub inference_queue_size: u32,
+    /// Model round trips one command may take before it is stopped.
+    pub max_tool_iterations: u32,
+    /// Seconds to wait for the user to confirm a tool call before it is refused.
+    pub confirmation_timeout_s: u64,
+    /// Append every action to `<data_dir>/audit/YYYY-MM-DD.jsonl`.
+    pub audit: bool,
+    /// System prompt for chat mode.
+    pub chat_system_prompt: String,
+    /// System prompt for command mode.
+    pub command_system_prompt: String,
+    /// The model's context window, in tokens.
+    pub max_context_tokens: u32,
+    /// Longest reply requested from the model, in tokens.
+    pub max_tokens: u32,
+    /// Tokens kept free for estimation error when budgeting the prompt.
+    pub compaction_safety_margin: u32,
+    /// Compact when the prompt reaches this fraction of the budget (0 exclusive .. 1).
+    pub compaction_trigger_ratio: f64,
+    /// Most recent chat turns that compaction keeps verbatim.
+    pub compaction_keep_turns: u32,
+    /// Longest summary requested from the model, in tokens.
+    pub compaction_max_tokens: u32,
+    /// System prompt for the summariser.
+    pub compaction_system_prompt: String,
+    /// Turns deleted at a time when summarising fails.
+    pub trim_block_turns: u32,
+    /// Transcription counts as unhealthy after this long without a daemon heartbeat, in ms.
+    pub stt_stale_after_ms: u64,
+}
+
+impl Default for AssistantConfig {
+    fn default() -> Self {
+        Self {
+            socket: PathBuf::new(),
+            require_viewer: false,
+            inference_queue_size: 8,
+            max_tool_iterations: 5,
+            confirmation_timeout_s: 30,
+            audit: true,
+            chat_system_prompt: DEFAULT_CHAT_SYSTEM_PROMPT.to_owned(),
+            command_system_prompt: DEFAULT_COMMAND_SYSTEM_PROMPT.to_owned(),
+            max_context_tokens: 4096,
+            max_tokens: 512,
+            compaction_safety_margin: 256,
+            compaction_trigger_ratio: 0.8,
+            compaction_keep_turns: 4,
+            compaction_max_tokens: 256,
+            compaction_system_prompt: DEFAULT_COMPACTION_SYSTEM_PROMPT.to_owned(),
+            trim_block_turns: 2,
+            stt_stale_after_ms: 3000,
+        }
+    }
+}
+
+impl AssistantConfig {
+    /// Tokens the prompt may use: `max_context_tokens - max_tokens - compaction_safety_margin`.
+    ///
+    /// Validation guarantees this is positive for a parsed config; it saturates at 0 for a
+    /// hand-built one.
+    pub fn prompt_budget(&self) -> u32 {
+        self.max_context_tokens
+            .saturating_sub(self.max_tokens)
+            .saturating_sub(self.compaction_safety_margin)
+    }
+}
+
+/// `[llm]`: the OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Use the model at all; when false, commands report that no executor is configured.
+    pub enabled: bool,
+    /// Full URL of the chat-completions endpoint.
+    pub endpoint: String,
+    /// Model name sent with each request; empty sends none (the server's loaded model).
+    pub model: String,
+    /// Name of the environment variable that holds the API key; empty sends no key.
+    pub api_key_env: String,
+    /// Seconds to wait for the connection to open.
+    pub connect_timeout_s: u64,
+    /// Seconds one request may take in all, streaming included.
+    pub request_timeout_s: u64,
+    /// Ask for a streamed reply.
+    pub stream: bool,
+    /// Sampling temperature, 0 to 2.
+    pub temperature: f64,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            endpoint: "http://localhost:9931/v1/chat/completions".to_owned(),
+            model: String::new(),
+            api_key_env: String::new(),
+            connect_timeout_s: 5,
+            request_timeout_s: 120,
+            stream: true,
+            temperature: 0.2,
+        }
+    }
+}
+
+/// `[triage]`: the optional, display-only speech classifier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TriageConfig {
+    /// Run the classifier.
+    pub enabled: bool,
+    /// Utterances classified together on each settled turn.
+    pub window: u32,
+    /// Classifier model: a path, or a file name looked up in `<data_dir>/models`.
+    pub model: PathBuf,
+    /// A signal confidence at or above this asks the LLM for a structured extraction (0 exclusive .. 1).
+    pub escalate_threshold: f64,
+}
+
+impl Default for TriageConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            window: 6,
+            model: PathBuf::from("triage.onnx"),
+            escalate_threshold: 0.7,
+        }
+    }
+}
+
+/// `[speakers]`: optional per-utterance speaker identification in the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpeakersConfig {
+    /// Identify speakers.
+    pub enabled: bool,
+    /// Speaker-embedding model: a path, or a file name looked up in `<data_dir>/models`.
+    pub model: PathBuf,
+    /// Cosine similarity at or above which a segment matches a known speaker (0 exclusive .. 1).
+    pub match_threshold: f64,
+    /// Similarity at or above which, below `match_threshold`, the match is "uncertain".
+    pub uncertain_threshold: f64,
+    /// Segments shorter than this many seconds are not identified.
+    pub min_segment_s: f64,
+    /// Most speakers remembered; the least heard unnamed one is pruned beyond that.
+    pub max_speakers: u32,
+}
+
+impl Default for SpeakersConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            model: PathBuf::from("speaker-embedding.onnx"),
+            match_threshold: 0.7,
+            uncertain_threshold: 0.55,
+            min_segment_s: 1.0,
+            max_speakers: 32,
+        }
+    }
+}
+
+/// `[memory]`: optional long-term memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Keep long-term memory.
+    pub enabled: bool,
+    /// SQLite database path; empty means `<data_dir>/memory.sqlite`.
+    pub db: PathBuf,
+    /// Embedding model (a path, or a name under `<data_dir>/models`); empty means keyword recall only.
+    pub embedding_model: PathBuf,
+    /// Most memories recalled into one prompt.
+    pub recall_top_k: u32,
+    /// Memories scoring below this are not recalled (0 .. 1).
+    pub recall_min_score: f64,
+    /// Summaries merged into one parent summary when a level of the memory tree fills up.
+    pub summary_fanout: u32,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            db: PathBuf::new(),
+            embedding_model: PathBuf::new(),
+            recall_top_k: 5,
+            recall_min_score: 0.5,
+            summary_fanout: 4,
+        }
+    }
+}
+
+/// `[tui]`: the terminal viewer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuiConfig {
+    /// Capture the mouse (hold Shift to select text in the terminal anyway).
+    pub mouse: bool,
+    /// Show the time of each transcript line.
+    pub show_timestamps: bool,
+    /// Lines of scrollback kept per pane.
+    pub max_lines: u32,
+    /// Write the TUI's own log here; empty writes no log.
+    pub log_file: PathBuf,
+}
+
+impl Default for TuiConfig {
+    fn default() -> Self {
+        Self { mouse: true, show_timestamps: true, max_lines: 5000, log_file: PathBuf::new() }
+    }
+}
+
+/// `[tools]`: commands the model may run in command mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// `[[tools.command]]` entries.
+    pub command: Vec<ToolCommand>,
+}
+
+/// One `[[tools.command]]`: a program the model may run, without a shell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCommand {
+    /// The tool's name as the model sees it: letters, digits, `_` and `-`, at most 64.
+    pub name: String,
+    /// What the tool does; the model chooses tools by this.
+    pub description: String,
+    /// Program and arguments; `{param}` in an element is replaced by that argument's value.
+    pub argv: Vec<String>,
+    /// What running it can change; recorded in the audit log.
+    pub side_effect: SideEffect,
+    /// Ask the user before running it. Required for `destructive` tools.
+    #[serde(default)]
+    pub requires_confirmation: bool,
+    /// Parameter name to description; every `{param}` in `argv` must be listed.
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+}
+
+impl ToolCommand {
+    /// `argv` with every `{param}` replaced by its value in `args`; the error is the name of a
+    /// parameter that `args` lacks.
+    ///
+    /// Each element stays one argument whatever the value holds: no shell is involved. Braces
+    /// that do not enclose a parameter name (`{}`, `{print $1}`) are kept as they are.
+    pub fn render_argv(&self, args: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+        self.argv
+            .iter()
+            .map(|arg| {
+                let mut out = String::with_capacity(arg.len());
+                let mut rest = arg.as_str();
+                while let Some((before, name, after)) = next_placeholder(rest) {
+                    let value = args.get(name).ok_or_else(|| name.to_owned())?;
+                    out.push_str(before);
+                    out.push_str(value);
+                    rest = after;
+                }
+                out.push_str(rest);
+                Ok(out)
+            })
+            .collect()
+    }
+
+    /// The parameter names that `argv` refers to, in order of appearance, with repeats.
+    pub fn placeholders(&self) -> impl Iterator<Item = &str> {
+        self.argv.iter().flat_map(|arg| {
+            std::iter::successors(next_placeholder(arg), |(_, _, after)| next_placeholder(after))
+                .map(|(_, name, _)| name)
+        })
+    }
+}
+
+/// Whether `name` may be a parameter name: ASCII letters, digits and `_`, not starting with a digit.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Splits `s` at its first `{identifier}`: (text before, identifier, text after).
+fn next_placeholder(s: &str) -> Option<(&str, &str, &str)> {
+    let mut from = 0;
+    while let Some(open) = s[from..].find('{').map(|i| i + from) {
+        let after_open = &s[open + 1..];
+        if let Some(close) = after_open.find('}') {
+            let name = &after_open[..close];
+            if is_identifier(name) {
+                return Some((&s[..open], name, &after_open[close + 1..]));
+            }
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// What running a tool can do to the world; the wire protocol's type, shared.
+pub use stt_proto::SideEffect;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(argv: &[&str]) -> ToolCommand {
+        ToolCommand {
+            name: "t".to_owned(),
+            description: "d".to_owned(),
+            argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+            side_effect: SideEffect::ReadOnly,
+            requires_confirmation: false,
+            parameters: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn render_argv_substitutes_whole_and_embedded_placeholders() {
+        let t = tool(&["echo", "{msg}", "--level={level}%", "{}", "{print $1}", "{msg}{msg}"]);
+        let args: BTreeMap<String, String> =
+            [("msg", "a b; rm -rf ~"), ("level", "40")].map(|(k, v)| (k.into(), v.into())).into();
+        assert_eq!(
+            t.render_argv(&args).unwrap(),
+            [
+                "echo",
+                "a b; rm -rf ~",
+                "--level=40%",
+                "{}",
+                "{print $1}",
+                "a b; rm -rf ~a b; rm -rf ~"
+            ]
+        );
+    }
+
+    #[test]
+    fn render_argv_names_the_missing_argument() {
+        let t = tool(&["say", "{text}"]);
+        assert_eq!(t.render_argv(&BTreeMap::new()).unwrap_err(), "text");
+    }
+
+    #[test]
+    fn placeholders_lists_names_in_order() {
+        let t = tool(&["x", "{a}-{b}", "{ c }", "{a}", "{{d}}"]);
+        assert_eq!(t.placeholders().collect::<Vec<_>>(), ["a", "b", "a", "d"]);
+    }
+}

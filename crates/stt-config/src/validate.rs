@@ -1,0 +1,361 @@
+//! Checks beyond types: values that parse but cannot work (a zero-sized queue, a ratio above 1,
+//! a reply budget larger than the context window, a tool without a program).
+//!
+//! Only the obvious mistakes are caught; each message quotes the value and says what to set.
+
+use std::collections::BTreeSet;
+
+use crate::parse::KeyPath;
+use crate::sections::{
+    AssistantConfig, Config, DaemonConfig, LlmConfig, MemoryConfig, SideEffect, SpeakersConfig,
+    ToolsConfig, TriageConfig, TuiConfig, is_identifier,
+};
+
+/// The first problem found: the key to blame, other keys involved (used to find a line when
+/// the blamed key is not in the file), and the message.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub(crate) key: KeyPath,
+    pub(crate) also: Vec<KeyPath>,
+    pub(crate) message: String,
+}
+
+type Checked = Result<(), Problem>;
+
+fn problem(key: KeyPath, message: String) -> Problem {
+    Problem { key, also: Vec::new(), message }
+}
+
+/// Checks every section of `config`.
+pub(crate) fn check(config: &Config) -> Checked {
+    daemon(&config.daemon)?;
+    assistant(&config.assistant)?;
+    llm(&config.llm)?;
+    triage(&config.triage)?;
+    speakers(&config.speakers)?;
+    memory(&config.memory)?;
+    tui(&config.tui)?;
+    tools(&config.tools)
+}
+
+/// `value` must be at least 1.
+fn positive(section: &str, key: &str, value: u64, default: u64) -> Checked {
+    if value == 0 {
+        return Err(problem(
+            KeyPath::new(section, key),
+            format!("0 cannot work: set it to 1 or more (default {default})"),
+        ));
+    }
+    Ok(())
+}
+
+/// `value` must lie in `low..=high`, excluding `low` when `low_open` (NaN never does).
+fn fraction(section: &str, key: &str, value: f64, low_open: bool, default: f64) -> Checked {
+    let ok = if low_open { value > 0.0 && value <= 1.0 } else { (0.0..=1.0).contains(&value) };
+    if !ok {
+        let range = if low_open { "above 0 and at most 1" } else { "between 0 and 1" };
+        return Err(problem(
+            KeyPath::new(section, key),
+            format!("{value} is out of range: set a value {range} (default {default})"),
+        ));
+    }
+    Ok(())
+}
+
+fn daemon(c: &DaemonConfig) -> Checked {
+    let d = DaemonConfig::default();
+    if c.model.as_os_str().is_empty() {
+        return Err(problem(
+            KeyPath::new("daemon", "model"),
+            format!("is empty: name a whisper GGML model file, e.g. \"{}\"", d.model.display()),
+        ));
+    }
+    if c.language.trim().is_empty() {
+        return Err(problem(
+            KeyPath::new("daemon", "language"),
+            "is empty: set a language code such as \"en\", or \"auto\" to detect it".to_owned(),
+        ));
+    }
+    positive("daemon", "threads", c.threads.into(), d.threads.into())?;
+    if !(c.vad_threshold > 0.0 && c.vad_threshold < 1.0) {
+        return Err(problem(
+            KeyPath::new("daemon", "vad_threshold"),
+            format!(
+                "{} is out of range: set a probability above 0 and below 1 (default {})",
+                c.vad_threshold, d.vad_threshold
+            ),
+        ));
+    }
+    positive(
+        "daemon",
+        "vad_max_segment_s",
+        c.vad_max_segment_s.into(),
+        d.vad_max_segment_s.into(),
+    )?;
+    if u64::from(c.vad_min_speech_ms) >= u64::from(c.vad_max_segment_s) * 1000 {
+        return Err(Problem {
+            key: KeyPath::new("daemon", "vad_min_speech_ms"),
+            also: vec![KeyPath::new("daemon", "vad_max_segment_s")],
+            message: format!(
+                "{} ms is not shorter than vad_max_segment_s ({} s), so every segment would be \
+                 dropped: lower vad_min_speech_ms or raise vad_max_segment_s",
+                c.vad_min_speech_ms, c.vad_max_segment_s
+            ),
+        });
+    }
+    positive(
+        "daemon",
+        "transcribe_queue_size",
+        c.transcribe_queue_size.into(),
+        d.transcribe_queue_size.into(),
+    )?;
+    positive("daemon", "heartbeat_interval_ms", c.heartbeat_interval_ms, d.heartbeat_interval_ms)
+}
+
+fn assistant(c: &AssistantConfig) -> Checked {
+    let d = AssistantConfig::default();
+    positive(
+        "assistant",
+        "inference_queue_size",
+        c.inference_queue_size.into(),
+        d.inference_queue_size.into(),
+    )?;
+    positive(
+        "assistant",
+        "max_tool_iterations",
+        c.max_tool_iterations.into(),
+        d.max_tool_iterations.into(),
+    )?;
+    positive(
+        "assistant",
+        "confirmation_timeout_s",
+        c.confirmation_timeout_s,
+        d.confirmation_timeout_s,
+    )?;
+    positive("assistant", "max_tokens", c.max_tokens.into(), d.max_tokens.into())?;
+    let reserved = u64::from(c.max_tokens) + u64::from(c.compaction_safety_margin);
+    if reserved >= u64::from(c.max_context_tokens) {
+        return Err(Problem {
+            key: KeyPath::new("assistant", "max_tokens"),
+            also: vec![
+                KeyPath::new("assistant", "max_context_tokens"),
+                KeyPath::new("assistant", "compaction_safety_margin"),
+            ],
+            message: format!(
+                "max_tokens ({}) + compaction_safety_margin ({}) leaves no room for the prompt in \
+                 max_context_tokens ({}): lower max_tokens or raise max_context_tokens to the \
+                 model's real context size",
+                c.max_tokens, c.compaction_safety_margin, c.max_context_tokens
+            ),
+        });
+    }
+    fraction(
+        "assistant",
+        "compaction_trigger_ratio",
+        c.compaction_trigger_ratio,
+        true,
+        d.compaction_trigger_ratio,
+    )?;
+    positive(
+        "assistant",
+        "compaction_max_tokens",
+        c.compaction_max_tokens.into(),
+        d.compaction_max_tokens.into(),
+    )?;
+    positive(
+        "assistant",
+        "trim_block_turns",
+        c.trim_block_turns.into(),
+        d.trim_block_turns.into(),
+    )?;
+    positive("assistant", "stt_stale_after_ms", c.stt_stale_after_ms, d.stt_stale_after_ms)
+}
+
+fn llm(c: &LlmConfig) -> Checked {
+    let d = LlmConfig::default();
+    if c.enabled && !(c.endpoint.starts_with("http://") || c.endpoint.starts_with("https://")) {
+        return Err(problem(
+            KeyPath::new("llm", "endpoint"),
+            format!(
+                "\"{}\" is not an http:// or https:// URL: set the full chat-completions URL, \
+                 e.g. \"{}\", or set llm.enabled = false",
+                c.endpoint, d.endpoint
+            ),
+        ));
+    }
+    if !c.api_key_env.is_empty() && !is_identifier(&c.api_key_env) {
+        // Someone who pastes the key itself here would otherwise leak it into every error
+        // message that quotes the value, so the value is not quoted.
+        return Err(problem(
+            KeyPath::new("llm", "api_key_env"),
+            "is not an environment variable name: set the NAME of the variable that holds the \
+             key (e.g. \"OPENAI_API_KEY\"), never the key itself; empty sends no key"
+                .to_owned(),
+        ));
+    }
+    positive("llm", "connect_timeout_s", c.connect_timeout_s, d.connect_timeout_s)?;
+    positive("llm", "request_timeout_s", c.request_timeout_s, d.request_timeout_s)?;
+    if !(0.0..=2.0).contains(&c.temperature) {
+        return Err(problem(
+            KeyPath::new("llm", "temperature"),
+            format!(
+                "{} is out of range: set a value from 0 to 2 (default {})",
+                c.temperature, d.temperature
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn triage(c: &TriageConfig) -> Checked {
+    let d = TriageConfig::default();
+    positive("triage", "window", c.window.into(), d.window.into())?;
+    if c.enabled && c.model.as_os_str().is_empty() {
+        return Err(problem(
+            KeyPath::new("triage", "model"),
+            format!(
+                "is empty while triage is enabled: name the classifier model, e.g. \"{}\"",
+                d.model.display()
+            ),
+        ));
+    }
+    fraction("triage", "escalate_threshold", c.escalate_threshold, true, d.escalate_threshold)
+}
+
+fn speakers(c: &SpeakersConfig) -> Checked {
+    let d = SpeakersConfig::default();
+    if c.enabled && c.model.as_os_str().is_empty() {
+        return Err(problem(
+            KeyPath::new("speakers", "model"),
+            format!(
+                "is empty while speakers are enabled: name the embedding model, e.g. \"{}\"",
+                d.model.display()
+            ),
+        ));
+    }
+    fraction("speakers", "match_threshold", c.match_threshold, true, d.match_threshold)?;
+    fraction(
+        "speakers",
+        "uncertain_threshold",
+        c.uncertain_threshold,
+        true,
+        d.uncertain_threshold,
+    )?;
+    if c.uncertain_threshold > c.match_threshold {
+        return Err(Problem {
+            key: KeyPath::new("speakers", "uncertain_threshold"),
+            also: vec![KeyPath::new("speakers", "match_threshold")],
+            message: format!(
+                "{} is above match_threshold ({}): the uncertain band lies below a match, so set \
+                 uncertain_threshold no higher than match_threshold",
+                c.uncertain_threshold, c.match_threshold
+            ),
+        });
+    }
+    if !(c.min_segment_s >= 0.0 && c.min_segment_s.is_finite()) {
+        return Err(problem(
+            KeyPath::new("speakers", "min_segment_s"),
+            format!(
+                "{} is not a duration: set 0 or more seconds (default {})",
+                c.min_segment_s, d.min_segment_s
+            ),
+        ));
+    }
+    positive("speakers", "max_speakers", c.max_speakers.into(), d.max_speakers.into())
+}
+
+fn memory(c: &MemoryConfig) -> Checked {
+    let d = MemoryConfig::default();
+    positive("memory", "recall_top_k", c.recall_top_k.into(), d.recall_top_k.into())?;
+    fraction("memory", "recall_min_score", c.recall_min_score, false, d.recall_min_score)?;
+    if c.summary_fanout < 2 {
+        return Err(problem(
+            KeyPath::new("memory", "summary_fanout"),
+            format!(
+                "{} cannot build a tree: set 2 or more (default {})",
+                c.summary_fanout, d.summary_fanout
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn tui(c: &TuiConfig) -> Checked {
+    positive("tui", "max_lines", c.max_lines.into(), TuiConfig::default().max_lines.into())
+}
+
+fn tools(c: &ToolsConfig) -> Checked {
+    let mut names = BTreeSet::new();
+    for (i, tool) in c.command.iter().enumerate() {
+        let at = KeyPath::new("tools", "command").index(i);
+        let valid_name = !tool.name.is_empty()
+            && tool.name.len() <= 64
+            && tool.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
+            return Err(problem(
+                at.key("name"),
+                format!(
+                    "{:?} is not a tool name: use 1 to 64 ASCII letters, digits, '_' or '-'",
+                    tool.name
+                ),
+            ));
+        }
+        if !names.insert(tool.name.as_str()) {
+            return Err(problem(
+                at.key("name"),
+                format!("\"{}\" names an earlier tool too: give each tool its own name", tool.name),
+            ));
+        }
+        if tool.description.trim().is_empty() {
+            return Err(problem(
+                at.key("description"),
+                format!(
+                    "tool \"{}\" has no description: say what it does, since the model picks \
+                     tools by their description",
+                    tool.name
+                ),
+            ));
+        }
+        if tool.argv.first().is_none_or(|program| program.is_empty()) {
+            return Err(problem(
+                at.key("argv"),
+                format!(
+                    "tool \"{}\" has no program: set argv to the program and its arguments, \
+                     e.g. [\"notify-send\", \"{{text}}\"]",
+                    tool.name
+                ),
+            ));
+        }
+        if let Some(param) = tool.parameters.keys().find(|p| !is_identifier(p)) {
+            return Err(problem(
+                at.key("parameters").key(param),
+                format!(
+                    "{param:?} is not a parameter name: use ASCII letters, digits and '_', not \
+                     starting with a digit"
+                ),
+            ));
+        }
+        if let Some(name) = tool.placeholders().find(|p| !tool.parameters.contains_key(*p)) {
+            return Err(problem(
+                at.key("argv"),
+                format!(
+                    "tool \"{}\" uses {{{name}}} but declares no parameter '{name}': add \
+                     parameters.{name} = \"what it is\", or remove the placeholder",
+                    tool.name
+                ),
+            ));
+        }
+        if tool.side_effect == SideEffect::Destructive && !tool.requires_confirmation {
+            return Err(Problem {
+                key: at.key("requires_confirmation"),
+                also: vec![at.key("side_effect"), at],
+                message: format!(
+                    "tool \"{}\" is destructive, so a misheard word could run it: set \
+                     requires_confirmation = true",
+                    tool.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
