@@ -165,6 +165,13 @@ fn unexpected_first(service: Service, got: &dyn std::fmt::Debug) -> BusError {
     ))
 }
 
+/// A direct reply, parsed and as it came off the wire (newline included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub event: AssistantEvent,
+    pub line: bytes::Bytes,
+}
+
 /// One request, one reply: connect, send our hello and the request in one write, and
 /// return the first direct reply. The reply may be an `error` from the assistant; errors
 /// of the connection itself are `Err`.
@@ -173,7 +180,7 @@ pub async fn request(
     peer: &str,
     request: &Request,
     timeout: Duration,
-) -> Result<AssistantEvent, BusError> {
+) -> Result<Reply, BusError> {
     let service = Service::ASSISTANT;
     let exchange = async {
         let stream = connect_stream(path, service).await?;
@@ -186,10 +193,22 @@ pub async fn request(
         read_hello(&mut frames, service, peer).await?;
         read_hello_ack(&mut frames, service).await?;
         loop {
-            match recv_from::<AssistantEvent>(&mut frames).await? {
-                Some(reply) if reply.is_reply() => return Ok(reply),
-                Some(_) => {}
-                None => return Err(BusError::Closed { service: service.name.to_owned() }),
+            let line = match frames.next().await {
+                None | Some(Err(_)) => {
+                    return Err(BusError::Closed { service: service.name.to_owned() });
+                }
+                Some(Ok(Frame::TooLong { .. })) => continue,
+                Some(Ok(Frame::Line(line))) => line,
+            };
+            match parse::<AssistantEvent>(&line) {
+                Ok(event) if event.is_reply() => {
+                    let mut raw = BytesMut::from(&line[..]);
+                    raw.extend_from_slice(b"\n");
+                    return Ok(Reply { event, line: raw.freeze() });
+                }
+                Ok(_) => {}
+                Err(e) if e.is_unknown_type() => {}
+                Err(e) => return Err(BusError::Protocol(e.0)),
             }
         }
     };

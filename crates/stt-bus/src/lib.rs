@@ -17,7 +17,7 @@ pub mod publish_server;
 pub mod publisher;
 pub mod socket;
 
-pub use client::{Backoff, Connection, Link, Subscription, request};
+pub use client::{Backoff, Connection, Link, Reply, Service, Subscription, request};
 pub use control::{ConnInfo, ControlServer, Handler};
 pub use publisher::Publisher;
 pub use socket::{BoundSocket, peer_is_us};

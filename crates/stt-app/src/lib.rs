@@ -1,0 +1,78 @@
+//! What every stt binary does at start and at exit, so each `main.rs` stays a few lines:
+//! the flags they share ([`CommonArgs`]), logging to stderr filtered by `STT_LOG`
+//! ([`init_logging`]), loading the config ([`CommonArgs::load_config`]), and turning an
+//! error into a message and an exit code ([`exit_with`]).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use stt_config::Config;
+
+/// The environment variable holding the log filter (`info`, `debug`, `stt_bus=trace`, …).
+pub const LOG_ENV: &str = "STT_LOG";
+
+/// Flags every long-running stt binary takes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonArgs {
+    /// Config file to read instead of $XDG_CONFIG_HOME/stt/config.toml
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// Loads the config named by `--config`, or the default file, or the defaults.
+    pub fn load_config(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(self.config.as_deref())?)
+    }
+}
+
+/// Sets up `tracing` for the process: to stderr, at `info` unless `STT_LOG` says otherwise,
+/// with colour only when stderr is a terminal. A bad `STT_LOG` falls back to `info` and
+/// says so.
+pub fn init_logging(default_level: &str) {
+    use tracing_subscriber::EnvFilter;
+    let (filter, complaint) = match std::env::var(LOG_ENV) {
+        Ok(spec) if !spec.trim().is_empty() => match EnvFilter::try_new(&spec) {
+            Ok(filter) => (filter, None),
+            Err(e) => (
+                EnvFilter::new(default_level),
+                Some(format!("ignoring {LOG_ENV}='{spec}': {e}; using '{default_level}'")),
+            ),
+        },
+        _ => (EnvFilter::new(default_level), None),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+    if let Some(complaint) = complaint {
+        tracing::warn!("{complaint}");
+    }
+}
+
+/// Maps the outcome of a binary's `run` to its exit status: errors are printed as
+/// `<name>: error: <message>: <cause>…` and exit 1; a closed stdout (`| head`) exits 0.
+pub fn exit_with(name: &str, result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("{name}: error: {err:#}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,335 @@
+//! The logic of `stt-ctl`: one control verb per call, for scripts and global hotkeys.
+//!
+//! [`Cli`] is the command line; [`Verb`] the verbs, each becoming exactly one
+//! [`Request`]; [`run`] connects, sends, prints the reply, and returns the exit code:
+//! 0 accepted, 1 the assistant answered with an error, 2 usage, 3 cannot connect.
+//!
+//! It stays fast: a single-threaded runtime, and no work beyond reading the config (for a
+//! socket override) and one connect-send-receive.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use stt_bus::BusError;
+use stt_proto::{AssistantEvent, Request, Speakers, Status};
+
+/// Exit status: the assistant accepted the request.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the assistant answered with an error.
+pub const EXIT_REFUSED: u8 = 1;
+/// Exit status: bad usage (unknown verb, missing argument, bad config).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the assistant could not be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// Send one control verb to stt-assistant.
+///
+/// Exit status: 0 accepted, 1 the assistant answered with an error, 2 usage,
+/// 3 cannot connect.
+#[derive(Debug, Parser)]
+#[command(name = "stt-ctl", version, about, long_about = None)]
+pub struct Cli {
+    /// Print the assistant's reply as its raw JSON line
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Control socket to use instead of the configured one
+    #[arg(long, value_name = "PATH", global = true)]
+    pub socket: Option<PathBuf>,
+
+    /// Config file to read instead of $XDG_CONFIG_HOME/stt/config.toml
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Give up waiting for the reply after this many milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 3000, global = true)]
+    pub timeout_ms: u64,
+
+    #[command(subcommand)]
+    pub verb: Verb,
+}
+
+/// The verbs. Each sends one message and prints its reply.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum Verb {
+    /// Arm command mode: what you say next becomes the command
+    CommandStart,
+    /// Run the armed command (refused until the last words are transcribed)
+    CommandExecute,
+    /// Drop the armed command
+    CommandCancel,
+    /// Replace the command buffer with TEXT and freeze it
+    CommandEdit {
+        /// The corrected command
+        #[arg(long)]
+        text: String,
+    },
+    /// Enter or leave chat mode
+    ChatToggle,
+    /// Wipe the conversation and the LLM history (the mode stays)
+    Clear,
+    /// Show mode, STT health, LLM endpoint, queue, viewers and the command buffer
+    Status,
+    /// List known speakers
+    SpeakerList,
+    /// Give speaker ID the name NAME
+    SpeakerName {
+        /// Speaker id, as `speaker-list` shows it (spk_0001)
+        id: String,
+        /// The name to show
+        name: String,
+    },
+    /// Allow the tool call waiting for confirmation
+    Confirm {
+        /// Which call, when more than one waits
+        #[arg(long)]
+        call_id: Option<String>,
+    },
+    /// Refuse the tool call waiting for confirmation
+    Deny {
+        /// Which call, when more than one waits
+        #[arg(long)]
+        call_id: Option<String>,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the default config file, every key documented
+    ConfigDefault,
+}
+
+impl Verb {
+    /// The request this verb sends, or `None` for verbs answered locally.
+    pub fn request(&self) -> Option<Request> {
+        Some(match self {
+            Self::CommandStart => Request::CommandStart,
+            Self::CommandExecute => Request::CommandExecute,
+            Self::CommandCancel => Request::CommandCancel,
+            Self::CommandEdit { text } => Request::CommandEdit { text: text.clone() },
+            Self::ChatToggle => Request::ChatToggle,
+            Self::Clear => Request::Clear,
+            Self::Status => Request::Status,
+            Self::SpeakerList => Request::SpeakerList,
+            Self::SpeakerName { id, name } => {
+                Request::SpeakerName { speaker_id: id.clone(), name: name.clone() }
+            }
+            Self::Confirm { call_id } => Request::Confirm { call_id: call_id.clone() },
+            Self::Deny { call_id } => Request::Deny { call_id: call_id.clone() },
+            Self::Completions { .. } | Self::ConfigDefault => return None,
+        })
+    }
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_OK });
+        }
+    };
+    ExitCode::from(run(&cli, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()))
+}
+
+/// Runs `cli`, writing the reply to `out` and problems to `err`; returns the exit status.
+pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let Some(request) = cli.verb.request() else {
+        return local(&cli.verb, out);
+    };
+    let socket = match socket_path(cli) {
+        Ok(path) => path,
+        Err(e) => {
+            let _ = writeln!(err, "stt-ctl: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "stt-ctl: cannot start: {e}");
+            return EXIT_UNREACHABLE;
+        }
+    };
+    let timeout = Duration::from_millis(cli.timeout_ms);
+    let reply = runtime.block_on(stt_bus::request(&socket, "stt-ctl", &request, timeout));
+    match reply {
+        Ok(reply) => {
+            let refused = matches!(reply.event, AssistantEvent::Error(_));
+            let printed = if cli.json {
+                out.write_all(&reply.line)
+            } else if let AssistantEvent::Error(e) = &reply.event {
+                writeln!(err, "stt-ctl: {} ({})", e.message, e.code)
+            } else {
+                out.write_all(describe(&reply.event).as_bytes())
+            };
+            if printed.is_err() {
+                // stdout closed: the reply arrived, so the request was still accepted.
+                return if refused { EXIT_REFUSED } else { EXIT_OK };
+            }
+            if refused { EXIT_REFUSED } else { EXIT_OK }
+        }
+        Err(e) => {
+            let _ = writeln!(err, "stt-ctl: {e}");
+            match e {
+                BusError::Protocol(_) => EXIT_REFUSED,
+                _ => EXIT_UNREACHABLE,
+            }
+        }
+    }
+}
+
+fn local(verb: &Verb, out: &mut dyn Write) -> u8 {
+    match verb {
+        Verb::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Cli::command(), "stt-ctl", out);
+        }
+        Verb::ConfigDefault => {
+            let _ = out.write_all(stt_config::DEFAULT_CONFIG_TOML.as_bytes());
+        }
+        _ => {}
+    }
+    EXIT_OK
+}
+
+fn socket_path(cli: &Cli) -> Result<PathBuf, stt_config::ConfigError> {
+    if let Some(path) = &cli.socket {
+        return Ok(path.clone());
+    }
+    let config = stt_config::Config::load(cli.config.as_deref())?;
+    stt_config::dirs::assistant_socket(&config)
+}
+
+/// A reply as a person reads it, newline included.
+pub fn describe(event: &AssistantEvent) -> String {
+    match event {
+        AssistantEvent::Ack(ack) => format!("{}\n", ack_text(&ack.command)),
+        AssistantEvent::Status(status) => describe_status(status),
+        AssistantEvent::SpeakerList(list) => describe_speakers(list),
+        AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
+        other => format!("{other:?}\n"),
+    }
+}
+
+fn ack_text(command: &str) -> String {
+    match command {
+        "command_start" => "armed: speak the command, then run `stt-ctl command-execute`".into(),
+        "command_execute" => "executing the command".into(),
+        "command_cancel" => "command cancelled".into(),
+        "command_edit" => "command buffer replaced".into(),
+        "chat_toggle" => "chat mode toggled".into(),
+        "clear" => "conversation cleared".into(),
+        "speaker_name" => "speaker named".into(),
+        "confirm" => "confirmed".into(),
+        "deny" => "denied".into(),
+        other => format!("ok: {other}"),
+    }
+}
+
+fn describe_status(s: &Status) -> String {
+    let stt = if s.stt_healthy {
+        "healthy".to_owned()
+    } else if s.stt_detail.is_empty() {
+        "unhealthy".to_owned()
+    } else {
+        format!("unhealthy: {}", s.stt_detail)
+    };
+    let llm = if !s.llm_enabled {
+        "disabled (no executor configured)".to_owned()
+    } else {
+        let state = match s.llm_reachable {
+            Some(true) => "answering",
+            Some(false) => "not answering",
+            None => "not probed yet",
+        };
+        format!("{} ({state})", s.llm_endpoint)
+    };
+    let buffer = match (s.command_buffer.is_empty(), s.command_edited) {
+        (true, _) => "(empty)".to_owned(),
+        (false, false) => format!("\"{}\"", s.command_buffer),
+        (false, true) => format!("\"{}\" (edited)", s.command_buffer),
+    };
+    format!(
+        "mode:       {}\nstt:        {stt}\nllm:        {llm}\ninference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\nversion:    {}\n",
+        s.mode.as_str(),
+        s.inference_queue,
+        if s.inference_busy { ", busy" } else { "" },
+        s.viewers,
+        s.version,
+    )
+}
+
+fn describe_speakers(list: &Speakers) -> String {
+    if list.speakers.is_empty() {
+        return "no speakers yet\n".to_owned();
+    }
+    let mut text = String::new();
+    for spk in &list.speakers {
+        let status = match spk.status {
+            stt_proto::SpeakerState::Provisional => "provisional",
+            stt_proto::SpeakerState::Confirmed => "confirmed",
+        };
+        text.push_str(&format!(
+            "{}  {:<20} {:<11} {:>7.1} s  since {}\n",
+            spk.id,
+            spk.name.as_deref().unwrap_or("(unnamed)"),
+            status,
+            spk.cumulative_s,
+            spk.created_at,
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(args: &[&str], expected: Option<Request>) {
+        let cli = Cli::try_parse_from(std::iter::once("stt-ctl").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert_eq!(cli.verb.request(), expected, "{args:?}");
+    }
+
+    #[test]
+    fn every_verb_becomes_its_one_request() {
+        check(&["command-start"], Some(Request::CommandStart));
+        check(&["command-execute"], Some(Request::CommandExecute));
+        check(&["command-cancel"], Some(Request::CommandCancel));
+        check(
+            &["command-edit", "--text", "open the door"],
+            Some(Request::CommandEdit { text: "open the door".into() }),
+        );
+        check(&["chat-toggle"], Some(Request::ChatToggle));
+        check(&["clear"], Some(Request::Clear));
+        check(&["status"], Some(Request::Status));
+        check(&["speaker-list"], Some(Request::SpeakerList));
+        check(
+            &["speaker-name", "spk_0001", "Efren"],
+            Some(Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Efren".into() }),
+        );
+        check(&["confirm"], Some(Request::Confirm { call_id: None }));
+        check(&["deny", "--call-id", "c1"], Some(Request::Deny { call_id: Some("c1".into()) }));
+        check(&["completions", "bash"], None);
+        check(&["config-default"], None);
+    }
+
+    #[test]
+    fn usage_errors_are_rejected() {
+        for args in [&["fly"][..], &["command-edit"], &["speaker-name", "spk_1"], &[]] {
+            let argv = std::iter::once("stt-ctl").chain(args.iter().copied());
+            assert!(Cli::try_parse_from(argv).is_err(), "{args:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
