@@ -76,3 +76,19 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// Unix signals that end a process.
+pub mod signals {
+    use tokio::signal::unix::{SignalKind, signal};
+
+    /// Resolves on the first SIGINT or SIGTERM.
+    pub async fn terminated() -> std::io::Result<()> {
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        Ok(())
+    }
+}

@@ -188,9 +188,12 @@ pub async fn request(
         let mut out = BytesMut::with_capacity(160);
         out.extend_from_slice(&encode_line(&Request::Hello(Hello::new(peer))));
         out.extend_from_slice(&encode_line(request));
-        write.write_all(&out).await.map_err(|e| BusError::io("cannot write to", path, e))?;
+        // A server that refuses us (another protocol version) may close before our write
+        // lands; its hello, already sent, says why, so read it before blaming the write.
+        let written = write.write_all(&out).await;
         let mut frames = FramedRead::new(read, NdjsonCodec::default());
         read_hello(&mut frames, service, peer).await?;
+        written.map_err(|e| BusError::io("cannot write to", path, e))?;
         read_hello_ack(&mut frames, service).await?;
         loop {
             let line = match frames.next().await {

@@ -75,6 +75,13 @@ impl<H: Handler> ControlServer<H> {
         self
     }
 
+    /// Counts viewers in `viewers` (shared with whoever needs the count) instead of a
+    /// counter of its own.
+    pub fn with_viewer_counter(mut self, viewers: Arc<AtomicUsize>) -> Self {
+        self.viewers = viewers;
+        self
+    }
+
     /// The number of connections subscribed as viewers, kept current by the server.
     pub fn viewers(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.viewers)

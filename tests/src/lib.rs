@@ -1,0 +1,202 @@
+//! Support for the cross-process tests in `tests/tests/`: finding the real binaries, a
+//! sandbox of temporary XDG directories per test, child processes that never outlive their
+//! test, and waiting on conditions with deadlines instead of sleeps.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The path of a binary of this workspace, built next to the test executable.
+///
+/// `cargo test --workspace` builds every binary before running any test.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --workspace` (or `cargo test --workspace`) first",
+        path.display()
+    );
+    path
+}
+
+/// Temporary runtime, config and data directories, removed when dropped.
+#[derive(Debug)]
+pub struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new().prefix("stt-test-").tempdir().unwrap_or_else(|e| {
+            panic!("cannot create a temporary directory: {e}");
+        });
+        for dir in ["run", "config/stt", "data"] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        }
+        Self { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root().join("run")
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.root().join("config/stt/config.toml")
+    }
+
+    pub fn daemon_socket(&self) -> PathBuf {
+        self.runtime_dir().join("stt-daemon.sock")
+    }
+
+    pub fn assistant_socket(&self) -> PathBuf {
+        self.runtime_dir().join("stt-assistant.sock")
+    }
+
+    /// A command for one of our binaries, with the sandbox's directories in its
+    /// environment and nothing of the user's.
+    pub fn command(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin(name));
+        cmd.env_remove("XDG_RUNTIME_DIR")
+            .env_remove("STT_DATA_DIR")
+            .env("STT_RUNTIME_DIR", self.runtime_dir())
+            .env("XDG_CONFIG_HOME", self.root().join("config"))
+            .env("XDG_DATA_HOME", self.root().join("data"))
+            .env("HOME", self.root())
+            .env("STT_LOG", "info")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts a long-running binary; its stderr goes to a log file for failure messages.
+    pub fn spawn(&self, name: &str, args: &[&str]) -> Proc {
+        let log = self.root().join(format!("{name}.{}.log", unique()));
+        let stderr = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        let child = self
+            .command(name)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc { child, name: name.to_owned(), log }
+    }
+
+    /// Runs a binary to completion.
+    pub fn run(&self, name: &str, args: &[&str]) -> Output {
+        let out = self
+            .command(name)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {name}: {e}"));
+        Output {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What a finished command printed, and how it exited.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A child process that is killed if its test ends first.
+#[derive(Debug)]
+pub struct Proc {
+    child: Child,
+    name: String,
+    log: PathBuf,
+}
+
+impl Proc {
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap_or(i32::MAX)
+    }
+
+    /// What it has written to stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends `signal` and waits (with a deadline) for it to exit.
+    pub fn signal_and_wait(&mut self, signal: nix::sys::signal::Signal) -> ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.pid());
+        let _ = nix::sys::signal::kill(pid, signal);
+        self.wait(Duration::from_secs(10))
+    }
+
+    /// Waits for it to exit on its own.
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let name = self.name.clone();
+        wait_until(timeout, || self.child.try_wait().ok().flatten())
+            .unwrap_or_else(|| panic!("{name} did not exit; its log:\n{}", self.log()))
+    }
+
+    /// Whether it is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `probe` every 10 ms until it returns `Some`, or `timeout` passes (→ `None`).
+pub fn wait_until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = probe() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Like [`wait_until`], but a timeout fails the test with `what` and the last thing seen.
+#[track_caller]
+pub fn expect_within<T>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let mut last = String::new();
+    let found = wait_until(timeout, || match probe() {
+        Ok(value) => Some(value),
+        Err(seen) => {
+            last = seen;
+            None
+        }
+    });
+    found.unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}"))
+}

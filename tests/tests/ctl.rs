@@ -1,0 +1,271 @@
+//! `stt-ctl` as scripts and hotkeys use it: the real binary against a real control socket
+//! served by a test server that records what it receives.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use stt_bus::{BoundSocket, ConnInfo, ControlServer, Handler, Publisher};
+use stt_proto::{
+    Ack, AssistantEvent, ErrorCode, ErrorMsg, Mode, Request, Speaker, SpeakerState, Speakers,
+    Status,
+};
+use stt_tests::{Output, Sandbox};
+use tokio_util::sync::CancellationToken;
+
+/// Answers like the assistant would, and remembers every request.
+#[derive(Debug, Default)]
+struct Recorder {
+    seen: Mutex<Vec<Request>>,
+}
+
+impl Handler for Recorder {
+    async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
+        self.seen.lock().unwrap().push(request.clone());
+        match request {
+            Request::Status => AssistantEvent::Status(Status {
+                mode: Mode::CommandArmed,
+                stt_healthy: true,
+                stt_detail: String::new(),
+                llm_enabled: true,
+                llm_endpoint: "http://localhost:9931/v1/chat/completions".into(),
+                llm_reachable: Some(true),
+                inference_queue: 2,
+                inference_busy: true,
+                viewers: 1,
+                command_buffer: "turn on the lights".into(),
+                command_edited: true,
+                version: "0.1.0".into(),
+            }),
+            Request::SpeakerList => AssistantEvent::SpeakerList(Speakers {
+                speakers: vec![Speaker {
+                    id: "spk_0001".into(),
+                    name: Some("Efren".into()),
+                    status: SpeakerState::Confirmed,
+                    cumulative_s: 73.5,
+                    sample_path: None,
+                    created_at: "2026-11-30T09:12:44Z".into(),
+                }],
+            }),
+            Request::SpeakerName { speaker_id, .. } if speaker_id != "spk_0001" => {
+                AssistantEvent::Error(ErrorMsg::new(
+                    ErrorCode::UnknownSpeaker,
+                    format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
+                ))
+            }
+            other => AssistantEvent::Ack(Ack { command: other.kind().into(), ok: true }),
+        }
+    }
+}
+
+/// A control server on its own runtime thread.
+struct TestServer {
+    sandbox: Sandbox,
+    recorder: Arc<Recorder>,
+    shutdown: CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    fn start() -> Self {
+        let sandbox = Sandbox::new();
+        let recorder = Arc::new(Recorder::default());
+        let shutdown = CancellationToken::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = {
+            let (recorder, shutdown) = (Arc::clone(&recorder), shutdown.clone());
+            let path = sandbox.assistant_socket();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async move {
+                    let socket = BoundSocket::bind(&path, "stt-assistant").unwrap();
+                    ready_tx.send(()).unwrap();
+                    ControlServer::new(recorder, Publisher::default()).serve(socket, shutdown).await;
+                });
+            })
+        };
+        ready_rx.recv_timeout(Duration::from_secs(10)).expect("test server did not start");
+        Self { sandbox, recorder, shutdown, thread: Some(thread) }
+    }
+
+    fn ctl(&self, args: &[&str]) -> Output {
+        self.sandbox.run("stt-ctl", args)
+    }
+
+    fn take_seen(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.recorder.seen.lock().unwrap())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[track_caller]
+fn check(server: &TestServer, args: &[&str], request: Request, stdout_has: &str) {
+    let out = server.ctl(args);
+    assert_eq!(out.code, Some(0), "{args:?}: {out:?}");
+    assert!(out.stdout.contains(stdout_has), "{args:?}: stdout {:?} lacks {stdout_has:?}", out.stdout);
+    assert_eq!(server.take_seen(), vec![request], "{args:?} must send exactly one message");
+}
+
+#[test]
+fn every_verb_sends_its_message_and_prints_the_reply() {
+    let s = TestServer::start();
+    check(&s, &["command-start"], Request::CommandStart, "armed");
+    check(&s, &["command-execute"], Request::CommandExecute, "executing");
+    check(&s, &["command-cancel"], Request::CommandCancel, "cancelled");
+    check(
+        &s,
+        &["command-edit", "--text", "turn on the lights"],
+        Request::CommandEdit { text: "turn on the lights".into() },
+        "replaced",
+    );
+    check(&s, &["chat-toggle"], Request::ChatToggle, "chat");
+    check(&s, &["clear"], Request::Clear, "cleared");
+    check(&s, &["status"], Request::Status, "\"turn on the lights\" (edited)");
+    check(&s, &["speaker-list"], Request::SpeakerList, "spk_0001  Efren");
+    check(
+        &s,
+        &["speaker-name", "spk_0001", "Efren"],
+        Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Efren".into() },
+        "named",
+    );
+    check(&s, &["confirm"], Request::Confirm { call_id: None }, "confirmed");
+    check(&s, &["deny", "--call-id", "call_3"], Request::Deny { call_id: Some("call_3".into()) }, "denied");
+}
+
+#[test]
+fn status_for_a_person_shows_every_field() {
+    let s = TestServer::start();
+    let out = s.ctl(&["status"]);
+    for needle in [
+        "mode:       command_armed",
+        "stt:        healthy",
+        "llm:        http://localhost:9931/v1/chat/completions (answering)",
+        "inference:  2 queued, busy",
+        "viewers:    1",
+    ] {
+        assert!(out.stdout.contains(needle), "{:?} lacks {needle:?}", out.stdout);
+    }
+}
+
+#[test]
+fn json_prints_the_raw_reply_line() {
+    let s = TestServer::start();
+    let out = s.ctl(&["--json", "command-start"]);
+    assert_eq!(out.code, Some(0));
+    assert_eq!(out.stdout, "{\"type\":\"ack\",\"command\":\"command_start\",\"ok\":true}\n");
+    let out = s.ctl(&["status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(value["type"], "status");
+    assert_eq!(value["command_buffer"], "turn on the lights");
+}
+
+#[test]
+fn an_error_reply_exits_1_with_the_assistants_message() {
+    let s = TestServer::start();
+    let out = s.ctl(&["speaker-name", "spk_9999", "Nobody"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("no speaker 'spk_9999'"), "{}", out.stderr);
+    assert!(out.stderr.contains("(unknown_speaker)"), "{}", out.stderr);
+    // With --json the error line goes to stdout, for scripts, and the status is still 1.
+    let out = s.ctl(&["--json", "speaker-name", "spk_9999", "Nobody"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stdout.starts_with("{\"type\":\"error\",\"code\":\"unknown_speaker\""));
+}
+
+#[test]
+fn usage_errors_exit_2_and_send_nothing() {
+    let s = TestServer::start();
+    for args in [&["fly"][..], &["command-edit"], &["speaker-name", "spk_0001"], &[]] {
+        let out = s.ctl(args);
+        assert_eq!(out.code, Some(2), "{args:?}: {out:?}");
+        assert!(!out.stderr.is_empty(), "{args:?} must explain itself");
+    }
+    assert_eq!(s.take_seen(), vec![]);
+}
+
+#[test]
+fn nothing_listening_exits_3_and_says_how_to_start_it() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.run("stt-ctl", &["status"]);
+    assert_eq!(out.code, Some(3), "{out:?}");
+    let path = sandbox.assistant_socket();
+    assert_eq!(
+        out.stderr,
+        format!(
+            "stt-ctl: stt-assistant is not running (nothing listens on '{}'): start it with \
+             `stt-daemon up`\n",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_times_out_with_exit_3() {
+    let sandbox = Sandbox::new();
+    let path: PathBuf = sandbox.assistant_socket();
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let out = sandbox.run("stt-ctl", &["--timeout-ms", "300", "status"]);
+    drop(listener);
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(out.stderr.contains("did not answer within 300ms"), "{}", out.stderr);
+}
+
+#[test]
+fn a_newer_assistant_is_reported_with_the_fix() {
+    let sandbox = Sandbox::new();
+    let path = sandbox.assistant_socket();
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut stream, _) = listener.accept().unwrap();
+        stream
+            .write_all(b"{\"type\":\"hello\",\"protocol_version\":99,\"peer\":\"stt-assistant\",\"version\":\"9.0.0\"}\n")
+            .unwrap();
+    });
+    let out = sandbox.run("stt-ctl", &["status"]);
+    server.join().unwrap();
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v1"), "{}", out.stderr);
+    assert!(out.stderr.contains("restart"), "{}", out.stderr);
+}
+
+#[test]
+fn completions_and_default_config_are_printed_locally() {
+    let sandbox = Sandbox::new();
+    for (shell, needle) in [("bash", "complete -F"), ("zsh", "#compdef stt-ctl"), ("fish", "complete -c stt-ctl")] {
+        let out = sandbox.run("stt-ctl", &["completions", shell]);
+        assert_eq!(out.code, Some(0), "{shell}: {out:?}");
+        assert!(out.stdout.contains(needle), "{shell} completion lacks {needle:?}");
+        assert!(out.stdout.contains("command-execute"), "{shell} completion lacks the verbs");
+    }
+    let out = sandbox.run("stt-ctl", &["config-default"]);
+    assert_eq!(out.code, Some(0));
+    for section in ["[daemon]", "[assistant]", "[llm]", "[triage]", "[speakers]", "[memory]", "[tui]"] {
+        assert!(out.stdout.contains(section), "default config lacks {section}");
+    }
+}
+
+#[test]
+fn the_socket_can_come_from_the_config_file() {
+    let s = TestServer::start();
+    let other = Sandbox::new();
+    std::fs::write(
+        other.config_file(),
+        format!("[assistant]\nsocket = \"{}\"\n", s.sandbox.assistant_socket().display()),
+    )
+    .unwrap();
+    let out = other.run("stt-ctl", &["status"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = other.run("stt-ctl", &["--config", "/nonexistent/stt.toml", "status"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("/nonexistent/stt.toml"), "{}", out.stderr);
+}

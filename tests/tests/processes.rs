@@ -1,0 +1,137 @@
+//! The real daemon, assistant, ctl and dump as separate processes over real sockets in a
+//! temporary runtime directory.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use stt_tests::{Sandbox, expect_within};
+
+const DEADLINE: Duration = Duration::from_secs(15);
+
+/// `stt-ctl status` output, once it exits 0 and contains `needle`.
+fn status_with(sandbox: &Sandbox, needle: &str) -> String {
+    expect_within(&format!("status saying {needle:?}"), DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["status"]);
+        if out.code == Some(0) && out.stdout.contains(needle) {
+            Ok(out.stdout)
+        } else {
+            Err(format!("{out:?}"))
+        }
+    })
+}
+
+fn socket_up(path: &std::path::Path) -> Result<(), String> {
+    std::os::unix::net::UnixStream::connect(path)
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[test]
+fn the_assistant_follows_the_daemon_through_a_restart() {
+    let sandbox = Sandbox::new();
+    let mut daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+
+    // Connected: the daemon's own heartbeat says transcription is not running yet.
+    status_with(&sandbox, "stt-daemon reports speech recognition is not running (audio: idle)");
+
+    assert!(daemon.signal_and_wait(Signal::SIGTERM).success(), "{}", daemon.log());
+    status_with(&sandbox, "not connected to stt-daemon");
+
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    status_with(&sandbox, "stt-daemon reports speech recognition is not running");
+}
+
+#[test]
+fn sockets_are_private_single_instance_and_removed_on_exit() {
+    let sandbox = Sandbox::new();
+    let mut daemon = sandbox.spawn("stt-daemon", &[]);
+    let mut assistant = sandbox.spawn("stt-assistant", &[]);
+    for path in [sandbox.daemon_socket(), sandbox.assistant_socket()] {
+        expect_within("the socket answers", DEADLINE, || socket_up(&path));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+
+    for (name, path) in [("stt-daemon", sandbox.daemon_socket()), ("stt-assistant", sandbox.assistant_socket())] {
+        let second = sandbox.run(name, &[]);
+        assert_eq!(second.code, Some(1), "{second:?}");
+        assert!(
+            second.stderr.contains(&format!("{name} is already running")),
+            "{name}: {}",
+            second.stderr
+        );
+        socket_up(&path).expect("the first instance still serves after the refusal");
+    }
+
+    assert!(daemon.signal_and_wait(Signal::SIGTERM).success(), "{}", daemon.log());
+    assert!(assistant.signal_and_wait(Signal::SIGINT).success(), "{}", assistant.log());
+    assert!(!sandbox.daemon_socket().exists(), "daemon socket left behind");
+    assert!(!sandbox.assistant_socket().exists(), "assistant socket left behind");
+}
+
+#[test]
+fn a_stale_socket_left_by_a_crash_is_replaced() {
+    let sandbox = Sandbox::new();
+    let mut daemon = sandbox.spawn("stt-daemon", &[]);
+    expect_within("the daemon socket answers", DEADLINE, || socket_up(&sandbox.daemon_socket()));
+    // SIGKILL: no chance to clean up, so the socket file stays with nothing behind it.
+    daemon.signal_and_wait(Signal::SIGKILL);
+    assert!(sandbox.daemon_socket().exists());
+    assert!(socket_up(&sandbox.daemon_socket()).is_err());
+
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    expect_within("the new daemon answers", DEADLINE, || socket_up(&sandbox.daemon_socket()));
+}
+
+#[test]
+fn the_dump_prints_events_as_json_lines_and_exits_0() {
+    let sandbox = Sandbox::new();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the assistant answers", DEADLINE, || socket_up(&sandbox.assistant_socket()));
+
+    let out = sandbox.run("stt-tui", &["--dump", "3"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let heartbeats: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .filter(|v: &serde_json::Value| v["type"] == "heartbeat")
+        .collect();
+    assert!(heartbeats.len() >= 2, "expected heartbeats in 3 s: {}", out.stdout);
+    let seqs: Vec<u64> = heartbeats.iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "heartbeats out of order: {seqs:?}");
+}
+
+#[test]
+fn a_bad_config_names_the_key_and_line_and_exits_1() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), "[daemon]\nthreads = 2\n\n[assistant]\nrequir_viewer = true\n")
+        .unwrap();
+    for name in ["stt-daemon", "stt-assistant", "stt-tui"] {
+        let out = sandbox.run(name, &[]);
+        assert_eq!(out.code, Some(1), "{name}: {out:?}");
+        assert!(out.stderr.contains(":5:"), "{name} must name the line: {}", out.stderr);
+        assert!(out.stderr.contains("assistant.requir_viewer"), "{name}: {}", out.stderr);
+        assert!(out.stderr.contains("require_viewer"), "{name} should suggest the fix: {}", out.stderr);
+    }
+}
+
+#[test]
+fn the_unbuilt_parts_say_so_plainly() {
+    let sandbox = Sandbox::new();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the assistant answers", DEADLINE, || socket_up(&sandbox.assistant_socket()));
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("not built in this version"), "{}", out.stderr);
+    assert!(out.stderr.contains("(not_implemented)"), "{}", out.stderr);
+
+    let out = sandbox.run("stt-tui", &[]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
+    assert!(out.stderr.contains("--dump"), "{}", out.stderr);
+}
