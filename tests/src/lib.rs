@@ -198,5 +198,7 @@ pub fn expect_within<T>(
             None
         }
     });
-    found.unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}"))
+    found.unwrap_or_else(|| {
+        panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}")
+    })
 }

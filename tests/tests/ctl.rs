@@ -1,6 +1,9 @@
 //! `stt-ctl` as scripts and hotkeys use it: the real binary against a real control socket
 //! served by a test server that records what it receives.
 
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -76,11 +79,14 @@ impl TestServer {
             let (recorder, shutdown) = (Arc::clone(&recorder), shutdown.clone());
             let path = sandbox.assistant_socket();
             std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt =
+                    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
                 rt.block_on(async move {
                     let socket = BoundSocket::bind(&path, "stt-assistant").unwrap();
                     ready_tx.send(()).unwrap();
-                    ControlServer::new(recorder, Publisher::default()).serve(socket, shutdown).await;
+                    ControlServer::new(recorder, Publisher::default())
+                        .serve(socket, shutdown)
+                        .await;
                 });
             })
         };
@@ -110,7 +116,11 @@ impl Drop for TestServer {
 fn check(server: &TestServer, args: &[&str], request: Request, stdout_has: &str) {
     let out = server.ctl(args);
     assert_eq!(out.code, Some(0), "{args:?}: {out:?}");
-    assert!(out.stdout.contains(stdout_has), "{args:?}: stdout {:?} lacks {stdout_has:?}", out.stdout);
+    assert!(
+        out.stdout.contains(stdout_has),
+        "{args:?}: stdout {:?} lacks {stdout_has:?}",
+        out.stdout
+    );
     assert_eq!(server.take_seen(), vec![request], "{args:?} must send exactly one message");
 }
 
@@ -137,7 +147,12 @@ fn every_verb_sends_its_message_and_prints_the_reply() {
         "named",
     );
     check(&s, &["confirm"], Request::Confirm { call_id: None }, "confirmed");
-    check(&s, &["deny", "--call-id", "call_3"], Request::Deny { call_id: Some("call_3".into()) }, "denied");
+    check(
+        &s,
+        &["deny", "--call-id", "call_3"],
+        Request::Deny { call_id: Some("call_3".into()) },
+        "denied",
+    );
 }
 
 #[test]
@@ -234,14 +249,20 @@ fn a_newer_assistant_is_reported_with_the_fix() {
     let out = sandbox.run("stt-ctl", &["status"]);
     server.join().unwrap();
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v1"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v1"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("restart"), "{}", out.stderr);
 }
 
 #[test]
 fn completions_and_default_config_are_printed_locally() {
     let sandbox = Sandbox::new();
-    for (shell, needle) in [("bash", "complete -F"), ("zsh", "#compdef stt-ctl"), ("fish", "complete -c stt-ctl")] {
+    for (shell, needle) in
+        [("bash", "complete -F"), ("zsh", "#compdef stt-ctl"), ("fish", "complete -c stt-ctl")]
+    {
         let out = sandbox.run("stt-ctl", &["completions", shell]);
         assert_eq!(out.code, Some(0), "{shell}: {out:?}");
         assert!(out.stdout.contains(needle), "{shell} completion lacks {needle:?}");
@@ -249,7 +270,9 @@ fn completions_and_default_config_are_printed_locally() {
     }
     let out = sandbox.run("stt-ctl", &["config-default"]);
     assert_eq!(out.code, Some(0));
-    for section in ["[daemon]", "[assistant]", "[llm]", "[triage]", "[speakers]", "[memory]", "[tui]"] {
+    for section in
+        ["[daemon]", "[assistant]", "[llm]", "[triage]", "[speakers]", "[memory]", "[tui]"]
+    {
         assert!(out.stdout.contains(section), "default config lacks {section}");
     }
 }

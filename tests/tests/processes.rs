@@ -1,6 +1,9 @@
 //! The real daemon, assistant, ctl and dump as separate processes over real sockets in a
 //! temporary runtime directory.
 
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
@@ -54,7 +57,9 @@ fn sockets_are_private_single_instance_and_removed_on_exit() {
         assert_eq!(mode, 0o600, "{}", path.display());
     }
 
-    for (name, path) in [("stt-daemon", sandbox.daemon_socket()), ("stt-assistant", sandbox.assistant_socket())] {
+    for (name, path) in
+        [("stt-daemon", sandbox.daemon_socket()), ("stt-assistant", sandbox.assistant_socket())]
+    {
         let second = sandbox.run(name, &[]);
         assert_eq!(second.code, Some(1), "{second:?}");
         assert!(
@@ -108,14 +113,21 @@ fn the_dump_prints_events_as_json_lines_and_exits_0() {
 #[test]
 fn a_bad_config_names_the_key_and_line_and_exits_1() {
     let sandbox = Sandbox::new();
-    std::fs::write(sandbox.config_file(), "[daemon]\nthreads = 2\n\n[assistant]\nrequir_viewer = true\n")
-        .unwrap();
+    std::fs::write(
+        sandbox.config_file(),
+        "[daemon]\nthreads = 2\n\n[assistant]\nrequir_viewer = true\n",
+    )
+    .unwrap();
     for name in ["stt-daemon", "stt-assistant", "stt-tui"] {
         let out = sandbox.run(name, &[]);
         assert_eq!(out.code, Some(1), "{name}: {out:?}");
         assert!(out.stderr.contains(":5:"), "{name} must name the line: {}", out.stderr);
         assert!(out.stderr.contains("assistant.requir_viewer"), "{name}: {}", out.stderr);
-        assert!(out.stderr.contains("require_viewer"), "{name} should suggest the fix: {}", out.stderr);
+        assert!(
+            out.stderr.contains("require_viewer"),
+            "{name} should suggest the fix: {}",
+            out.stderr
+        );
     }
 }
 

@@ -103,12 +103,7 @@ struct State {
 
 impl Assistant {
     pub fn new(config: Config, stale_after: Duration) -> Self {
-        Self {
-            config,
-            stale_after,
-            state: Mutex::default(),
-            viewers: Arc::default(),
-        }
+        Self { config, stale_after, state: Mutex::default(), viewers: Arc::default() }
     }
 
     fn viewer_count(&self) -> u32 {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use stt_bus::{Link, Subscription};
-use stt_proto::{AssistantEvent, encode_line};
+use stt_proto::encode_line;
 
 /// Watch and control the stt assistant.
 ///
@@ -73,8 +73,6 @@ async fn dump(socket: PathBuf, seconds: u64) -> anyhow::Result<()> {
             next = link.next() => next,
         };
         match next {
-            // The reply to our own subscribe is not an event.
-            Link::Event(AssistantEvent::Ack(ack)) if ack.command == "subscribe" => {}
             Link::Event(event) => {
                 out.write_all(&encode_line(&event))?;
                 out.flush()?;

@@ -220,6 +220,9 @@ pub async fn request(
     })
 }
 
+/// How long a subscription's connect, hello and subscribe may take before it is retried.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Capped exponential backoff.
 #[derive(Debug, Clone)]
 pub struct Backoff {
@@ -367,12 +370,32 @@ impl<M: Message> Subscription<M> {
         }
     }
 
+    /// Connects and, for the assistant, subscribes; `Up` is only reported once the
+    /// subscription is acknowledged, so no event published after `Up` is missed.
     async fn try_connect(&self) -> Result<Connection, BusError> {
-        let mut conn = Connection::open(&self.path, self.service, &self.peer).await?;
-        if let Some(subscribe) = &self.subscribe {
-            conn.send(subscribe).await?;
-        }
-        Ok(conn)
+        let attempt = async {
+            let mut conn = Connection::open(&self.path, self.service, &self.peer).await?;
+            if let Some(subscribe) = &self.subscribe {
+                conn.send(subscribe).await?;
+                loop {
+                    match conn.recv::<AssistantEvent>().await? {
+                        Some(AssistantEvent::Ack(ack)) if ack.command == subscribe.kind() => break,
+                        Some(AssistantEvent::Error(e)) => return Err(BusError::Protocol(e)),
+                        Some(_) => {}
+                        None => return Err(conn.closed()),
+                    }
+                }
+            }
+            Ok(conn)
+        };
+        let timeout = CONNECT_TIMEOUT;
+        tokio::time::timeout(timeout, attempt).await.unwrap_or_else(|_| {
+            Err(BusError::Timeout {
+                service: self.service.name.to_owned(),
+                path: self.path.clone(),
+                timeout,
+            })
+        })
     }
 }
 

@@ -146,10 +146,18 @@ impl<H: Handler> ControlServer<H> {
                 batch = maybe_batch(events.as_mut(), &mut buf) => Next::Batch(batch),
             };
             let reply = match next {
-                Next::Batch(batch) => match deliver(&mut write, &buf, batch).await {
-                    Forward::Sent => continue,
-                    Forward::Stop => break,
-                },
+                // A write to a peer that stopped reading may stall for the stall timeout;
+                // shutdown must not wait that long (as in the publish server).
+                Next::Batch(batch) => {
+                    let sent = tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        sent = deliver(&mut write, &buf, batch) => sent,
+                    };
+                    match sent {
+                        Forward::Sent => continue,
+                        Forward::Stop => break,
+                    }
+                }
                 Next::Frame(None | Some(Err(_))) => break,
                 Next::Frame(Some(Ok(Frame::TooLong { len }))) => error_line(ErrorMsg::new(
                     ErrorCode::TooLong,
@@ -189,7 +197,11 @@ impl<H: Handler> ControlServer<H> {
                     Ok(request) => encode_line(&self.handler.handle(&conn, request).await),
                 },
             };
-            if write_within(&mut write, &reply).await.is_err() {
+            let written = tokio::select! {
+                () = shutdown.cancelled() => break,
+                written = write_within(&mut write, &reply) => written,
+            };
+            if written.is_err() {
                 break;
             }
         }

@@ -60,10 +60,18 @@ async fn subscriber(
             loop {
                 tokio::select! {
                     () = gone.cancelled() => break,
-                    n = read.read(&mut sink) => if matches!(n, Ok(0) | Err(_)) { break },
+                    n = read.read(&mut sink) => match n {
+                        // Half-closed (`socat - UNIX-CONNECT:… </dev/null`): the peer may
+                        // still read. A peer that really left fails the next write.
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(_) => {
+                            gone.cancel();
+                            break;
+                        }
+                    },
                 }
             }
-            gone.cancel();
         })
     };
     if write_within(&mut write, &hello).await.is_ok() {

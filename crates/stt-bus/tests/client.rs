@@ -1,5 +1,8 @@
 //! The client side against real servers: one-shot requests and reconnecting subscriptions.
 
+// Helpers outside #[test] fns are test code too (clippy.toml allows expect in tests).
+#![allow(clippy::expect_used)]
+
 mod common;
 
 use std::fmt::Debug;
@@ -30,7 +33,8 @@ async fn request_returns_the_direct_reply() {
     // The request's hello went first, so the handler knew the peer.
     assert!(status.llm_endpoint.ends_with("peer=test-ctl"), "{}", status.llm_endpoint);
 
-    let reply = request(&path, "test-ctl", &Request::CommandStart, DEADLINE).await.expect("ack").event;
+    let reply =
+        request(&path, "test-ctl", &Request::CommandStart, DEADLINE).await.expect("ack").event;
     assert!(
         matches!(&reply, AssistantEvent::Ack(ack) if ack.command == "command_start" && ack.ok),
         "{reply:?}"

@@ -1,5 +1,8 @@
 //! The assistant's control socket spoken to in raw NDJSON over a real Unix socket.
 
+// Helpers outside #[test] fns are test code too (clippy.toml allows expect in tests).
+#![allow(clippy::expect_used)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

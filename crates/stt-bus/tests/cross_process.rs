@@ -3,6 +3,9 @@
 //! into a subscriber (or a socket owner) in a process of its own; without the variable
 //! those tests return at once.
 
+// Helpers outside #[test] fns are test code too (clippy.toml allows expect in tests).
+#![allow(clippy::expect_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
@@ -160,7 +163,15 @@ async fn events_reach_subscribers_in_other_processes() {
             "child {i} did not say {expected:?}:\n{output}"
         );
     }
-    wait_until("the children are detached", || daemon.publisher.subscribers() == 0).await;
+    // A closed peer is noticed when a write to it fails (a half-closed one may still be
+    // reading), so keep publishing, as the daemon's heartbeat does, until all are detached.
+    wait_until("the children are detached", || {
+        daemon.publisher.publish(&stt_proto::DaemonEvent::SegmentDone(stt_proto::SegmentDone {
+            seg_id: u64::MAX,
+        }));
+        daemon.publisher.subscribers() == 0
+    })
+    .await;
     daemon.stop().await;
 }
 

@@ -1,6 +1,9 @@
 //! The daemon's publish socket on real Unix sockets: fan-out, lagging subscribers, the
 //! socket file's life, and refusing other users.
 
+// Helpers outside #[test] fns are test code too (clippy.toml allows expect in tests).
+#![allow(clippy::expect_used)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
@@ -78,13 +81,13 @@ async fn every_subscriber_gets_hello_then_every_event_in_order() {
 }
 
 /// Reads heartbeats until `total` arrived, in order, reporting progress on `progress`.
-async fn read_all(mut client: Raw, total: u64, progress: watch::Sender<u64>) -> u64 {
+async fn read_all(mut client: Raw, total: u64, progress: watch::Sender<u64>) -> Raw {
     for n in 0..total {
         let line = client.line().await.unwrap_or_else(|| panic!("EOF after {n} of {total}"));
         assert_eq!(heartbeat_seq(&line), n, "a fast subscriber saw events out of order");
         progress.send_replace(n + 1);
     }
-    total
+    client
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,9 +140,9 @@ async fn a_stalled_subscriber_is_dropped_with_lagged_and_the_others_get_everythi
         publishing < WRITE_STALL_TIMEOUT / 2,
         "publishing {events} events took {publishing:?} while one subscriber was stalled"
     );
-    for (i, (reader, _)) in fast.into_iter().enumerate() {
-        let got = within("a fast reader to finish", reader).await.expect("fast reader");
-        assert_eq!(got, events, "fast subscriber {i}");
+    let mut fast_clients = Vec::new();
+    for (reader, _) in fast {
+        fast_clients.push(within("a fast reader to finish", reader).await.expect("fast reader"));
     }
 
     // Now the stalled one reads: a prefix of the events in order, the `lagged` error, EOF.
@@ -166,6 +169,11 @@ async fn a_stalled_subscriber_is_dropped_with_lagged_and_the_others_get_everythi
     );
 
     wait_until("the dropped subscriber is detached", || daemon.publisher.subscribers() == 3).await;
+    // The others carry on.
+    daemon.publisher.publish(&heartbeat(events, EVENT_LEN));
+    for client in &mut fast_clients {
+        assert_eq!(heartbeat_seq(&client.line().await.expect("an event")), events);
+    }
     daemon.stop().await;
 }
 
@@ -271,16 +279,44 @@ async fn subscribers_leaving_do_not_disturb_the_others() {
         daemon.publisher.publish(&heartbeat(round, 100));
         assert_eq!(heartbeat_seq(&leave.line().await.expect("event")), round);
         // Leave with unread bytes sent to the daemon, which reads and discards them.
-        let (mut reader, mut writer) = leave.into_parts();
+        let (reader, mut writer) = leave.into_parts();
         tokio::io::AsyncWriteExt::write_all(&mut writer, b"ignored\n").await.expect("write");
-        drop(writer);
-        let mut rest = String::new();
-        let _ = within("the daemon to close", reader.read_line(&mut rest)).await;
+        drop((reader, writer));
         assert_eq!(heartbeat_seq(&stay.line().await.expect("event")), round);
     }
-    wait_until("the leavers are detached", || daemon.publisher.subscribers() == 1).await;
+    // A peer that left is noticed when a write to it fails: keep publishing, as the
+    // heartbeat does, until only the one that stayed is attached.
+    let mut seq = 100;
+    wait_until("the leavers are detached", || {
+        seq += 1;
+        daemon.publisher.publish(&heartbeat(seq, 100));
+        daemon.publisher.subscribers() == 1
+    })
+    .await;
     daemon.publisher.publish(&heartbeat(99, 100));
-    assert_eq!(heartbeat_seq(&stay.line().await.expect("event")), 99);
+    let mut last = 0;
+    while last != 99 {
+        last = heartbeat_seq(&stay.line().await.expect("event"));
+    }
     daemon.stop().await;
     stay.expect_eof().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_closed_subscriber_still_receives_events() {
+    // `socat - UNIX-CONNECT:… </dev/null` shuts down its sending side at once and reads on.
+    let daemon = Daemon::start(1024);
+    let mut raw = Raw::connect(&daemon.path).await;
+    raw.expect_hello("stt-daemon").await;
+    let (mut reader, mut writer) = raw.into_parts();
+    tokio::io::AsyncWriteExt::shutdown(&mut writer).await.expect("shutdown");
+    for seq in 0..3u64 {
+        daemon.publisher.publish(&heartbeat(seq, 100));
+        let mut line = String::new();
+        within("an event after half-close", reader.read_line(&mut line)).await.expect("read");
+        assert_eq!(heartbeat_seq(line.as_bytes()), seq, "{line:?}");
+    }
+    assert_eq!(daemon.publisher.subscribers(), 1);
+    drop(writer);
+    daemon.stop().await;
 }

@@ -96,9 +96,7 @@ pub enum Verb {
         call_id: Option<String>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
-    Completions {
-        shell: clap_complete::Shell,
-    },
+    Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
     ConfigDefault,
 }

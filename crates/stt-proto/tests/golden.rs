@@ -2,6 +2,9 @@
 //! protocol: bump `PROTOCOL_VERSION` or make the change backward compatible, and update
 //! docs/PROTOCOL.md in the same commit.
 
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::json;
 use stt_proto::*;
 

@@ -3,6 +3,9 @@
 //! each family has a `### `type`` subsection with at least one example, and the error code
 //! table lists every `ErrorCode`.
 
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;

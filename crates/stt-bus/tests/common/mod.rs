@@ -173,7 +173,8 @@ impl Daemon {
 
 /// A daemon heartbeat whose `model` pads the encoded line to about `len` bytes.
 pub fn heartbeat(seq: u64, len: usize) -> DaemonEvent {
-    let base = 130;
+    // The line without `model`'s text, for a five-digit `seq`.
+    let base = 114;
     DaemonEvent::Heartbeat(DaemonHeartbeat {
         seq,
         uptime_s: seq as f64,
