@@ -1,0 +1,47 @@
+//! Speech recognition: whisper (through whisper-rs) on one dedicated worker thread.
+//!
+//! Modules, in reading order:
+//! - [`whisper`]: loading a GGML model with errors that name the fix, and transcribing one
+//!   segment of 16 kHz mono audio, with an encoder window sized to the segment.
+//! - [`filter`]: whisper's known failures on silence and noise ("Thank you.",
+//!   "[BLANK_AUDIO]", a phrase repeated over and over), caught before anyone sees them.
+//! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed
+//!   by a bounded queue of closed segments whose depth is the daemon's backlog.
+
+pub mod filter;
+pub mod whisper;
+pub mod worker;
+
+pub use whisper::{AsrConfig, Transcription, Whisper};
+pub use worker::{Done, Job, QueuePolicy, Submitted, Worker};
+
+use std::path::PathBuf;
+
+/// What can go wrong, worded for the person who has to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum AsrError {
+    #[error("no whisper model at '{path}': run scripts/fetch-models (or set [daemon].model)")]
+    ModelMissing { path: PathBuf },
+
+    #[error(
+        "'{path}' is not a whisper GGML model ({why}): run scripts/fetch-models --force to \
+         reinstall it, or point [daemon].model at a ggml-*.bin file"
+    )]
+    ModelCorrupt { path: PathBuf, why: String },
+
+    #[error("cannot read the whisper model '{path}': {source}")]
+    ModelUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("unknown language '{0}': use a code such as \"en\" or \"de\", or \"auto\"")]
+    UnknownLanguage(String),
+
+    #[error("the model '{model}' only knows English; set [daemon].language = \"en\" or use a multilingual model")]
+    EnglishOnlyModel { model: String },
+
+    #[error("whisper failed: {0}")]
+    Whisper(String),
+}

@@ -1,0 +1,271 @@
+//! One whisper model, one segment at a time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use whisper_rs::{
+    FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
+};
+
+use crate::AsrError;
+use crate::filter::{self, Heard};
+
+/// Samples per second whisper expects.
+pub const SAMPLE_RATE: usize = 16_000;
+
+/// Whisper's encoder frames per second of audio (one per 20 ms).
+const FRAMES_PER_SECOND: f64 = 50.0;
+
+/// Encoder frames a model has at most (30 s).
+const FULL_AUDIO_CTX: i32 = 1500;
+
+/// Extra encoder frames beyond the audio itself, so the model sees where speech ends.
+/// Measured: see docs/PERFORMANCE.md.
+const AUDIO_CTX_MARGIN: i32 = 64;
+
+/// whisper.cpp ignores input shorter than one second; shorter segments are padded with
+/// silence to this length.
+const MIN_SAMPLES: usize = SAMPLE_RATE * 11 / 10;
+
+/// How to run whisper; the daemon fills this from `[daemon]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsrConfig {
+    /// The GGML model file.
+    pub model: PathBuf,
+    /// A language code, or `"auto"` to detect it per segment.
+    pub language: String,
+    /// CPU threads for one transcription.
+    pub threads: u32,
+    /// 0 = greedy decoding, otherwise the beam width.
+    pub beam_size: u32,
+    /// Encoder window in frames: 0 = sized to each segment, otherwise fixed.
+    pub audio_ctx: u32,
+}
+
+impl Default for AsrConfig {
+    fn default() -> Self {
+        Self {
+            model: PathBuf::from("ggml-tiny.en.bin"),
+            language: "en".into(),
+            threads: 2,
+            beam_size: 0,
+            audio_ctx: 0,
+        }
+    }
+}
+
+/// What whisper heard in one segment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcription {
+    /// The cleaned text; `None` when the segment held nothing real (see [`filter`]).
+    pub text: Option<String>,
+    /// The raw text whisper produced, before filtering.
+    pub raw: String,
+    /// The language used or detected.
+    pub language: String,
+    /// Whisper's no-speech probability for the segment.
+    pub no_speech_prob: f32,
+}
+
+/// A loaded model with its decoding state. Not thread-safe: it lives on one thread.
+pub struct Whisper {
+    // Field order matters: the state must be dropped before the context it came from.
+    state: WhisperState,
+    _ctx: WhisperContext,
+    config: AsrConfig,
+    multilingual: bool,
+    model_name: String,
+}
+
+impl std::fmt::Debug for Whisper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Whisper").field("model", &self.model_name).finish_non_exhaustive()
+    }
+}
+
+impl Whisper {
+    /// Loads the model, checking first that it is there and looks like a GGML file, so the
+    /// error says what to do rather than whatever whisper.cpp prints.
+    pub fn load(config: AsrConfig) -> Result<Self, AsrError> {
+        whisper_rs::install_logging_hooks();
+        check_model_file(&config.model)?;
+        let model_name = config.model.file_name().map_or_else(
+            || config.model.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let ctx = WhisperContext::new_with_params(&config.model, WhisperContextParameters::default())
+            .map_err(|e| AsrError::ModelCorrupt {
+                path: config.model.clone(),
+                why: format!("whisper.cpp could not load it: {e}"),
+            })?;
+        let multilingual = ctx.is_multilingual();
+        if config.language != "auto" {
+            if whisper_rs::get_lang_id(&config.language).is_none() {
+                return Err(AsrError::UnknownLanguage(config.language));
+            }
+            if !multilingual && config.language != "en" {
+                return Err(AsrError::EnglishOnlyModel { model: model_name });
+            }
+        }
+        let state = ctx.create_state().map_err(|e| AsrError::ModelCorrupt {
+            path: config.model.clone(),
+            why: format!("whisper.cpp could not prepare it: {e}"),
+        })?;
+        Ok(Self { state, _ctx: ctx, config, multilingual, model_name })
+    }
+
+    /// The model's file name, for heartbeats and logs.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// Transcribes one segment of 16 kHz mono audio.
+    pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcription, AsrError> {
+        let mut padded;
+        let audio = if samples.len() < MIN_SAMPLES {
+            padded = samples.to_vec();
+            padded.resize(MIN_SAMPLES, 0.0);
+            &padded[..]
+        } else {
+            samples
+        };
+
+        let strategy = match self.config.beam_size {
+            0 => SamplingStrategy::Greedy { best_of: 1 },
+            n => SamplingStrategy::BeamSearch {
+                beam_size: i32::try_from(n).unwrap_or(5),
+                patience: -1.0,
+            },
+        };
+        let mut params = FullParams::new(strategy);
+        params.set_n_threads(i32::try_from(self.config.threads.max(1)).unwrap_or(1));
+        let language = if self.config.language == "auto" && self.multilingual {
+            None
+        } else if self.multilingual {
+            Some(self.config.language.as_str())
+        } else {
+            Some("en")
+        };
+        params.set_language(language);
+        params.set_detect_language(false);
+        // Each segment stands alone: conditioning on the previous text is how whisper falls
+        // into loops.
+        params.set_no_context(true);
+        params.set_single_segment(true);
+        params.set_no_timestamps(true);
+        params.set_suppress_blank(true);
+        params.set_suppress_nst(true);
+        params.set_temperature(0.0);
+        // No temperature fallback: a bounded time per segment matters more here.
+        params.set_temperature_inc(0.0);
+        params.set_print_special(false);
+        params.set_print_progress(false);
+        params.set_print_realtime(false);
+        params.set_print_timestamps(false);
+        params.set_audio_ctx(self.audio_ctx_for(audio.len()));
+
+        self.state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
+
+        let mut raw = String::new();
+        let mut no_speech_prob: f32 = 0.0;
+        for segment in self.state.as_iter() {
+            if let Ok(text) = segment.to_str_lossy() {
+                raw.push_str(&text);
+            }
+            no_speech_prob = no_speech_prob.max(segment.no_speech_probability());
+        }
+        let language = match language {
+            Some(lang) => lang.to_owned(),
+            None => whisper_rs::get_lang_str(self.state.full_lang_id_from_state())
+                .unwrap_or("en")
+                .to_owned(),
+        };
+        let text = filter::clean(&Heard { text: &raw, no_speech_prob, rms: filter::rms(samples) });
+        Ok(Transcription { text, raw: raw.trim().to_owned(), language, no_speech_prob })
+    }
+
+    /// The encoder window for `n` samples: the configured one, or the audio's own length
+    /// plus a margin, so a 2 s command does not pay for a 30 s window.
+    fn audio_ctx_for(&self, n: usize) -> i32 {
+        if self.config.audio_ctx > 0 {
+            return i32::try_from(self.config.audio_ctx).unwrap_or(FULL_AUDIO_CTX).min(FULL_AUDIO_CTX);
+        }
+        audio_ctx_for_samples(n)
+    }
+}
+
+/// Encoder frames covering `n` samples plus the margin, capped at the full window.
+pub fn audio_ctx_for_samples(n: usize) -> i32 {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    let frames = (n as f64 / SAMPLE_RATE as f64 * FRAMES_PER_SECOND).ceil() as i32;
+    (frames + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX)
+}
+
+/// Checks that `path` exists and starts with the GGML magic.
+fn check_model_file(path: &Path) -> Result<(), AsrError> {
+    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => AsrError::ModelMissing { path: path.to_owned() },
+        _ => AsrError::ModelUnreadable { path: path.to_owned(), source: e },
+    })?;
+    let mut magic = [0u8; 4];
+    if file.read_exact(&mut magic).is_err() {
+        return Err(AsrError::ModelCorrupt { path: path.to_owned(), why: "it is empty".into() });
+    }
+    // 0x67676d6c, "ggml", little-endian.
+    if u32::from_le_bytes(magic) != 0x6767_6d6c {
+        return Err(AsrError::ModelCorrupt {
+            path: path.to_owned(),
+            why: "it does not start with the GGML magic".into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_encoder_window_follows_the_audio() {
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE), 50 + AUDIO_CTX_MARGIN);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3), 150 + AUDIO_CTX_MARGIN);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 60), FULL_AUDIO_CTX);
+    }
+
+    #[test]
+    fn a_missing_model_names_the_fetch_script() {
+        let err = Whisper::load(AsrConfig {
+            model: "/nonexistent/ggml-tiny.en.bin".into(),
+            ..AsrConfig::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no whisper model at '/nonexistent/ggml-tiny.en.bin': run scripts/fetch-models \
+             (or set [daemon].model)"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_ggml_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [("empty.bin", &b""[..]), ("text.bin", b"<html>not found</html>")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let err = Whisper::load(AsrConfig { model: path, ..AsrConfig::default() }).unwrap_err();
+            assert!(matches!(err, AsrError::ModelCorrupt { .. }), "{err}");
+            assert!(err.to_string().contains("scripts/fetch-models --force"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_truncated_model_is_refused_not_crashed_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ggml-cut.bin");
+        let mut bytes = 0x6767_6d6c_u32.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[0u8; 64]);
+        std::fs::write(&path, bytes).unwrap();
+        let err = Whisper::load(AsrConfig { model: path, ..AsrConfig::default() }).unwrap_err();
+        assert!(matches!(err, AsrError::ModelCorrupt { .. }), "{err}");
+    }
+}
