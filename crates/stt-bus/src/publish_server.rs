@@ -52,7 +52,8 @@ async fn subscriber(
     shutdown: CancellationToken,
 ) {
     let (mut read, mut write) = stream.into_split();
-    let gone = shutdown.child_token();
+    // Cancelled when the peer's side fails or when we stop serving it.
+    let gone = CancellationToken::new();
     let drain = {
         let gone = gone.clone();
         tokio::spawn(async move {
@@ -79,6 +80,10 @@ async fn subscriber(
         loop {
             let batch = tokio::select! {
                 () = gone.cancelled() => break,
+                () = shutdown.cancelled() => {
+                    flush_pending(&mut rx, &mut write, &mut buf).await;
+                    break;
+                }
                 batch = next_batch(&mut rx, &mut buf) => batch,
             };
             let sent = tokio::select! {
@@ -92,4 +97,25 @@ async fn subscriber(
     }
     gone.cancel();
     let _ = drain.await;
+}
+
+/// On shutdown, hands a subscriber what was published before it, so the last events of a
+/// run (a file's final transcript) are not lost; a subscriber that does not take them
+/// within a second is not waited for.
+async fn flush_pending(
+    rx: &mut tokio::sync::broadcast::Receiver<bytes::Bytes>,
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+    buf: &mut Vec<u8>,
+) {
+    buf.clear();
+    while let Ok(line) = rx.try_recv() {
+        buf.extend_from_slice(&line);
+    }
+    if !buf.is_empty() {
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            tokio::io::AsyncWriteExt::write_all(write, buf),
+        )
+        .await;
+    }
 }

@@ -320,3 +320,20 @@ async fn a_half_closed_subscriber_still_receives_events() {
     drop(writer);
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_published_just_before_shutdown_still_reach_subscribers() {
+    // A file input ends: the daemon publishes its last transcript and exits at once.
+    let daemon = Daemon::start(1024);
+    let mut raw = Raw::connect(&daemon.path).await;
+    raw.expect_hello("stt-daemon").await;
+    for seq in 0..50u64 {
+        daemon.publisher.publish(&heartbeat(seq, 300));
+    }
+    daemon.stop().await;
+    for seq in 0..50u64 {
+        let line = raw.line().await.expect("every event published before shutdown");
+        assert_eq!(heartbeat_seq(&line), seq);
+    }
+    raw.expect_eof().await;
+}
