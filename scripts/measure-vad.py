@@ -106,7 +106,7 @@ def utterance(tmp, voice, wpm, i, text):
     raw = os.path.join(tmp, f"u-{voice}-{wpm}-{i}.22k.wav")
     out = os.path.join(tmp, f"u-{voice}-{wpm}-{i}.wav")
     run("espeak-ng", "-v", voice, "-s", str(wpm), "-w", raw, text)
-    run("sox", raw, "-r", str(RATE), "-c", "1", "-b", "16", out)
+    run("sox", "-R", raw, "-r", str(RATE), "-c", "1", "-b", "16", out)
     x = read_wav(out)
     loud = np.nonzero(np.abs(x) >= 1e-3)[0]
     return x[loud[0] : loud[-1] + 1]

@@ -40,7 +40,8 @@ pub fn init_logging(default_level: &str) {
                 Some(format!("ignoring {LOG_ENV}='{spec}': {e}; using '{default_level}'")),
             ),
         },
-        _ => (EnvFilter::new(default_level), None),
+        // whisper.cpp reports every detail of loading a model at info.
+        _ => (EnvFilter::new(format!("{default_level},whisper_rs=warn")), None),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

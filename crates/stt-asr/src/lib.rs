@@ -39,7 +39,9 @@ pub enum AsrError {
     #[error("unknown language '{0}': use a code such as \"en\" or \"de\", or \"auto\"")]
     UnknownLanguage(String),
 
-    #[error("the model '{model}' only knows English; set [daemon].language = \"en\" or use a multilingual model")]
+    #[error(
+        "the model '{model}' only knows English; set [daemon].language = \"en\" or use a multilingual model"
+    )]
     EnglishOnlyModel { model: String },
 
     #[error("whisper failed: {0}")]

@@ -93,11 +93,12 @@ impl Whisper {
             || config.model.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let ctx = WhisperContext::new_with_params(&config.model, WhisperContextParameters::default())
-            .map_err(|e| AsrError::ModelCorrupt {
-                path: config.model.clone(),
-                why: format!("whisper.cpp could not load it: {e}"),
-            })?;
+        let ctx =
+            WhisperContext::new_with_params(&config.model, WhisperContextParameters::default())
+                .map_err(|e| AsrError::ModelCorrupt {
+                    path: config.model.clone(),
+                    why: format!("whisper.cpp could not load it: {e}"),
+                })?;
         let multilingual = ctx.is_multilingual();
         if config.language != "auto" {
             if whisper_rs::get_lang_id(&config.language).is_none() {
@@ -188,7 +189,9 @@ impl Whisper {
     /// plus a margin, so a 2 s command does not pay for a 30 s window.
     fn audio_ctx_for(&self, n: usize) -> i32 {
         if self.config.audio_ctx > 0 {
-            return i32::try_from(self.config.audio_ctx).unwrap_or(FULL_AUDIO_CTX).min(FULL_AUDIO_CTX);
+            return i32::try_from(self.config.audio_ctx)
+                .unwrap_or(FULL_AUDIO_CTX)
+                .min(FULL_AUDIO_CTX);
         }
         audio_ctx_for_samples(n)
     }

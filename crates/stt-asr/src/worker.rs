@@ -8,6 +8,7 @@
 //! ([`QueuePolicy::DropOldest`]) and reported to the caller.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -69,6 +70,20 @@ struct Shared {
     queue: Mutex<Queue>,
     changed: Condvar,
     capacity: usize,
+    /// True while the whisper thread runs; false once it has ended (or panicked).
+    alive: AtomicBool,
+}
+
+/// Marks the worker dead when the thread ends, however it ends.
+struct AliveGuard(Arc<Shared>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::SeqCst);
+        // Wake a submitter blocked on a full queue: nothing will drain it now.
+        self.0.lock().closed = true;
+        self.0.changed.notify_all();
+    }
 }
 
 impl Shared {
@@ -81,7 +96,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct Worker {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
     model_name: String,
 }
 
@@ -98,6 +113,7 @@ impl Worker {
             queue: Mutex::new(Queue { jobs: VecDeque::new(), busy: false, closed: false }),
             changed: Condvar::new(),
             capacity: capacity.max(1),
+            alive: AtomicBool::new(true),
         });
         let (loaded_tx, loaded_rx) = std::sync::mpsc::channel();
         let thread = {
@@ -105,6 +121,7 @@ impl Worker {
             std::thread::Builder::new()
                 .name("whisper".into())
                 .spawn(move || {
+                    let _alive = AliveGuard(Arc::clone(&shared));
                     let mut whisper = match Whisper::load(config) {
                         Ok(w) => {
                             let _ = loaded_tx.send(Ok(w.model_name().to_owned()));
@@ -139,7 +156,7 @@ impl Worker {
         let model_name = loaded_rx
             .recv()
             .map_err(|_| AsrError::Whisper("the whisper thread died while loading".into()))??;
-        Ok(Self { shared, thread: Some(thread), model_name })
+        Ok(Self { shared, thread: Mutex::new(Some(thread)), model_name })
     }
 
     pub fn model_name(&self) -> &str {
@@ -179,15 +196,18 @@ impl Worker {
         queue.jobs.len() + usize::from(queue.busy)
     }
 
-    /// Finishes every queued job, then stops the thread.
-    pub fn finish(mut self) {
-        self.shutdown();
+    /// Whether the whisper thread is still running (it ends once [`Worker::finish`] has
+    /// drained the queue, or if it panicked).
+    pub fn is_alive(&self) -> bool {
+        self.shared.alive.load(Ordering::SeqCst)
     }
 
-    fn shutdown(&mut self) {
+    /// Refuses new jobs, finishes every queued one, then stops the thread. Blocks until done.
+    pub fn finish(&self) {
         self.shared.lock().closed = true;
         self.shared.changed.notify_all();
-        if let Some(thread) = self.thread.take() {
+        let thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(thread) = thread {
             let _ = thread.join();
         }
     }
@@ -195,7 +215,7 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        self.shutdown();
+        self.finish();
     }
 }
 

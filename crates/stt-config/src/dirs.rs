@@ -228,7 +228,16 @@ pub fn model_path_with(configured: &Path, env: &Env) -> Result<PathBuf, ConfigEr
     if expanded.is_absolute() {
         return Ok(expanded);
     }
-    Ok(data_dir_with(env)?.join("models").join(expanded))
+    Ok(models_dir_with(env)?.join(expanded))
+}
+
+/// Where models are installed: `$STT_MODELS_DIR`, else `<data_dir>/models` (the same rule
+/// as `scripts/fetch-models`).
+pub fn models_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
+    if let Some(dir) = env.var("STT_MODELS_DIR") {
+        return Ok(expand_home(Path::new(&dir), env));
+    }
+    Ok(data_dir_with(env)?.join("models"))
 }
 
 /// The long-term memory database: `[memory].db`, or `<data_dir>/memory.sqlite`.

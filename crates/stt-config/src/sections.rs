@@ -48,7 +48,7 @@ pub struct DaemonConfig {
     pub threads: u32,
     /// Beam search width; 0 means greedy decoding.
     pub beam_size: u32,
-    /// Whisper audio context size; 0 means the model's full context.
+    /// Whisper encoder window in frames (50 per second of audio); 0 sizes it to each segment.
     pub audio_ctx: u32,
     /// Speech probability above which a frame counts as speech (0..1, exclusive).
     pub vad_threshold: f64,
@@ -82,7 +82,7 @@ impl Default for DaemonConfig {
             vad_pre_roll_ms: 300,
             vad_onset_ms: 64,
             vad_hangover_ms: 500,
-            vad_min_speech_ms: 250,
+            vad_min_speech_ms: 150,
             vad_max_segment_s: 20,
             transcribe_queue_size: 8,
             heartbeat_interval_ms: 1000,

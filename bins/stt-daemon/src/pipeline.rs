@@ -1,0 +1,342 @@
+//! The running daemon: four threads of work and what each publishes.
+//!
+//! ```text
+//! audio thread ──AudioEvent──▶ vad thread ──Job──▶ whisper thread
+//!  (stt-audio)   (bounded)     speech_start         transcript
+//!                              speech_stop          segment_done
+//!                              error{audio}         error{stt}
+//! async runtime: the publish socket, heartbeats, signals, and the end of a file
+//! ```
+//!
+//! Ordering: a segment's `speech_start` and `speech_stop` are published by the vad thread
+//! before its job is queued, and its `transcript` and `segment_done` by the whisper thread
+//! after, so subscribers always see them in that order. Every closed segment ends with a
+//! `segment_done`: transcribed, too short to transcribe, dropped because transcription fell
+//! behind (with an `error` saying so), or failed (with an `error`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use stt_asr::{Done, Job, QueuePolicy, Submitted, Worker};
+use stt_audio::{AudioEvent, InputState, Pace, Sink, Source, StopFlag};
+use stt_bus::{BoundSocket, Publisher};
+use stt_config::Config;
+use stt_proto::{
+    AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Hello, SegmentDone,
+    SpeakerStatus, SpeechStart, SpeechStop, Transcript,
+};
+use stt_vad::{SegEvent, Segmenter};
+
+use crate::{Cli, settings};
+
+/// Audio chunks (32 ms each) that may wait between the audio thread and the VAD.
+const AUDIO_QUEUE: usize = 64;
+
+/// Runs the daemon until SIGINT/SIGTERM, or until a file input has ended and every segment
+/// is published (unless `--stay`).
+pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
+    let socket_path = match &cli.socket {
+        Some(path) => path.clone(),
+        None => stt_config::dirs::daemon_socket(&config)?,
+    };
+    let asr = settings::asr(&config, &cli)?;
+    let vad = settings::vad(&config)?;
+    let (source, policy) = source(&config, &cli)?;
+
+    // Bind first: a second daemon must fail before it loads a model or opens a microphone.
+    let socket = BoundSocket::bind(&socket_path, "stt-daemon")?;
+    let publisher = Publisher::default();
+
+    let worker = {
+        let publisher = publisher.clone();
+        Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
+            publish_done(&publisher, done);
+        })?
+    };
+    let worker = Arc::new(worker);
+    let heart = Arc::new(Heart::new(worker.model_name().to_owned()));
+    tracing::info!(
+        socket = %socket_path.display(),
+        model = worker.model_name(),
+        input = ?source,
+        "serving events"
+    );
+
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(stt_bus::publish_server::serve(
+        socket,
+        publisher.clone(),
+        Hello::new("stt-daemon"),
+        shutdown.clone(),
+    ));
+    if cli.wait_for_subscriber {
+        tracing::info!("waiting for a subscriber before opening the input");
+        while publisher.subscribers() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    let stop = StopFlag::new();
+    let (sink, audio_rx) = Sink::channel(AUDIO_QUEUE);
+    let input = stt_audio::start(source, sink, stop.clone())?;
+
+    let heartbeat = tokio::spawn(heartbeats(
+        Arc::clone(&heart),
+        Arc::clone(&worker),
+        publisher.clone(),
+        Duration::from_millis(config.daemon.heartbeat_interval_ms),
+        shutdown.clone(),
+    ));
+    let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
+    let vad_thread = {
+        let (worker, heart, publisher) = (Arc::clone(&worker), Arc::clone(&heart), publisher);
+        std::thread::Builder::new()
+            .name("vad".into())
+            .spawn(move || {
+                let outcome = segment(vad, &audio_rx, &worker, policy, &heart, &publisher);
+                let _ = ended_tx.send(outcome);
+            })
+            .context("cannot start the VAD thread")?
+    };
+
+    let stay = cli.stay;
+    let result = tokio::select! {
+        signal = stt_app::signals::terminated() => {
+            tracing::info!("shutting down");
+            signal.map_err(anyhow::Error::from)
+        }
+        ended = wait_for_end(ended_rx, stay) => ended,
+    };
+
+    stop.stop();
+    let _ = input.stop_and_join();
+    let _ = tokio::task::spawn_blocking(move || vad_thread.join()).await;
+    // Publish what is already queued: nothing accepted is lost.
+    let draining = Arc::clone(&worker);
+    let _ = tokio::task::spawn_blocking(move || draining.finish()).await;
+    shutdown.cancel();
+    let _ = heartbeat.await;
+    let _ = server.await;
+    result
+}
+
+/// Resolves when the input has ended (a file or stdin) and, unless `stay`, its segments are
+/// all queued; with `stay`, never.
+async fn wait_for_end(
+    ended: tokio::sync::oneshot::Receiver<anyhow::Result<()>>,
+    stay: bool,
+) -> anyhow::Result<()> {
+    let outcome = ended.await.unwrap_or(Ok(()));
+    if let Err(e) = &outcome {
+        tracing::error!("{e:#}");
+    }
+    if stay {
+        tracing::info!("input ended; still serving (--stay)");
+        std::future::pending::<()>().await;
+    }
+    tracing::info!("input ended; publishing what is left, then exiting");
+    outcome
+}
+
+/// The audio source the flags ask for, and what to do when transcription falls behind.
+fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
+    let pace = if cli.fast { Pace::Fast } else { Pace::RealTime };
+    Ok(match cli.input.as_deref() {
+        Some(path) if path.as_os_str() == "-" => (
+            Source::Pcm {
+                reader: Box::new(std::io::stdin()),
+                format: cli.format.parse()?,
+                rate: cli.rate,
+                channels: cli.channels,
+                name: "stdin".into(),
+            },
+            QueuePolicy::Block,
+        ),
+        Some(path) => (Source::Wav { path: path.to_owned(), pace }, QueuePolicy::Block),
+        None => {
+            let device = cli
+                .device
+                .clone()
+                .or_else(|| Some(config.daemon.device.clone()).filter(|d| !d.trim().is_empty()));
+            (Source::Microphone { device }, QueuePolicy::DropOldest)
+        }
+    })
+}
+
+/// The VAD thread: audio in, segments out. Returns when the input ends or goes away.
+fn segment(
+    vad: stt_vad::VadConfig,
+    audio: &std::sync::mpsc::Receiver<AudioEvent>,
+    worker: &Worker,
+    policy: QueuePolicy,
+    heart: &Heart,
+    publisher: &Publisher,
+) -> anyhow::Result<()> {
+    let mut segmenter = Segmenter::new(vad)?;
+    let mut next_seg_id = 0u64;
+    let mut open: Option<u64> = None;
+    let mut handle = |events: Vec<SegEvent>| {
+        for event in events {
+            match event {
+                SegEvent::Start { start_s } => {
+                    next_seg_id += 1;
+                    open = Some(next_seg_id);
+                    publisher.publish(&DaemonEvent::SpeechStart(SpeechStart {
+                        seg_id: next_seg_id,
+                        start: start_s,
+                    }));
+                }
+                SegEvent::End { start_s, end_s, samples, too_short } => {
+                    let seg_id = open.take().unwrap_or(next_seg_id);
+                    publisher.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id, end: end_s }));
+                    if too_short {
+                        publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
+                        continue;
+                    }
+                    let job = Job { seg_id, start: start_s, end: end_s, samples };
+                    match worker.submit(job, policy) {
+                        Submitted::Queued => {}
+                        Submitted::DroppedOldest(old) => {
+                            publish_error(
+                                publisher,
+                                ErrorCode::Stt,
+                                format!(
+                                    "segment {old} was dropped untranscribed: transcription is \
+                                     behind (lower [daemon].threads contention, or use a smaller \
+                                     model)"
+                                ),
+                            );
+                            publisher
+                                .publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: old }));
+                        }
+                        Submitted::Closed => {
+                            publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
+                        }
+                    }
+                }
+            }
+        }
+    };
+    for event in audio {
+        match event {
+            AudioEvent::Samples(samples) => handle(segmenter.push(&samples)),
+            AudioEvent::State(InputState::Capturing) => heart.set_audio(AudioState::Capturing),
+            AudioEvent::State(InputState::Retrying { error, next_attempt }) => {
+                // A gap in the audio: close any open segment rather than glue across it.
+                handle(segmenter.finish());
+                heart.set_audio(AudioState::Retrying);
+                publish_error(
+                    publisher,
+                    ErrorCode::Audio,
+                    format!("{error}; retrying in {:.1} s", next_attempt.as_secs_f64()),
+                );
+            }
+            AudioEvent::State(InputState::Ended) => {
+                handle(segmenter.finish());
+                heart.set_audio(AudioState::Ended);
+                publisher.publish(&heart.beat(worker.backlog(), worker.is_alive()));
+                return Ok(());
+            }
+        }
+    }
+    handle(segmenter.finish());
+    Ok(())
+}
+
+/// The whisper thread's report for one segment: its transcript (unless there was nothing
+/// real in it), then `segment_done`.
+fn publish_done(publisher: &Publisher, done: Done) {
+    match done.outcome {
+        Ok(transcription) => {
+            tracing::debug!(
+                seg_id = done.seg_id,
+                elapsed_ms = done.elapsed.as_millis(),
+                waited_ms = done.waited.as_millis(),
+                raw = %transcription.raw,
+                "transcribed"
+            );
+            if let Some(text) = transcription.text {
+                publisher.publish(&DaemonEvent::Transcript(Transcript {
+                    seg_id: done.seg_id,
+                    text,
+                    language: transcription.language,
+                    start: done.start,
+                    end: done.end,
+                    duration: done.end - done.start,
+                    speaker_id: None,
+                    speaker_status: SpeakerStatus::None,
+                    speaker: None,
+                    speaker_score: None,
+                }));
+            }
+        }
+        Err(e) => publish_error(
+            publisher,
+            ErrorCode::Stt,
+            format!("segment {} could not be transcribed: {e}", done.seg_id),
+        ),
+    }
+    publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: done.seg_id }));
+}
+
+fn publish_error(publisher: &Publisher, code: ErrorCode, message: String) {
+    tracing::warn!("{message}");
+    publisher.publish(&DaemonEvent::Error(ErrorMsg::new(code, message)));
+}
+
+/// What every heartbeat carries that is not the backlog.
+#[derive(Debug)]
+struct Heart {
+    started: Instant,
+    seq: AtomicU64,
+    audio: Mutex<AudioState>,
+    model: String,
+}
+
+impl Heart {
+    fn new(model: String) -> Self {
+        Self {
+            started: Instant::now(),
+            seq: AtomicU64::new(0),
+            audio: Mutex::new(AudioState::Idle),
+            model,
+        }
+    }
+
+    fn set_audio(&self, state: AudioState) {
+        *self.audio.lock().unwrap_or_else(PoisonError::into_inner) = state;
+    }
+
+    fn beat(&self, backlog: usize, stt_alive: bool) -> DaemonEvent {
+        DaemonEvent::Heartbeat(DaemonHeartbeat {
+            seq: self.seq.fetch_add(1, Ordering::SeqCst) + 1,
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            backlog: u32::try_from(backlog).unwrap_or(u32::MAX),
+            stt_healthy: stt_alive,
+            audio: *self.audio.lock().unwrap_or_else(PoisonError::into_inner),
+            model: self.model.clone(),
+        })
+    }
+}
+
+async fn heartbeats(
+    heart: Arc<Heart>,
+    worker: Arc<Worker>,
+    publisher: Publisher,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        publisher.publish(&heart.beat(worker.backlog(), worker.is_alive()));
+    }
+}
