@@ -23,6 +23,25 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// Where `scripts/fetch-models` installed the models, as seen by this test process (the
+/// sandbox points its children there, since their data directory is a temporary one).
+pub fn models_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = var("STT_MODELS_DIR").unwrap_or_else(|| {
+        var("STT_DATA_DIR")
+            .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("stt")))
+            .or_else(|| var("HOME").map(|h| h.join(".local/share/stt")))
+            .unwrap_or_default()
+            .join("models")
+    });
+    assert!(
+        dir.join("ggml-tiny.en.bin").is_file(),
+        "no whisper model in {}: run scripts/fetch-models",
+        dir.display()
+    );
+    dir
+}
+
 /// Temporary runtime, config and data directories, removed when dropped.
 #[derive(Debug)]
 pub struct Sandbox {
@@ -70,6 +89,7 @@ impl Sandbox {
             .env("XDG_CONFIG_HOME", self.root().join("config"))
             .env("XDG_DATA_HOME", self.root().join("data"))
             .env("HOME", self.root())
+            .env("STT_MODELS_DIR", models_dir())
             .env("STT_LOG", "info")
             .stdin(Stdio::null());
         cmd

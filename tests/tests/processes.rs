@@ -36,14 +36,15 @@ fn the_assistant_follows_the_daemon_through_a_restart() {
     let mut daemon = sandbox.spawn("stt-daemon", &[]);
     let _assistant = sandbox.spawn("stt-assistant", &[]);
 
-    // Connected: the daemon's own heartbeat says transcription is not running yet.
-    status_with(&sandbox, "stt-daemon reports speech recognition is not running (audio: idle)");
+    // Connected: the daemon's heartbeat says its whisper worker is up (there is no
+    // microphone here, so its audio is retrying, which is not STT's health).
+    status_with(&sandbox, "stt:        healthy");
 
     assert!(daemon.signal_and_wait(Signal::SIGTERM).success(), "{}", daemon.log());
     status_with(&sandbox, "not connected to stt-daemon");
 
     let _daemon = sandbox.spawn("stt-daemon", &[]);
-    status_with(&sandbox, "stt-daemon reports speech recognition is not running");
+    status_with(&sandbox, "stt:        healthy");
 }
 
 #[test]

@@ -57,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        let mut terminate = stt_app::signals::Terminate::catch()?;
         let socket = BoundSocket::bind(&socket_path, "stt-assistant")?;
         tracing::info!(socket = %socket_path.display(), "serving control requests");
         tracing::warn!(
@@ -74,7 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             tokio::spawn(heartbeats(Arc::clone(&assistant), publisher, shutdown.clone())),
             tokio::spawn(server.serve(socket, shutdown.clone())),
         ];
-        stt_app::signals::terminated().await?;
+        terminate.recv().await;
         tracing::info!("shutting down");
         shutdown.cancel();
         for task in tasks {

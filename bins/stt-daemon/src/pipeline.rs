@@ -39,6 +39,7 @@ const AUDIO_QUEUE: usize = 64;
 /// Runs the daemon until SIGINT/SIGTERM, or until a file input has ended and every segment
 /// is published (unless `--stay`).
 pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
+    let mut terminate = stt_app::signals::Terminate::catch()?;
     let socket_path = match &cli.socket {
         Some(path) => path.clone(),
         None => stt_config::dirs::daemon_socket(&config)?,
@@ -105,9 +106,9 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
 
     let stay = cli.stay;
     let result = tokio::select! {
-        signal = stt_app::signals::terminated() => {
+        () = terminate.recv() => {
             tracing::info!("shutting down");
-            signal.map_err(anyhow::Error::from)
+            Ok(())
         }
         ended = wait_for_end(ended_rx, stay) => ended,
     };

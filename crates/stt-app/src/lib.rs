@@ -80,16 +80,37 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 
 /// Unix signals that end a process.
 pub mod signals {
-    use tokio::signal::unix::{SignalKind, signal};
+    use tokio::signal::unix::{Signal, SignalKind, signal};
 
-    /// Resolves on the first SIGINT or SIGTERM.
-    pub async fn terminated() -> std::io::Result<()> {
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
+    /// SIGINT and SIGTERM, caught from the moment this is made (so a signal that arrives
+    /// while a model is still loading ends the process cleanly, not by default action).
+    #[derive(Debug)]
+    pub struct Terminate {
+        interrupt: Signal,
+        terminate: Signal,
+    }
+
+    impl Terminate {
+        /// Starts catching both signals. Must run inside a tokio runtime.
+        pub fn catch() -> std::io::Result<Self> {
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
         }
+
+        /// Resolves on the first SIGINT or SIGTERM caught since [`Terminate::catch`].
+        pub async fn recv(&mut self) {
+            tokio::select! {
+                _ = self.interrupt.recv() => {}
+                _ = self.terminate.recv() => {}
+            }
+        }
+    }
+
+    /// Resolves on the first SIGINT or SIGTERM from now on.
+    pub async fn terminated() -> std::io::Result<()> {
+        Terminate::catch()?.recv().await;
         Ok(())
     }
 }
