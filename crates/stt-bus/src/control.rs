@@ -95,14 +95,7 @@ impl<H: Handler> ControlServer<H> {
         loop {
             let stream = tokio::select! {
                 () = shutdown.cancelled() => break,
-                accepted = socket.accept() => match accepted {
-                    Ok(stream) => stream,
-                    Err(e) => {
-                        tracing::warn!("accept failed on {}: {e}", socket.path().display());
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
+                stream = socket.accept() => stream,
             };
             next_id += 1;
             let conn = ConnInfo { id: next_id, ..ConnInfo::default() };

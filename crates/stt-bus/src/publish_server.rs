@@ -27,15 +27,7 @@ pub async fn serve(
     loop {
         let stream = tokio::select! {
             () = shutdown.cancelled() => break,
-            accepted = socket.accept() => match accepted {
-                Ok(stream) => stream,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("accept failed on {}: {e}", socket.path().display());
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
+            stream = socket.accept() => stream,
         };
         // Subscribe before the hello goes out, so no event falls between them.
         let rx = publisher.subscribe();

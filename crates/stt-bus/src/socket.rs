@@ -85,14 +85,21 @@ impl BoundSocket {
     }
 
     /// Waits for the next connection from a process of our own uid; connections from
-    /// other uids are logged and closed without a word.
-    pub async fn accept(&self) -> std::io::Result<UnixStream> {
+    /// other uids are logged and closed without a word. Failures to accept (out of file
+    /// descriptors, say) are logged and retried after a pause instead of spinning, so this
+    /// never fails: a serve loop only has to stop on shutdown.
+    pub async fn accept(&self) -> UnixStream {
         loop {
-            let (stream, _) = self.listener.accept().await?;
-            if peer_is_us(&stream) {
-                return Ok(stream);
+            match self.listener.accept().await {
+                Ok((stream, _)) if peer_is_us(&stream) => return stream,
+                Ok(_) => {
+                    tracing::warn!(path = %self.path.display(), "refused a connection from another user");
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed on {}: {e}", self.path.display());
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
             }
-            tracing::warn!(path = %self.path.display(), "refused a connection from another user");
         }
     }
 }
@@ -179,7 +186,7 @@ mod tests {
         assert!(path.exists());
         let bound = BoundSocket::bind(&path, "test").unwrap();
         let client = UnixStream::connect(&path).await.unwrap();
-        let accepted = bound.accept().await.unwrap();
+        let accepted = bound.accept().await;
         drop((client, accepted));
     }
 
