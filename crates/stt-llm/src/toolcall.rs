@@ -1,0 +1,206 @@
+//! Tool calls, however the model writes them.
+//!
+//! A proper endpoint returns `tool_calls`. Small local models often write the call as JSON in
+//! the reply's text instead: bare (`{"name": "get_datetime", "arguments": {}}`), in a
+//! Markdown fence, wrapped in `<tool_call>…</tool_call>` (Qwen's format), as a list, or in
+//! one of the other shapes below. [`calls_in_content`] finds those, but only for tools that
+//! exist, so a chatty reply that merely contains JSON is not mistaken for a call.
+
+use serde_json::{Map, Value};
+
+use crate::wire::ToolCall;
+
+/// A call to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    /// Always an object.
+    pub arguments: Value,
+}
+
+/// The calls of the API's `tool_calls`; a call whose arguments are not a JSON object is
+/// returned as `Err` with the reason, to be reported back to the model.
+pub fn from_api(calls: &[ToolCall]) -> Vec<Result<Call, (ToolCall, String)>> {
+    calls
+        .iter()
+        .map(|call| match arguments(&Value::String(call.function.arguments.clone())) {
+            Some(arguments) => {
+                Ok(Call { id: call.id.clone(), name: call.function.name.clone(), arguments })
+            }
+            None => Err((
+                call.clone(),
+                format!("the arguments are not a JSON object: {}", call.function.arguments),
+            )),
+        })
+        .collect()
+}
+
+/// Tool calls written as JSON in `content`, for tools `known` accepts.
+pub fn calls_in_content(content: &str, known: impl Fn(&str) -> bool) -> Vec<Call> {
+    let mut calls = Vec::new();
+    for value in json_values(content) {
+        collect(&value, &known, &mut calls);
+    }
+    for (n, call) in calls.iter_mut().enumerate() {
+        call.id = format!("call_{n}");
+    }
+    calls
+}
+
+/// Every top-level JSON object or array in `text`, in order, skipping what is not JSON.
+fn json_values(text: &str) -> Vec<Value> {
+    let mut values = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(['{', '[']) {
+        let candidate = &rest[start..];
+        let mut stream = serde_json::Deserializer::from_str(candidate).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(value)) => {
+                let used = stream.byte_offset();
+                values.push(value);
+                rest = &candidate[used..];
+            }
+            _ => rest = &candidate[1..],
+        }
+    }
+    values
+}
+
+fn collect(value: &Value, known: &impl Fn(&str) -> bool, calls: &mut Vec<Call>) {
+    match value {
+        Value::Array(items) => {
+            for item in items {
+                collect(item, known, calls);
+            }
+        }
+        Value::Object(object) => {
+            if let Some(list) = object.get("tool_calls") {
+                collect(list, known, calls);
+                return;
+            }
+            if let Some(call) = as_call(object)
+                && known(&call.name)
+            {
+                calls.push(call);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Reads one call from the shapes models use:
+/// `{"name", "arguments"|"parameters"|"args"|"input"}`, `{"tool"|"function": "name", …}`,
+/// and `{"function": {"name", "arguments"}}` (with or without `"type": "function"`).
+fn as_call(object: &Map<String, Value>) -> Option<Call> {
+    if let Some(Value::Object(function)) = object.get("function") {
+        return as_call(function);
+    }
+    let name = ["name", "tool", "function", "tool_name"]
+        .iter()
+        .find_map(|key| object.get(*key).and_then(Value::as_str))?
+        .trim()
+        .to_owned();
+    let args = ["arguments", "parameters", "args", "input"].iter().find_map(|key| object.get(*key));
+    let arguments = match args {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(value) => arguments(value)?,
+    };
+    Some(Call { id: String::new(), name, arguments })
+}
+
+/// Arguments as an object: an object, or a string holding one (the OpenAI form). An empty
+/// string means no arguments.
+fn arguments(value: &Value) -> Option<Value> {
+    match value {
+        Value::Object(_) => Some(value.clone()),
+        Value::String(text) if text.trim().is_empty() => Some(Value::Object(Map::new())),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(inner @ Value::Object(_)) => Some(inner),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn known(name: &str) -> bool {
+        matches!(name, "get_datetime" | "set_timer" | "open_url")
+    }
+
+    #[track_caller]
+    fn check(content: &str, expected: &[(&str, Value)]) {
+        let got: Vec<(String, Value)> =
+            calls_in_content(content, known).into_iter().map(|c| (c.name, c.arguments)).collect();
+        let expected: Vec<(String, Value)> =
+            expected.iter().map(|(n, a)| ((*n).to_owned(), a.clone())).collect();
+        assert_eq!(got, expected, "{content:?}");
+    }
+
+    #[test]
+    fn every_shape_small_models_write_is_found() {
+        check(r#"{"name": "get_datetime", "arguments": {}}"#, &[("get_datetime", json!({}))]);
+        check(
+            "```json\n{\"name\": \"set_timer\", \"arguments\": {\"minutes\": 5}}\n```",
+            &[("set_timer", json!({"minutes": 5}))],
+        );
+        check(
+            "<tool_call>\n{\"name\": \"set_timer\", \"arguments\": {\"minutes\": 10, \"label\": \"tea\"}}\n</tool_call>",
+            &[("set_timer", json!({"minutes": 10, "label": "tea"}))],
+        );
+        check(
+            r#"{"type": "function", "function": {"name": "open_url", "arguments": "{\"url\": \"https://example.org\"}"}}"#,
+            &[("open_url", json!({"url": "https://example.org"}))],
+        );
+        check(r#"{"tool": "get_datetime", "args": null}"#, &[("get_datetime", json!({}))]);
+        check(r#"{"name": "get_datetime", "parameters": {}}"#, &[("get_datetime", json!({}))]);
+        check(r#"{"name": "get_datetime"}"#, &[("get_datetime", json!({}))]);
+        check(
+            r#"Sure! {"tool_calls": [{"function": {"name": "get_datetime", "arguments": ""}}]} Done."#,
+            &[("get_datetime", json!({}))],
+        );
+        check(
+            r#"[{"name": "get_datetime", "arguments": {}}, {"name": "set_timer", "arguments": {"minutes": 1}}]"#,
+            &[("get_datetime", json!({})), ("set_timer", json!({"minutes": 1}))],
+        );
+    }
+
+    #[test]
+    fn json_that_is_not_a_call_to_a_known_tool_is_left_alone() {
+        check("It is 3 pm.", &[]);
+        check(r#"{"name": "rm_rf", "arguments": {}}"#, &[]);
+        check(r#"The config is {"volume": 3}."#, &[]);
+        check(r#"{"name": "set_timer", "arguments": "not json"}"#, &[]);
+        check("{ broken json", &[]);
+    }
+
+    #[test]
+    fn calls_get_distinct_ids() {
+        let calls = calls_in_content(
+            r#"<tool_call>{"name":"get_datetime"}</tool_call><tool_call>{"name":"get_datetime"}</tool_call>"#,
+            known,
+        );
+        let ids: Vec<_> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_0", "call_1"]);
+    }
+
+    #[test]
+    fn api_calls_with_bad_arguments_are_reported() {
+        let call = |args: &str| ToolCall {
+            id: "c1".into(),
+            kind: "function".into(),
+            function: crate::wire::FunctionCall {
+                name: "set_timer".into(),
+                arguments: args.into(),
+            },
+        };
+        let got = from_api(&[call(r#"{"minutes": 2}"#), call("[1]"), call("")]);
+        assert_eq!(got[0].as_ref().unwrap().arguments, json!({"minutes": 2}));
+        assert!(got[1].as_ref().unwrap_err().1.contains("not a JSON object"));
+        assert_eq!(got[2].as_ref().unwrap().arguments, json!({}));
+    }
+}
