@@ -1,10 +1,15 @@
 //! What the assistant may do, and the record of what it did.
 //!
 //! Modules, in reading order:
+//! - [`registry`]: the tools, built in (`get_datetime`, `set_timer`, `notify`,
+//!   `clipboard_copy`, `open_url`) and configured (`[[tools.command]]`), each with its
+//!   schema, side effect and confirmation rule, and how each runs (never through a shell).
 //! - [`audit`]: the append-only audit log of actions, one JSON line per action in
 //!   `<data_dir>/audit/YYYY-MM-DD.jsonl` (file 0600, directory 0700). Only actions are
 //!   written: never chat, never audio.
 
 pub mod audit;
+pub mod registry;
 
 pub use audit::{ActionRecord, AuditLog, SpeakerRecord};
+pub use registry::{Outcome, Registry, ToolSpec};

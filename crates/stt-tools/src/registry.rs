@@ -1,0 +1,451 @@
+//! The tools the model may call: built-in ones and the commands people define in the config.
+//!
+//! Each tool has a JSON schema for its arguments, a side-effect class and whether it needs
+//! the person's confirmation. Running a tool never goes through a shell: a configured
+//! command is an argv template whose `{param}` placeholders are filled one element at a
+//! time, so an argument can never become a second command.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncWriteExt;
+
+use stt_config::ToolCommand;
+use stt_proto::SideEffect;
+
+/// How long a tool's program may run before it is stopped.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the model is told about a tool, and how it is classed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+    pub side_effect: SideEffect,
+    pub requires_confirmation: bool,
+}
+
+/// What a tool does when run.
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    GetDatetime,
+    SetTimer,
+    Notify,
+    ClipboardCopy,
+    OpenUrl,
+    Command(ToolCommand),
+}
+
+/// The result of running a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Finished: `result` is what the model is told (and the audit log records).
+    Done { ok: bool, result: String },
+    /// A timer to fire after `after`, with `label`; the caller schedules it and reports
+    /// `result` now.
+    Timer { after: Duration, label: String, result: String },
+}
+
+impl Outcome {
+    fn done(ok: bool, result: impl Into<String>) -> Self {
+        Self::Done { ok, result: result.into() }
+    }
+
+    pub fn ok(&self) -> bool {
+        match self {
+            Self::Done { ok, .. } => *ok,
+            Self::Timer { .. } => true,
+        }
+    }
+
+    pub fn result(&self) -> &str {
+        match self {
+            Self::Done { result, .. } | Self::Timer { result, .. } => result,
+        }
+    }
+}
+
+/// Every tool the assistant offers.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    tools: Vec<(ToolSpec, Action)>,
+}
+
+impl Registry {
+    /// The built-in tools plus `commands` from the config. A command named like a built-in
+    /// is refused, with the name.
+    pub fn new(commands: &[ToolCommand]) -> Result<Self, String> {
+        let mut tools = builtins();
+        for command in commands {
+            if tools.iter().any(|(spec, _)| spec.name == command.name) {
+                return Err(format!(
+                    "[[tools.command]] '{}' has the name of a built-in tool; choose another name",
+                    command.name
+                ));
+            }
+            tools.push((command_spec(command), Action::Command(command.clone())));
+        }
+        Ok(Self { tools })
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.iter().map(|(spec, _)| spec)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.specs().find(|spec| spec.name == name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Checks `args` against the tool's schema and runs it.
+    pub async fn run(&self, name: &str, args: &Value) -> Outcome {
+        let Some((spec, action)) = self.tools.iter().find(|(spec, _)| spec.name == name) else {
+            return Outcome::done(false, format!("there is no tool named '{name}'"));
+        };
+        if let Err(why) = check_args(&spec.parameters, args) {
+            return Outcome::done(false, format!("bad arguments for {name}: {why}"));
+        }
+        match action {
+            Action::GetDatetime => Outcome::done(true, now_text(chrono::Local::now())),
+            Action::SetTimer => set_timer(args),
+            Action::Notify => {
+                let title = str_arg(args, "title");
+                let body = str_arg(args, "body");
+                run_argv(&["notify-send", "--app-name=stt", &title, &body], None).await
+            }
+            Action::ClipboardCopy => copy_to_clipboard(&str_arg(args, "text")).await,
+            Action::OpenUrl => {
+                let url = str_arg(args, "url");
+                if !["http://", "https://", "mailto:"].iter().any(|s| url.starts_with(s)) {
+                    return Outcome::done(
+                        false,
+                        format!("refusing to open '{url}': only http, https and mailto links"),
+                    );
+                }
+                run_argv(&["xdg-open", &url], None).await
+            }
+            Action::Command(command) => {
+                let values: BTreeMap<String, String> = args
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| {
+                        (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    })
+                    .collect();
+                match command.render_argv(&values) {
+                    Ok(argv) => {
+                        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                        run_argv(&argv, None).await
+                    }
+                    Err(missing) => Outcome::done(false, format!("missing argument '{missing}'")),
+                }
+            }
+        }
+    }
+}
+
+fn builtins() -> Vec<(ToolSpec, Action)> {
+    let spec = |name: &str, description: &str, parameters: Value, side_effect, confirm| ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        parameters,
+        side_effect,
+        requires_confirmation: confirm,
+    };
+    vec![
+        (
+            spec(
+                "get_datetime",
+                "The current local date, time, weekday and time zone.",
+                json!({"type": "object", "properties": {}}),
+                SideEffect::ReadOnly,
+                false,
+            ),
+            Action::GetDatetime,
+        ),
+        (
+            spec(
+                "set_timer",
+                "Start a timer or reminder that notifies the user when it ends.",
+                json!({"type": "object", "properties": {
+                    "minutes": {"type": "number", "description": "Minutes from now (may be fractional)"},
+                    "label": {"type": "string", "description": "What the reminder says"}
+                }, "required": ["minutes"]}),
+                SideEffect::Local,
+                false,
+            ),
+            Action::SetTimer,
+        ),
+        (
+            spec(
+                "notify",
+                "Show a desktop notification.",
+                json!({"type": "object", "properties": {
+                    "title": {"type": "string"},
+                    "body": {"type": "string"}
+                }, "required": ["title"]}),
+                SideEffect::Local,
+                false,
+            ),
+            Action::Notify,
+        ),
+        (
+            spec(
+                "clipboard_copy",
+                "Copy text to the clipboard.",
+                json!({"type": "object", "properties": {
+                    "text": {"type": "string"}
+                }, "required": ["text"]}),
+                SideEffect::Local,
+                false,
+            ),
+            Action::ClipboardCopy,
+        ),
+        (
+            spec(
+                "open_url",
+                "Open a web page or mail link in the user's browser.",
+                json!({"type": "object", "properties": {
+                    "url": {"type": "string", "description": "An http, https or mailto URL"}
+                }, "required": ["url"]}),
+                SideEffect::External,
+                true,
+            ),
+            Action::OpenUrl,
+        ),
+    ]
+}
+
+fn command_spec(command: &ToolCommand) -> ToolSpec {
+    let mut properties = Map::new();
+    for (name, description) in &command.parameters {
+        properties.insert(name.clone(), json!({"type": "string", "description": description}));
+    }
+    let required: Vec<&String> = command.parameters.keys().collect();
+    ToolSpec {
+        name: command.name.clone(),
+        description: command.description.clone(),
+        parameters: json!({"type": "object", "properties": properties, "required": required}),
+        side_effect: command.side_effect,
+        requires_confirmation: command.requires_confirmation,
+    }
+}
+
+/// The checks of a JSON schema our tools use: an object, required keys present, and the
+/// declared types of the properties given.
+fn check_args(schema: &Value, args: &Value) -> Result<(), String> {
+    let Some(object) = args.as_object() else {
+        return Err("expected an object of arguments".into());
+    };
+    for key in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        if !object.contains_key(key) {
+            return Err(format!("'{key}' is required"));
+        }
+    }
+    for (key, value) in object {
+        let Some(kind) = schema["properties"][key]["type"].as_str() else {
+            continue;
+        };
+        let fits = match kind {
+            "string" => value.is_string(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "boolean" => value.is_boolean(),
+            _ => true,
+        };
+        if !fits {
+            return Err(format!("'{key}' must be a {kind}, not {value}"));
+        }
+    }
+    Ok(())
+}
+
+fn str_arg(args: &Value, key: &str) -> String {
+    args[key].as_str().unwrap_or_default().to_owned()
+}
+
+/// The time as `get_datetime` reports it.
+pub fn now_text(now: chrono::DateTime<chrono::Local>) -> String {
+    now.format("%A %-d %B %Y, %H:%M:%S (%:z)").to_string()
+}
+
+fn set_timer(args: &Value) -> Outcome {
+    let minutes = args["minutes"].as_f64().unwrap_or(0.0);
+    if !(minutes > 0.0 && minutes <= 24.0 * 60.0) {
+        return Outcome::done(false, format!("minutes must be between 0 and 1440, not {minutes}"));
+    }
+    let label =
+        args["label"].as_str().filter(|l| !l.trim().is_empty()).unwrap_or("Timer").to_owned();
+    let after = Duration::from_secs_f64(minutes * 60.0);
+    let result = format!("timer '{label}' set for {minutes} minute(s)");
+    Outcome::Timer { after, label, result }
+}
+
+async fn copy_to_clipboard(text: &str) -> Outcome {
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let candidates: &[&[&str]] = if wayland {
+        &[&["wl-copy"], &["xclip", "-selection", "clipboard"]]
+    } else {
+        &[&["xclip", "-selection", "clipboard"], &["xsel", "--clipboard", "--input"], &["wl-copy"]]
+    };
+    for argv in candidates {
+        match run_argv(argv, Some(text)).await {
+            Outcome::Done { ok: false, result } if result.starts_with("not installed") => {}
+            Outcome::Done { ok: true, .. } => {
+                return Outcome::done(true, "copied to the clipboard");
+            }
+            other => return other,
+        }
+    }
+    Outcome::done(false, "not installed: no clipboard tool (install wl-clipboard or xclip)")
+}
+
+/// Runs a program (no shell) with an optional stdin, within [`RUN_TIMEOUT`].
+async fn run_argv(argv: &[&str], stdin: Option<&str>) -> Outcome {
+    let Some((program, args)) = argv.split_first() else {
+        return Outcome::done(false, "empty command");
+    };
+    let started = Instant::now();
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Outcome::done(false, format!("not installed: '{program}' is not on PATH"));
+        }
+        Err(e) => return Outcome::done(false, format!("cannot run '{program}': {e}")),
+    };
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        let _ = pipe.write_all(text.as_bytes()).await;
+    }
+    match tokio::time::timeout(RUN_TIMEOUT, child.wait_with_output()).await {
+        Err(_) => Outcome::done(
+            false,
+            format!("'{program}' did not finish within {RUN_TIMEOUT:?}; stopped"),
+        ),
+        Ok(Err(e)) => Outcome::done(false, format!("'{program}' failed: {e}")),
+        Ok(Ok(output)) => {
+            let stdout = tail(&String::from_utf8_lossy(&output.stdout));
+            let stderr = tail(&String::from_utf8_lossy(&output.stderr));
+            if output.status.success() {
+                let text = if stdout.is_empty() {
+                    format!("done in {} ms", started.elapsed().as_millis())
+                } else {
+                    stdout
+                };
+                Outcome::done(true, text)
+            } else {
+                Outcome::done(false, format!("'{program}' exited with {}: {stderr}", output.status))
+            }
+        }
+    }
+}
+
+/// The last 500 characters of a program's output, trimmed.
+fn tail(text: &str) -> String {
+    let text = text.trim();
+    let skip = text.chars().count().saturating_sub(500);
+    text.chars().skip(skip).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn command(name: &str, argv: &[&str], params: &[(&str, &str)]) -> ToolCommand {
+        ToolCommand {
+            name: name.into(),
+            description: format!("{name} tool"),
+            argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+            side_effect: SideEffect::Local,
+            requires_confirmation: false,
+            parameters: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn get_datetime_reports_the_local_time() {
+        let registry = Registry::new(&[]).unwrap();
+        let out = registry.run("get_datetime", &json!({})).await;
+        assert!(out.ok(), "{out:?}");
+        let at = chrono::Local.with_ymd_and_hms(2026, 11, 30, 9, 5, 0).unwrap();
+        assert!(now_text(at).starts_with("Monday 30 November 2026, 09:05:00 ("));
+    }
+
+    #[tokio::test]
+    async fn arguments_are_checked_against_the_schema() {
+        let registry = Registry::new(&[]).unwrap();
+        let out = registry.run("set_timer", &json!({})).await;
+        assert_eq!(out, Outcome::done(false, "bad arguments for set_timer: 'minutes' is required"));
+        let out = registry.run("set_timer", &json!({"minutes": "five"})).await;
+        assert!(out.result().contains("'minutes' must be a number"), "{out:?}");
+        let out = registry.run("set_timer", &json!({"minutes": 1.5, "label": "tea"})).await;
+        assert_eq!(
+            out,
+            Outcome::Timer {
+                after: Duration::from_secs(90),
+                label: "tea".into(),
+                result: "timer 'tea' set for 1.5 minute(s)".into()
+            }
+        );
+        let out = registry.run("nope", &json!({})).await;
+        assert_eq!(out, Outcome::done(false, "there is no tool named 'nope'"));
+    }
+
+    #[tokio::test]
+    async fn configured_commands_run_without_a_shell() {
+        let echo = command("say", &["echo", "you said: {text}"], &[("text", "what to say")]);
+        let registry = Registry::new(&[echo]).unwrap();
+        let spec = registry.get("say").unwrap();
+        assert_eq!(spec.parameters["required"], json!(["text"]));
+        // Shell syntax in an argument stays one literal argument.
+        let out = registry.run("say", &json!({"text": "hi; rm -rf / $(reboot)"})).await;
+        assert_eq!(out, Outcome::done(true, "you said: hi; rm -rf / $(reboot)"));
+    }
+
+    #[tokio::test]
+    async fn failing_and_missing_programs_are_reported() {
+        let fail = command("fail", &["sh", "-c", "echo broken >&2; exit 3"], &[]);
+        let missing = command("missing", &["no-such-program-stt"], &[]);
+        let registry = Registry::new(&[fail, missing]).unwrap();
+        let out = registry.run("fail", &json!({})).await;
+        assert!(!out.ok());
+        assert!(
+            out.result().contains("exit status: 3") && out.result().contains("broken"),
+            "{out:?}"
+        );
+        let out = registry.run("missing", &json!({})).await;
+        assert_eq!(
+            out,
+            Outcome::done(false, "not installed: 'no-such-program-stt' is not on PATH")
+        );
+    }
+
+    #[tokio::test]
+    async fn open_url_needs_confirmation_and_refuses_other_schemes() {
+        let registry = Registry::new(&[]).unwrap();
+        assert!(registry.get("open_url").unwrap().requires_confirmation);
+        let out = registry.run("open_url", &json!({"url": "file:///etc/passwd"})).await;
+        assert!(!out.ok() && out.result().contains("only http, https and mailto"), "{out:?}");
+    }
+
+    #[test]
+    fn a_command_may_not_shadow_a_builtin() {
+        let err = Registry::new(&[command("get_datetime", &["date"], &[])]).unwrap_err();
+        assert!(err.contains("'get_datetime' has the name of a built-in tool"), "{err}");
+    }
+}
