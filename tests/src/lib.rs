@@ -2,6 +2,8 @@
 //! sandbox of temporary XDG directories per test, child processes that never outlive their
 //! test, and waiting on conditions with deadlines instead of sleeps.
 
+pub mod llm_server;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

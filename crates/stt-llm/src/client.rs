@@ -1,0 +1,197 @@
+//! The HTTP client: one chat completion at a time, streamed or not, with every failure
+//! turned into a message that names the fix.
+
+use std::time::Duration;
+
+use crate::sse;
+use crate::stream::{Reply, ReplyBuilder};
+use crate::wire::{Request, Response};
+
+/// Where and how to reach the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The full URL of the chat completions route.
+    pub url: String,
+    /// Sent as `model`; empty to let the server choose.
+    pub model: String,
+    /// The API key, if the server wants one (read from the env var the config names).
+    pub api_key: Option<String>,
+    pub connect_timeout: Duration,
+    /// Longest wait for the response to start, and for each next piece of a stream.
+    pub idle_timeout: Duration,
+}
+
+/// What went wrong, worded for the person who has to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error(
+        "could not reach the model at {url}: {why}; start llama-server (or ollama) there, or \
+         set [llm].endpoint"
+    )]
+    Unreachable { url: String, why: String },
+
+    #[error("the model at {url} answered {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+
+    #[error(
+        "the model at {url} sent nothing for {seconds} s; it may be overloaded (see [llm].request_timeout_s)"
+    )]
+    Timeout { url: String, seconds: u64 },
+
+    #[error("the model's reply stopped mid-answer ({why})")]
+    Interrupted { partial: String, why: String },
+
+    #[error("the model at {url} sent something that is not a chat completion: {why}")]
+    Malformed { url: String, why: String },
+
+    #[error(
+        "{url} is an https endpoint, but this build has no TLS: rebuild with `--features https`, or use http on this machine"
+    )]
+    NoTls { url: String },
+}
+
+/// A client for one endpoint.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+}
+
+impl Client {
+    pub fn new(endpoint: Endpoint) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(endpoint.connect_timeout)
+            .build()
+            .map_err(|e| LlmError::Unreachable { url: endpoint.url.clone(), why: e.to_string() })?;
+        Ok(Self { http, endpoint })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Sends one request. With `request.stream`, `on_text` is called with each piece of
+    /// text as it arrives; either way the whole reply is returned.
+    pub async fn complete(
+        &self,
+        request: &Request<'_>,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<Reply, LlmError> {
+        let url = &self.endpoint.url;
+        let mut body = request.clone();
+        if body.model.is_empty() {
+            body.model = &self.endpoint.model;
+        }
+        let json = serde_json::to_vec(&body)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        let mut builder = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", if request.stream { "text/event-stream" } else { "application/json" })
+            .body(json);
+        if let Some(key) = &self.endpoint.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = self.within(response.text()).await?.unwrap_or_default();
+            return Err(LlmError::Status {
+                url: url.clone(),
+                status: status.as_u16(),
+                body: text.trim().chars().take(200).collect(),
+            });
+        }
+        let mut response = response;
+        let mut reply = ReplyBuilder::new();
+        if !request.stream {
+            let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
+            let parsed: Response = serde_json::from_str(&text)
+                .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+            on_text(&reply.add(&parsed));
+            return Ok(reply.finish());
+        }
+        let mut decoder = sse::Decoder::new();
+        let mut done = false;
+        while !done {
+            let chunk = match self.within(response.chunk()).await {
+                Ok(Ok(Some(chunk))) => chunk,
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => {
+                    return Err(LlmError::Interrupted {
+                        partial: reply.finish().content,
+                        why: e.to_string(),
+                    });
+                }
+                Err(timeout) => {
+                    return Err(LlmError::Interrupted {
+                        partial: reply.finish().content,
+                        why: timeout.to_string(),
+                    });
+                }
+            };
+            for event in decoder.push(&chunk) {
+                done |= self.event(event, &mut reply, &mut on_text)?;
+            }
+        }
+        for event in decoder.finish() {
+            done |= self.event(event, &mut reply, &mut on_text)?;
+        }
+        let reply = reply.finish();
+        if !done && reply.finish_reason.is_none() {
+            return Err(LlmError::Interrupted {
+                partial: reply.content,
+                why: "the connection closed before the reply was finished".into(),
+            });
+        }
+        Ok(reply)
+    }
+
+    /// Folds one SSE event into the reply; true at `[DONE]`.
+    fn event(
+        &self,
+        event: sse::Event,
+        reply: &mut ReplyBuilder,
+        on_text: &mut impl FnMut(&str),
+    ) -> Result<bool, LlmError> {
+        match event {
+            sse::Event::Done => Ok(true),
+            sse::Event::Data(data) => {
+                let chunk: Response =
+                    serde_json::from_str(&data).map_err(|e| LlmError::Malformed {
+                        url: self.endpoint.url.clone(),
+                        why: format!("{e} in {}", data.chars().take(120).collect::<String>()),
+                    })?;
+                let added = reply.add(&chunk);
+                if !added.is_empty() {
+                    on_text(&added);
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    async fn within<T>(&self, future: impl std::future::Future<Output = T>) -> Result<T, LlmError> {
+        tokio::time::timeout(self.endpoint.idle_timeout, future).await.map_err(|_| {
+            LlmError::Timeout {
+                url: self.endpoint.url.clone(),
+                seconds: self.endpoint.idle_timeout.as_secs(),
+            }
+        })
+    }
+
+    fn send_error(&self, e: &reqwest::Error) -> LlmError {
+        let url = self.endpoint.url.clone();
+        if url.starts_with("https://") && !cfg!(feature = "https") {
+            return LlmError::NoTls { url };
+        }
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(inner) = source {
+            why = inner.to_string();
+            source = inner.source();
+        }
+        LlmError::Unreachable { url, why }
+    }
+}

@@ -1,0 +1,146 @@
+//! The client against the scripted OpenAI-compatible server: each way a reply can go, and
+//! what the caller sees.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use serde_json::json;
+use stt_llm::wire::{FinishReason, Message, Request, Tool};
+use stt_llm::{Client, Endpoint, LlmError, calls_in_content};
+use stt_tests::llm_server::{LlmServer, Script};
+
+fn client(url: &str) -> Client {
+    Client::new(Endpoint {
+        url: url.into(),
+        model: "test-model".into(),
+        api_key: Some("sk-test".into()),
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_millis(500),
+    })
+    .unwrap()
+}
+
+fn request<'a>(messages: &'a [Message], tools: &'a [Tool], stream: bool) -> Request<'a> {
+    Request { model: "", messages, tools, stream, max_tokens: 64, temperature: 0.0 }
+}
+
+#[tokio::test]
+async fn a_streamed_answer_arrives_piece_by_piece() {
+    let server = LlmServer::start();
+    server.push(Script::Text("It is a sunny day.".into()));
+    let messages = [Message::user("weather?")];
+    let mut pieces = Vec::new();
+    let reply = client(&server.url())
+        .complete(&request(&messages, &[], true), |p| pieces.push(p.to_owned()))
+        .await
+        .unwrap();
+    assert_eq!(reply.content, "It is a sunny day.");
+    assert!(pieces.len() > 1, "streamed in pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), "It is a sunny day.");
+    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+    let sent = &server.requests()[0];
+    assert_eq!(sent["model"], "test-model");
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["messages"][0]["content"], "weather?");
+}
+
+#[tokio::test]
+async fn tool_calls_arrive_whole_from_fragments_and_from_a_plain_reply() {
+    let server = LlmServer::start();
+    let calls = vec![("set_timer".to_owned(), json!({"minutes": 5, "label": "tea"}))];
+    server.push(Script::ToolCalls(calls.clone()));
+    server.push(Script::ToolCalls(calls));
+    let messages = [Message::user("timer")];
+    let tools = [Tool::function("set_timer", "timer", json!({"type": "object"}))];
+    for stream in [true, false] {
+        let reply = client(&server.url())
+            .complete(&request(&messages, &tools, stream), |_| {})
+            .await
+            .unwrap();
+        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls), "stream={stream}");
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(reply.tool_calls[0].function.name, "set_timer");
+        let args: serde_json::Value =
+            serde_json::from_str(&reply.tool_calls[0].function.arguments).unwrap();
+        assert_eq!(args, json!({"minutes": 5, "label": "tea"}));
+    }
+    assert_eq!(server.requests()[0]["tools"][0]["function"]["name"], "set_timer");
+}
+
+#[tokio::test]
+async fn a_call_written_as_text_is_found_in_the_content() {
+    let server = LlmServer::start();
+    server.push(Script::ContentCall(
+        "<tool_call>\n{\"name\": \"get_datetime\", \"arguments\": {}}\n</tool_call>".into(),
+    ));
+    let messages = [Message::user("what time is it")];
+    let reply =
+        client(&server.url()).complete(&request(&messages, &[], true), |_| {}).await.unwrap();
+    assert!(reply.tool_calls.is_empty());
+    let calls = calls_in_content(&reply.content, |name| name == "get_datetime");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "get_datetime");
+}
+
+#[tokio::test]
+async fn a_reply_cut_off_by_the_limit_says_so() {
+    let server = LlmServer::start();
+    server.push(Script::Length("Once upon a".into()));
+    let messages = [Message::user("story")];
+    let reply =
+        client(&server.url()).complete(&request(&messages, &[], true), |_| {}).await.unwrap();
+    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+    assert_eq!(reply.content, "Once upon a");
+}
+
+#[tokio::test]
+async fn an_error_status_carries_the_servers_own_words() {
+    let server = LlmServer::start();
+    server.push(Script::Status(500, "model is loading".into()));
+    let messages = [Message::user("hi")];
+    let err =
+        client(&server.url()).complete(&request(&messages, &[], true), |_| {}).await.unwrap_err();
+    assert!(matches!(err, LlmError::Status { status: 500, .. }), "{err}");
+    assert!(err.to_string().contains("model is loading"), "{err}");
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_times_out() {
+    let server = LlmServer::start();
+    server.push(Script::Hang);
+    let messages = [Message::user("hi")];
+    let err =
+        client(&server.url()).complete(&request(&messages, &[], true), |_| {}).await.unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("sent nothing for"), "{err}");
+}
+
+#[tokio::test]
+async fn a_stream_dropped_mid_answer_keeps_the_partial_text() {
+    let server = LlmServer::start();
+    server.push(Script::DropMidStream("The answer is".into()));
+    let messages = [Message::user("hi")];
+    let mut seen = String::new();
+    let err = client(&server.url())
+        .complete(&request(&messages, &[], true), |p| seen.push_str(p))
+        .await
+        .unwrap_err();
+    match err {
+        LlmError::Interrupted { partial, .. } => assert_eq!(partial, "The answer is"),
+        other => panic!("expected Interrupted, got {other}"),
+    }
+    assert_eq!(seen, "The answer is");
+}
+
+#[tokio::test]
+async fn nothing_listening_names_the_fix() {
+    // Bind and drop a listener to get a port nobody serves.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let messages = [Message::user("hi")];
+    let err = client(&url).complete(&request(&messages, &[], true), |_| {}).await.unwrap_err();
+    assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&url) && text.contains("start llama-server"), "{text}");
+}
