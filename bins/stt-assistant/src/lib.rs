@@ -5,6 +5,8 @@
 //! yet: modes, the command flow, chat, the LLM, tools, speakers and the audit log; those
 //! requests are answered with `error{code:"not_implemented"}` saying so.
 
+pub mod core;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,751 @@
+//! The assistant's state and rules, with no I/O: modes, the two-press command flow, the
+//! readiness gate, what transcripts do in each mode, and the speaker roster.
+//!
+//! Everything that happens comes in as a method call ([`Core::request`],
+//! [`Core::daemon_event`], …) and goes out as [`Effect`]s for the caller to carry out
+//! (publish an event, start a command, send a chat turn), so the rules are tested here
+//! without sockets or a model.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use stt_proto::{
+    Ack, AssistantEvent, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg,
+    Mode, Request, SpeakerStatus, Speakers, Transcript,
+};
+
+/// Something the caller must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send to every subscriber.
+    Publish(AssistantEvent),
+    /// Run the command through the model and tools.
+    Execute { text: String, edited: bool },
+    /// Send a chat turn (already prefixed with the speaker display) to the model.
+    ChatTurn { text: String },
+    /// Chat mode was left: drop chat turns still waiting.
+    DropQueuedChat,
+    /// Wipe the LLM conversation.
+    ClearHistory,
+    /// Record a speaker's new name (audit log).
+    NameSpeaker { speaker_id: String, name: String },
+}
+
+/// What the caller tells the core about the world that the core does not track itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outside {
+    /// Subscribers attached as viewers.
+    pub viewers: u32,
+    /// `[llm].enabled`.
+    pub llm_enabled: bool,
+    /// Whether the inference queue has room for a command.
+    pub queue_has_room: bool,
+}
+
+/// The state.
+#[derive(Debug)]
+pub struct Core {
+    mode: Mode,
+    buffer: String,
+    edited: bool,
+    require_viewer: bool,
+    stale_after: Duration,
+    daemon_connected: bool,
+    last_heartbeat: Option<(Instant, DaemonHeartbeat)>,
+    /// The segment whose speech is open (speech_start seen, speech_stop not yet).
+    open_speech: Option<u64>,
+    /// Segments closed but without their segment_done yet.
+    unfinished: BTreeSet<u64>,
+    roster: Speakers,
+    next_chat_id: u64,
+}
+
+impl Core {
+    pub fn new(require_viewer: bool, stale_after: Duration) -> Self {
+        Self {
+            mode: Mode::Idle,
+            buffer: String::new(),
+            edited: false,
+            require_viewer,
+            stale_after,
+            daemon_connected: false,
+            last_heartbeat: None,
+            open_speech: None,
+            unfinished: BTreeSet::new(),
+            roster: Speakers { speakers: Vec::new() },
+            next_chat_id: 1,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn buffer(&self) -> (&str, bool) {
+        (&self.buffer, self.edited)
+    }
+
+    /// The daemon's transcription backlog, from its last heartbeat.
+    pub fn daemon_backlog(&self) -> u32 {
+        self.last_heartbeat.as_ref().map_or(0, |(_, beat)| beat.backlog)
+    }
+
+    /// A fresh id for a chat line.
+    pub fn next_chat_id(&mut self) -> u64 {
+        let id = self.next_chat_id;
+        self.next_chat_id += 1;
+        id
+    }
+
+    /// Whether speech recognition is usable, and if not why, for a person.
+    pub fn stt_health(&self, now: Instant) -> (bool, String) {
+        if !self.daemon_connected {
+            return (false, "not connected to stt-daemon (start it with `stt-daemon up`)".into());
+        }
+        let Some((at, beat)) = &self.last_heartbeat else {
+            return (false, "no heartbeat from stt-daemon yet".into());
+        };
+        let age = now.saturating_duration_since(*at);
+        if age >= self.stale_after {
+            return (false, format!("no heartbeat from stt-daemon for {:.1} s", age.as_secs_f64()));
+        }
+        if !beat.stt_healthy {
+            return (false, "stt-daemon reports its speech recognition is not running".into());
+        }
+        (true, String::new())
+    }
+
+    /// The daemon link came up or went down.
+    pub fn daemon_link(&mut self, up: bool) {
+        self.daemon_connected = up;
+        if !up {
+            // Whatever was open will never be closed by this daemon.
+            self.last_heartbeat = None;
+            self.open_speech = None;
+            self.unfinished.clear();
+        }
+    }
+
+    /// An event from the daemon.
+    pub fn daemon_event(&mut self, event: DaemonEvent, now: Instant) -> Vec<Effect> {
+        match event {
+            DaemonEvent::Heartbeat(beat) => {
+                self.last_heartbeat = Some((now, beat));
+                vec![]
+            }
+            DaemonEvent::SpeechStart(start) => {
+                self.open_speech = Some(start.seg_id);
+                vec![Effect::Publish(AssistantEvent::SpeechStart(start))]
+            }
+            DaemonEvent::SpeechStop(stop) => {
+                if self.open_speech == Some(stop.seg_id) {
+                    self.open_speech = None;
+                }
+                self.unfinished.insert(stop.seg_id);
+                vec![Effect::Publish(AssistantEvent::SpeechStop(stop))]
+            }
+            DaemonEvent::SegmentDone(done) => {
+                self.unfinished.remove(&done.seg_id);
+                vec![]
+            }
+            DaemonEvent::Transcript(transcript) => self.transcript(transcript),
+            DaemonEvent::Speakers(roster) => {
+                self.roster = roster.clone();
+                vec![Effect::Publish(AssistantEvent::Speakers(roster))]
+            }
+            DaemonEvent::Error(error) => vec![Effect::Publish(AssistantEvent::Error(error))],
+            DaemonEvent::Hello(_) => vec![],
+        }
+    }
+
+    /// The name to show for a transcript's speaker: the name when matched and named,
+    /// otherwise "Unknown".
+    pub fn speaker_display(&self, transcript: &Transcript) -> String {
+        let named = transcript.speaker_status == SpeakerStatus::Matched
+            && transcript.speaker_id.as_ref().is_some_and(|id| {
+                self.roster.speakers.iter().any(|s| &s.id == id && s.name.is_some())
+            });
+        match (named, &transcript.speaker_id) {
+            (true, Some(id)) => self
+                .roster
+                .speakers
+                .iter()
+                .find(|s| &s.id == id)
+                .and_then(|s| s.name.clone())
+                .unwrap_or_else(|| "Unknown".into()),
+            _ => transcript
+                .speaker
+                .clone()
+                .filter(|_| transcript.speaker_status == SpeakerStatus::Matched)
+                .unwrap_or_else(|| "Unknown".into()),
+        }
+    }
+
+    fn transcript(&mut self, mut transcript: Transcript) -> Vec<Effect> {
+        let display = self.speaker_display(&transcript);
+        transcript.speaker = Some(display.clone());
+        let text = transcript.text.trim().to_owned();
+        let mut effects = vec![Effect::Publish(AssistantEvent::Transcript(transcript))];
+        match self.mode {
+            Mode::CommandArmed if !self.edited && !text.is_empty() => {
+                if !self.buffer.is_empty() {
+                    self.buffer.push(' ');
+                }
+                self.buffer.push_str(&text);
+                effects.push(self.command_text());
+            }
+            Mode::Chat if !text.is_empty() => {
+                let id = self.next_chat_id();
+                effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
+                    id,
+                    role: ChatRole::User,
+                    speaker: Some(display.clone()),
+                    text: text.clone(),
+                    partial: false,
+                })));
+                effects.push(Effect::ChatTurn { text: format!("{display}: {text}") });
+            }
+            _ => {}
+        }
+        effects
+    }
+
+    fn command_text(&self) -> Effect {
+        Effect::Publish(AssistantEvent::CommandText {
+            text: self.buffer.clone(),
+            edited: self.edited,
+        })
+    }
+
+    fn set_mode(&mut self, mode: Mode, effects: &mut Vec<Effect>) {
+        if self.mode != mode {
+            self.mode = mode;
+            effects.push(Effect::Publish(AssistantEvent::Mode { mode }));
+        }
+    }
+
+    /// The command finished (or failed): back to idle.
+    pub fn execution_finished(&mut self) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if self.mode == Mode::Executing {
+            self.buffer.clear();
+            self.edited = false;
+            self.set_mode(Mode::Idle, &mut effects);
+        }
+        effects
+    }
+
+    /// Handles a request: its direct reply, and what else must happen.
+    pub fn request(
+        &mut self,
+        request: &Request,
+        now: Instant,
+        outside: Outside,
+    ) -> (AssistantEvent, Vec<Effect>) {
+        let mut effects = Vec::new();
+        let result = self.apply(request, now, outside, &mut effects);
+        let reply = match result {
+            Ok(()) => AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true }),
+            Err(error) => AssistantEvent::Error(error),
+        };
+        (reply, effects)
+    }
+
+    fn apply(
+        &mut self,
+        request: &Request,
+        now: Instant,
+        outside: Outside,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), ErrorMsg> {
+        match request {
+            Request::CommandStart => match self.mode {
+                Mode::Idle => {
+                    self.buffer.clear();
+                    self.edited = false;
+                    self.set_mode(Mode::CommandArmed, effects);
+                    effects.push(self.command_text());
+                    Ok(())
+                }
+                Mode::CommandArmed => Ok(()),
+                Mode::Executing => Err(wrong_mode("a command is running; wait for it to finish")),
+                Mode::Chat => {
+                    Err(wrong_mode("chat mode is on; leave it first (`stt-ctl chat-toggle`)"))
+                }
+            },
+            Request::CommandEdit { text } => {
+                if self.mode != Mode::CommandArmed {
+                    return Err(wrong_mode(
+                        "nothing to edit: arm a command first (`stt-ctl command-start`)",
+                    ));
+                }
+                self.buffer = text.trim().to_owned();
+                self.edited = true;
+                effects.push(self.command_text());
+                Ok(())
+            }
+            Request::CommandCancel => {
+                if self.mode != Mode::CommandArmed {
+                    return Err(wrong_mode("no armed command to cancel"));
+                }
+                self.buffer.clear();
+                self.edited = false;
+                self.set_mode(Mode::Idle, effects);
+                Ok(())
+            }
+            Request::CommandExecute => self.execute(now, outside, effects),
+            Request::ChatToggle => match self.mode {
+                Mode::Idle => {
+                    self.set_mode(Mode::Chat, effects);
+                    Ok(())
+                }
+                Mode::Chat => {
+                    self.set_mode(Mode::Idle, effects);
+                    effects.push(Effect::DropQueuedChat);
+                    Ok(())
+                }
+                Mode::CommandArmed | Mode::Executing => {
+                    Err(wrong_mode("a command is armed or running; cancel or finish it first"))
+                }
+            },
+            Request::Clear => {
+                effects.push(Effect::ClearHistory);
+                effects.push(Effect::Publish(AssistantEvent::Cleared {}));
+                Ok(())
+            }
+            Request::SpeakerName { speaker_id, name } => {
+                if name.trim().is_empty() {
+                    return Err(ErrorMsg::new(ErrorCode::BadMessage, "the name is empty"));
+                }
+                if !self.roster.speakers.iter().any(|s| &s.id == speaker_id) {
+                    return Err(ErrorMsg::new(
+                        ErrorCode::UnknownSpeaker,
+                        format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
+                    ));
+                }
+                effects.push(Effect::NameSpeaker {
+                    speaker_id: speaker_id.clone(),
+                    name: name.trim().into(),
+                });
+                Ok(())
+            }
+            Request::Status
+            | Request::SpeakerList
+            | Request::Hello(_)
+            | Request::Subscribe { .. } => Ok(()),
+            Request::Confirm { .. } | Request::Deny { .. } => Err(ErrorMsg::new(
+                ErrorCode::NothingPending,
+                "no tool call is waiting for confirmation",
+            )),
+        }
+    }
+
+    fn execute(
+        &mut self,
+        now: Instant,
+        outside: Outside,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), ErrorMsg> {
+        if self.mode != Mode::CommandArmed {
+            return Err(wrong_mode(
+                "nothing to execute: arm a command first (`stt-ctl command-start`)",
+            ));
+        }
+        if let Some(seg_id) = self.open_speech {
+            return Err(not_ready(format!(
+                "speech is still open (segment {seg_id}); execute again when it closes"
+            )));
+        }
+        if let Some(seg_id) = self.unfinished.iter().next() {
+            return Err(not_ready(format!(
+                "segment {seg_id} is still being transcribed; execute again in a moment"
+            )));
+        }
+        let (healthy, why) = self.stt_health(now);
+        if !healthy {
+            return Err(not_ready(format!("speech recognition is not healthy: {why}")));
+        }
+        if self.require_viewer && outside.viewers == 0 {
+            return Err(not_ready(
+                "no viewer is attached and [assistant].require_viewer is on: start stt-tui",
+            ));
+        }
+        if self.buffer.trim().is_empty() {
+            return Err(ErrorMsg::new(
+                ErrorCode::BadMessage,
+                "the command is empty: speak it, or set it with `stt-ctl command-edit --text …`",
+            ));
+        }
+        if !outside.llm_enabled {
+            return Err(ErrorMsg::new(
+                ErrorCode::NoExecutor,
+                "no executor configured: [llm].enabled is false",
+            ));
+        }
+        if !outside.queue_has_room {
+            return Err(ErrorMsg::new(
+                ErrorCode::Busy,
+                "the model is busy: the inference queue is full",
+            ));
+        }
+        self.set_mode(Mode::Executing, effects);
+        effects.push(Effect::Execute { text: self.buffer.clone(), edited: self.edited });
+        Ok(())
+    }
+}
+
+fn wrong_mode(message: &str) -> ErrorMsg {
+    ErrorMsg::new(ErrorCode::WrongMode, message)
+}
+
+fn not_ready(message: impl Into<String>) -> ErrorMsg {
+    ErrorMsg::new(ErrorCode::NotReady, format!("not ready: {}", message.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stt_proto::{AudioState, SegmentDone, Speaker, SpeakerState, SpeechStart, SpeechStop};
+
+    const OUT: Outside = Outside { viewers: 0, llm_enabled: true, queue_has_room: true };
+
+    fn beat(healthy: bool) -> DaemonEvent {
+        DaemonEvent::Heartbeat(DaemonHeartbeat {
+            seq: 1,
+            uptime_s: 1.0,
+            backlog: 2,
+            stt_healthy: healthy,
+            audio: AudioState::Capturing,
+            model: "m".into(),
+        })
+    }
+
+    fn transcript(seg_id: u64, text: &str) -> DaemonEvent {
+        DaemonEvent::Transcript(Transcript {
+            seg_id,
+            text: text.into(),
+            language: "en".into(),
+            start: 0.0,
+            end: 1.0,
+            duration: 1.0,
+            speaker_id: None,
+            speaker_status: SpeakerStatus::None,
+            speaker: None,
+            speaker_score: None,
+        })
+    }
+
+    /// A core connected to a healthy daemon.
+    fn ready() -> (Core, Instant) {
+        let now = Instant::now();
+        let mut core = Core::new(false, Duration::from_secs(3));
+        core.daemon_link(true);
+        core.daemon_event(beat(true), now);
+        (core, now)
+    }
+
+    /// One utterance, spoken and transcribed.
+    fn say(core: &mut Core, now: Instant, seg_id: u64, text: &str) -> Vec<Effect> {
+        let mut effects =
+            core.daemon_event(DaemonEvent::SpeechStart(SpeechStart { seg_id, start: 0.0 }), now);
+        effects.extend(
+            core.daemon_event(DaemonEvent::SpeechStop(SpeechStop { seg_id, end: 1.0 }), now),
+        );
+        effects.extend(core.daemon_event(transcript(seg_id, text), now));
+        effects.extend(core.daemon_event(DaemonEvent::SegmentDone(SegmentDone { seg_id }), now));
+        effects
+    }
+
+    #[track_caller]
+    fn check(
+        core: &mut Core,
+        now: Instant,
+        request: Request,
+        outside: Outside,
+        code: Option<ErrorCode>,
+        needle: &str,
+    ) -> Vec<Effect> {
+        let (reply, effects) = core.request(&request, now, outside);
+        match (reply, code) {
+            (AssistantEvent::Ack(ack), None) => assert_eq!(ack.command, request.kind()),
+            (AssistantEvent::Error(e), Some(code)) => {
+                assert_eq!(e.code, code, "{}", e.message);
+                assert!(e.message.contains(needle), "{:?} lacks {needle:?}", e.message);
+                assert!(effects.is_empty(), "a refused request changes nothing: {effects:?}");
+            }
+            (other, _) => panic!("{request:?}: unexpected reply {other:?}"),
+        }
+        effects
+    }
+
+    #[test]
+    fn the_two_press_flow_fills_the_buffer_and_executes_it() {
+        let (mut core, now) = ready();
+        let effects = check(&mut core, now, Request::CommandStart, OUT, None, "");
+        assert!(
+            effects.contains(&Effect::Publish(AssistantEvent::Mode { mode: Mode::CommandArmed }))
+        );
+        say(&mut core, now, 1, "what time");
+        let effects = say(&mut core, now, 2, " is it ");
+        assert!(effects.contains(&Effect::Publish(AssistantEvent::CommandText {
+            text: "what time is it".into(),
+            edited: false
+        })));
+        let effects = check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        assert_eq!(core.mode(), Mode::Executing);
+        assert!(
+            effects.contains(&Effect::Execute { text: "what time is it".into(), edited: false })
+        );
+        // Transcripts while executing do not touch the command.
+        say(&mut core, now, 3, "never mind");
+        core.execution_finished();
+        assert_eq!(core.mode(), Mode::Idle);
+        assert_eq!(core.buffer(), ("", false));
+    }
+
+    #[test]
+    fn an_edit_freezes_the_buffer() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        say(&mut core, now, 1, "what dime is it");
+        check(
+            &mut core,
+            now,
+            Request::CommandEdit { text: "what time is it".into() },
+            OUT,
+            None,
+            "",
+        );
+        say(&mut core, now, 2, "ignored");
+        assert_eq!(core.buffer(), ("what time is it", true));
+        let effects = check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        assert!(
+            effects.contains(&Effect::Execute { text: "what time is it".into(), edited: true })
+        );
+    }
+
+    #[test]
+    fn execute_waits_for_readiness_and_says_which_condition_failed() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        say(&mut core, now, 1, "open the door");
+
+        core.daemon_event(DaemonEvent::SpeechStart(SpeechStart { seg_id: 2, start: 5.0 }), now);
+        check(
+            &mut core,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "speech is still open (segment 2)",
+        );
+        core.daemon_event(DaemonEvent::SpeechStop(SpeechStop { seg_id: 2, end: 6.0 }), now);
+        check(
+            &mut core,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "segment 2 is still being transcribed",
+        );
+        core.daemon_event(DaemonEvent::SegmentDone(SegmentDone { seg_id: 2 }), now);
+
+        let later = now + Duration::from_secs(4);
+        check(
+            &mut core,
+            later,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "no heartbeat from stt-daemon for 4.0 s",
+        );
+        core.daemon_event(beat(false), later);
+        check(
+            &mut core,
+            later,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "not running",
+        );
+        core.daemon_event(beat(true), later);
+
+        let mut strict = Core::new(true, Duration::from_secs(3));
+        strict.daemon_link(true);
+        strict.daemon_event(beat(true), now);
+        check(&mut strict, now, Request::CommandStart, OUT, None, "");
+        say(&mut strict, now, 1, "open the door");
+        check(
+            &mut strict,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "require_viewer",
+        );
+        check(&mut strict, now, Request::CommandExecute, Outside { viewers: 1, ..OUT }, None, "");
+
+        check(
+            &mut core,
+            later,
+            Request::CommandExecute,
+            Outside { llm_enabled: false, ..OUT },
+            Some(ErrorCode::NoExecutor),
+            "no executor configured",
+        );
+        check(
+            &mut core,
+            later,
+            Request::CommandExecute,
+            Outside { queue_has_room: false, ..OUT },
+            Some(ErrorCode::Busy),
+            "busy",
+        );
+        check(&mut core, later, Request::CommandExecute, OUT, None, "");
+    }
+
+    #[test]
+    fn a_lost_daemon_link_is_not_ready() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        say(&mut core, now, 1, "lights off");
+        core.daemon_link(false);
+        check(
+            &mut core,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::NotReady),
+            "not connected to stt-daemon",
+        );
+    }
+
+    #[test]
+    fn command_and_chat_exclude_each_other() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::ChatToggle, OUT, None, "");
+        assert_eq!(core.mode(), Mode::Chat);
+        check(
+            &mut core,
+            now,
+            Request::CommandStart,
+            OUT,
+            Some(ErrorCode::WrongMode),
+            "chat mode is on",
+        );
+        let effects = say(&mut core, now, 1, "tell me a joke");
+        assert!(effects.contains(&Effect::ChatTurn { text: "Unknown: tell me a joke".into() }));
+        let effects = check(&mut core, now, Request::ChatToggle, OUT, None, "");
+        assert!(effects.contains(&Effect::DropQueuedChat));
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        check(
+            &mut core,
+            now,
+            Request::ChatToggle,
+            OUT,
+            Some(ErrorCode::WrongMode),
+            "cancel or finish it first",
+        );
+        check(&mut core, now, Request::CommandCancel, OUT, None, "");
+        assert_eq!(core.mode(), Mode::Idle);
+        check(
+            &mut core,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::WrongMode),
+            "arm a command first",
+        );
+        check(
+            &mut core,
+            now,
+            Request::CommandEdit { text: "x".into() },
+            OUT,
+            Some(ErrorCode::WrongMode),
+            "arm a command first",
+        );
+    }
+
+    #[test]
+    fn an_empty_command_is_refused() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        check(
+            &mut core,
+            now,
+            Request::CommandExecute,
+            OUT,
+            Some(ErrorCode::BadMessage),
+            "the command is empty",
+        );
+    }
+
+    #[test]
+    fn clear_keeps_the_mode() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::ChatToggle, OUT, None, "");
+        let effects = check(&mut core, now, Request::Clear, OUT, None, "");
+        assert_eq!(
+            effects,
+            vec![Effect::ClearHistory, Effect::Publish(AssistantEvent::Cleared {})]
+        );
+        assert_eq!(core.mode(), Mode::Chat);
+    }
+
+    #[test]
+    fn speakers_are_resolved_named_or_unknown_and_validated() {
+        let (mut core, now) = ready();
+        let roster = Speakers {
+            speakers: vec![Speaker {
+                id: "spk_0001".into(),
+                name: Some("Efren".into()),
+                status: SpeakerState::Confirmed,
+                cumulative_s: 10.0,
+                sample_path: None,
+                created_at: "2026-11-30T09:00:00Z".into(),
+            }],
+        };
+        core.daemon_event(DaemonEvent::Speakers(roster), now);
+        let mut t = match transcript(1, "hi") {
+            DaemonEvent::Transcript(t) => t,
+            _ => unreachable!(),
+        };
+        t.speaker_id = Some("spk_0001".into());
+        t.speaker_status = SpeakerStatus::Matched;
+        assert_eq!(core.speaker_display(&t), "Efren");
+        t.speaker_status = SpeakerStatus::Uncertain;
+        assert_eq!(core.speaker_display(&t), "Unknown");
+        t.speaker_id = Some("spk_0002".into());
+        t.speaker_status = SpeakerStatus::Matched;
+        assert_eq!(core.speaker_display(&t), "Unknown");
+
+        check(
+            &mut core,
+            now,
+            Request::SpeakerName { speaker_id: "spk_0009".into(), name: "X".into() },
+            OUT,
+            Some(ErrorCode::UnknownSpeaker),
+            "spk_0009",
+        );
+        check(
+            &mut core,
+            now,
+            Request::SpeakerName { speaker_id: "spk_0001".into(), name: "  ".into() },
+            OUT,
+            Some(ErrorCode::BadMessage),
+            "empty",
+        );
+        let effects = check(
+            &mut core,
+            now,
+            Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Ef".into() },
+            OUT,
+            None,
+            "",
+        );
+        assert_eq!(
+            effects,
+            vec![Effect::NameSpeaker { speaker_id: "spk_0001".into(), name: "Ef".into() }]
+        );
+    }
+}
