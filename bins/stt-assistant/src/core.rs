@@ -85,6 +85,11 @@ impl Core {
         (&self.buffer, self.edited)
     }
 
+    /// The speaker roster, as the daemon last sent it.
+    pub fn roster(&self) -> &Speakers {
+        &self.roster
+    }
+
     /// The daemon's transcription backlog, from its last heartbeat.
     pub fn daemon_backlog(&self) -> u32 {
         self.last_heartbeat.as_ref().map_or(0, |(_, beat)| beat.backlog)
@@ -706,10 +711,7 @@ mod tests {
             }],
         };
         core.daemon_event(DaemonEvent::Speakers(roster), now);
-        let mut t = match transcript(1, "hi") {
-            DaemonEvent::Transcript(t) => t,
-            _ => unreachable!(),
-        };
+        let DaemonEvent::Transcript(mut t) = transcript(1, "hi") else { unreachable!() };
         t.speaker_id = Some("spk_0001".into());
         t.speaker_status = SpeakerStatus::Matched;
         assert_eq!(core.speaker_display(&t), "Efren");

@@ -1,15 +1,21 @@
 //! The assistant: subscribes to the daemon, owns all state, serves the control socket.
 //!
-//! Built so far: the daemon link (reconnecting, with STT health from its heartbeats), the
-//! control socket with `status` and subscriptions, and heartbeats to subscribers. Not built
-//! yet: modes, the command flow, chat, the LLM, tools, speakers and the audit log; those
-//! requests are answered with `error{code:"not_implemented"}` saying so.
+//! Modules, in reading order: [`core`] (modes, the two-press command flow, readiness,
+//! speakers: pure rules, no I/O), [`queue`] (the inference queue in front of the one model
+//! worker), [`exec`] (running a command through the tool loop, and chat turns). This file
+//! wires them to the daemon link, the control socket and the heartbeat.
+//!
+//! Not built yet: compaction by summary (the chat history is trimmed to the budget in
+//! blocks, the fallback), telling the daemon a speaker's new name (it is validated and
+//! audited), and the triage lane and long-term memory.
 
 pub mod core;
+pub mod exec;
+pub mod queue;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -17,16 +23,16 @@ use tokio_util::sync::CancellationToken;
 
 use stt_bus::{BoundSocket, ConnInfo, ControlServer, Handler, Link, Publisher, Subscription};
 use stt_config::Config;
-use stt_proto::{
-    AssistantEvent, AssistantHeartbeat, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Mode,
-    Request, Status,
-};
+use stt_proto::{Ack, AssistantEvent, AssistantHeartbeat, ErrorCode, ErrorMsg, Request, Status};
+
+use crate::core::{Core, Effect, Outside};
+use crate::exec::{Executor, Settings};
+use crate::queue::{InferenceQueue, Job};
 
 /// Turn transcripts into actions and conversation; serve the control socket.
 ///
-/// Not built yet: modes, commands, chat, the LLM, tools and speakers. For now the assistant
-/// follows the daemon, reports STT health in `stt-ctl status`, and says plainly that the
-/// other requests are not available.
+/// Follows stt-daemon's events; `stt-ctl command-start`, speaking, then `stt-ctl
+/// command-execute` runs what was said through the model and its tools.
 #[derive(Debug, clap::Parser)]
 #[command(name = "stt-assistant", version, about, long_about = None)]
 pub struct Cli {
@@ -61,20 +67,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mut terminate = stt_app::signals::Terminate::catch()?;
         let socket = BoundSocket::bind(&socket_path, "stt-assistant")?;
-        tracing::info!(socket = %socket_path.display(), "serving control requests");
-        tracing::warn!(
-            "modes, commands, chat, the LLM, tools and speakers are not built yet: only status \
-             and subscriptions are served"
+        let publisher = Publisher::default();
+        let assistant = Arc::new(Assistant::new(&config, publisher.clone())?);
+        tracing::info!(
+            socket = %socket_path.display(),
+            llm = if config.llm.enabled { config.llm.endpoint.as_str() } else { "disabled" },
+            "serving control requests"
         );
         let shutdown = CancellationToken::new();
-        let publisher = Publisher::default();
-        let stale_after = Duration::from_millis(config.assistant.stt_stale_after_ms);
-        let assistant = Arc::new(Assistant::new(config, stale_after));
         let server = ControlServer::new(Arc::clone(&assistant), publisher.clone())
             .with_viewer_counter(Arc::clone(&assistant.viewers));
         let tasks = [
             tokio::spawn(follow_daemon(Arc::clone(&assistant), daemon_path, shutdown.clone())),
-            tokio::spawn(heartbeats(Arc::clone(&assistant), publisher, shutdown.clone())),
+            tokio::spawn(heartbeats(Arc::clone(&assistant), shutdown.clone())),
+            tokio::spawn(worker(Arc::clone(&assistant), shutdown.clone())),
             tokio::spawn(server.serve(socket, shutdown.clone())),
         ];
         terminate.recv().await;
@@ -90,101 +96,162 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 /// The assistant's state and its answers to requests.
 #[derive(Debug)]
 pub struct Assistant {
-    config: Config,
-    stale_after: Duration,
-    state: Mutex<State>,
+    core: Mutex<Core>,
+    queue: InferenceQueue,
+    exec: Executor,
+    publisher: Publisher,
+    llm_enabled: bool,
+    llm_endpoint: String,
     /// Connections subscribed as viewers, counted by the control server.
     viewers: Arc<AtomicUsize>,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    mode: Mode,
-    daemon_connected: bool,
-    last_heartbeat: Option<(Instant, DaemonHeartbeat)>,
-}
-
 impl Assistant {
-    pub fn new(config: Config, stale_after: Duration) -> Self {
-        Self { config, stale_after, state: Mutex::default(), viewers: Arc::default() }
+    pub fn new(config: &Config, publisher: Publisher) -> anyhow::Result<Self> {
+        let a = &config.assistant;
+        let client = if config.llm.enabled {
+            let api_key = Some(config.llm.api_key_env.trim())
+                .filter(|name| !name.is_empty())
+                .and_then(std::env::var_os)
+                .map(|key| key.to_string_lossy().into_owned());
+            Some(stt_llm::Client::new(stt_llm::Endpoint {
+                url: config.llm.endpoint.clone(),
+                model: config.llm.model.clone(),
+                api_key,
+                connect_timeout: Duration::from_secs(config.llm.connect_timeout_s),
+                idle_timeout: Duration::from_secs(config.llm.request_timeout_s),
+            })?)
+        } else {
+            None
+        };
+        let registry =
+            stt_tools::Registry::new(&config.tools.command).map_err(anyhow::Error::msg)?;
+        let audit = if a.audit {
+            Some(stt_tools::AuditLog::new(stt_config::dirs::data_dir()?.join("audit")))
+        } else {
+            None
+        };
+        let settings = Settings {
+            command_system_prompt: a.command_system_prompt.clone(),
+            chat_system_prompt: a.chat_system_prompt.clone(),
+            max_tool_iterations: a.max_tool_iterations,
+            confirmation_timeout: Duration::from_secs(a.confirmation_timeout_s),
+            max_tokens: a.max_tokens,
+            temperature: config.llm.temperature,
+            prompt_budget: a.prompt_budget(),
+            trim_block_turns: a.trim_block_turns,
+        };
+        Ok(Self {
+            core: Mutex::new(Core::new(
+                a.require_viewer,
+                Duration::from_millis(a.stt_stale_after_ms),
+            )),
+            queue: InferenceQueue::new(a.inference_queue_size as usize),
+            exec: Executor::new(client, registry, publisher.clone(), audit, settings),
+            publisher,
+            llm_enabled: config.llm.enabled,
+            llm_endpoint: config.llm.endpoint.clone(),
+            viewers: Arc::default(),
+        })
+    }
+
+    fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn viewer_count(&self) -> u32 {
-        let count = self.viewers.load(Ordering::SeqCst);
-        u32::try_from(count).unwrap_or(u32::MAX)
-    }
-
-    /// Whether speech recognition is usable, and if not, why (for a person).
-    fn stt_health(&self, now: Instant) -> (bool, String) {
-        let state = lock(&self.state);
-        stt_health(&state, now, self.stale_after)
+        u32::try_from(self.viewers.load(Ordering::SeqCst)).unwrap_or(u32::MAX)
     }
 
     fn status(&self) -> Status {
-        let (stt_healthy, stt_detail) = self.stt_health(Instant::now());
-        let mode = lock(&self.state).mode;
+        let core = self.core();
+        let (stt_healthy, stt_detail) = core.stt_health(Instant::now());
+        let (buffer, edited) = core.buffer();
         Status {
-            mode,
+            mode: core.mode(),
             stt_healthy,
             stt_detail,
-            llm_enabled: self.config.llm.enabled,
-            llm_endpoint: self.config.llm.endpoint.clone(),
-            llm_reachable: None,
-            inference_queue: 0,
-            inference_busy: false,
+            llm_enabled: self.llm_enabled,
+            llm_endpoint: self.llm_endpoint.clone(),
+            llm_reachable: *self.exec.reachable.lock().unwrap_or_else(PoisonError::into_inner),
+            inference_queue: self.queue.depth(),
+            inference_busy: self.queue.busy(),
             viewers: self.viewer_count(),
-            command_buffer: String::new(),
-            command_edited: false,
+            command_buffer: buffer.to_owned(),
+            command_edited: edited,
             version: env!("CARGO_PKG_VERSION").to_owned(),
         }
     }
-}
 
-fn stt_health(state: &State, now: Instant, stale_after: Duration) -> (bool, String) {
-    if !state.daemon_connected {
-        return (false, "not connected to stt-daemon (start it with `stt-daemon up`)".to_owned());
+    /// Carries out what the core decided.
+    fn apply(&self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Publish(event) => {
+                    self.publisher.publish(&event);
+                }
+                Effect::Execute { text, edited } => {
+                    if self.queue.push_command(text, edited).is_err() {
+                        // Lost a race for the last slot: report it and stand down.
+                        self.publish_error(
+                            ErrorCode::Busy,
+                            "the model is busy: the inference queue is full",
+                        );
+                        let effects = self.core().execution_finished();
+                        self.apply(effects);
+                    }
+                }
+                Effect::ChatTurn { text } => {
+                    if let Some(Job::Chat { text: dropped }) = self.queue.push_chat(text) {
+                        self.publish_error(
+                            ErrorCode::Busy,
+                            format!("the model is behind: dropped the chat turn \"{dropped}\""),
+                        );
+                    }
+                }
+                Effect::DropQueuedChat => {
+                    self.queue.drop_chat();
+                }
+                Effect::ClearHistory => self.exec.clear(),
+                Effect::NameSpeaker { speaker_id, name } => {
+                    self.exec.audit_speaker(&speaker_id, &name);
+                }
+            }
+        }
     }
-    let Some((at, beat)) = &state.last_heartbeat else {
-        return (false, "no heartbeat from stt-daemon yet".to_owned());
-    };
-    let age = now.saturating_duration_since(*at);
-    if age >= stale_after {
-        return (false, format!("no heartbeat from stt-daemon for {:.1} s", age.as_secs_f64()));
-    }
-    if !beat.stt_healthy {
-        return (
-            false,
-            format!(
-                "stt-daemon reports speech recognition is not running (audio: {})",
-                audio_name(beat.audio)
-            ),
-        );
-    }
-    (true, String::new())
-}
 
-fn audio_name(audio: stt_proto::AudioState) -> &'static str {
-    match audio {
-        stt_proto::AudioState::Capturing => "capturing",
-        stt_proto::AudioState::Retrying => "retrying",
-        stt_proto::AudioState::Ended => "ended",
-        stt_proto::AudioState::Idle => "idle",
+    fn publish_error(&self, code: ErrorCode, message: impl Into<String>) {
+        self.publisher.publish(&AssistantEvent::Error(ErrorMsg::new(code, message)));
     }
 }
 
 impl Handler for Assistant {
     async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
-        match request {
-            Request::Status => AssistantEvent::Status(self.status()),
-            other => AssistantEvent::Error(ErrorMsg::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "stt-assistant cannot do '{}' yet: modes, commands, chat, tools and speakers \
-                     are not built in this version (status works)",
-                    other.kind()
-                ),
-            )),
+        match &request {
+            Request::Status => return AssistantEvent::Status(self.status()),
+            Request::SpeakerList => {
+                return AssistantEvent::SpeakerList(self.core().roster().clone());
+            }
+            Request::Confirm { call_id } | Request::Deny { call_id } => {
+                let allow = matches!(request, Request::Confirm { .. });
+                return match self.exec.pending.answer(call_id.as_deref(), allow) {
+                    Ok(()) => AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true }),
+                    Err(e) => AssistantEvent::Error(e),
+                };
+            }
+            _ => {}
         }
+        let outside = Outside {
+            viewers: self.viewer_count(),
+            llm_enabled: self.llm_enabled,
+            queue_has_room: self.queue.has_room(),
+        };
+        let (reply, effects) = self.core().request(&request, Instant::now(), outside);
+        if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
+            self.queue.drop_oldest_chat();
+        }
+        self.apply(effects);
+        reply
     }
 }
 
@@ -196,27 +263,52 @@ async fn follow_daemon(assistant: Arc<Assistant>, path: PathBuf, shutdown: Cance
             () = shutdown.cancelled() => break,
             next = link.next() => next,
         };
-        let mut state = lock(&assistant.state);
-        match next {
+        let effects = match next {
             Link::Up(_) => {
                 tracing::info!("connected to stt-daemon");
-                state.daemon_connected = true;
+                assistant.core().daemon_link(true);
+                continue;
             }
             Link::Down(why) => {
                 tracing::warn!("stt-daemon link down: {why}; retrying");
-                state.daemon_connected = false;
-                state.last_heartbeat = None;
+                assistant.core().daemon_link(false);
+                continue;
             }
-            Link::Event(DaemonEvent::Heartbeat(beat)) => {
-                state.last_heartbeat = Some((Instant::now(), beat));
+            Link::Event(event) => assistant.core().daemon_event(event, Instant::now()),
+        };
+        assistant.apply(effects);
+    }
+}
+
+/// The one inference worker: jobs one at a time, in queue order.
+async fn worker(assistant: Arc<Assistant>, shutdown: CancellationToken) {
+    loop {
+        let job = tokio::select! {
+            () = shutdown.cancelled() => break,
+            job = assistant.queue.next() => job,
+        };
+        match job {
+            Job::Command { text, edited } => {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = assistant.exec.run_command(&text, edited) => {}
+                }
+                let effects = assistant.core().execution_finished();
+                assistant.apply(effects);
             }
-            Link::Event(_) => {}
+            Job::Chat { text } => {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = assistant.exec.run_chat(&text) => {}
+                }
+            }
         }
+        assistant.queue.done();
     }
 }
 
 /// Tells subscribers how things stand, about once a second.
-async fn heartbeats(assistant: Arc<Assistant>, publisher: Publisher, shutdown: CancellationToken) {
+async fn heartbeats(assistant: Arc<Assistant>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for seq in 1.. {
@@ -224,64 +316,17 @@ async fn heartbeats(assistant: Arc<Assistant>, publisher: Publisher, shutdown: C
             () = shutdown.cancelled() => break,
             _ = tick.tick() => {}
         }
-        let (stt_healthy, _) = assistant.stt_health(Instant::now());
-        let (mode, daemon_backlog) = {
-            let state = lock(&assistant.state);
-            (state.mode, state.last_heartbeat.as_ref().map_or(0, |(_, beat)| beat.backlog))
+        let (mode, stt_healthy, daemon_backlog) = {
+            let core = assistant.core();
+            (core.mode(), core.stt_health(Instant::now()).0, core.daemon_backlog())
         };
-        publisher.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
+        assistant.publisher.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq,
             mode,
             stt_healthy,
             daemon_backlog,
-            inference_queue: 0,
-            inference_busy: false,
+            inference_queue: assistant.queue.depth(),
+            inference_busy: assistant.queue.busy(),
         }));
-    }
-}
-
-/// Locks a mutex, carrying on with the data if a panicking thread poisoned it: every
-/// critical section here leaves the state consistent.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use stt_proto::AudioState;
-
-    fn beat(healthy: bool) -> DaemonHeartbeat {
-        DaemonHeartbeat {
-            seq: 1,
-            uptime_s: 1.0,
-            backlog: 0,
-            stt_healthy: healthy,
-            audio: AudioState::Capturing,
-            model: "m".into(),
-        }
-    }
-
-    #[track_caller]
-    fn check(state: &State, age_ms: u64, healthy: bool, detail: &str) {
-        let at = state.last_heartbeat.as_ref().map_or_else(Instant::now, |(at, _)| *at);
-        let now = at + Duration::from_millis(age_ms);
-        let (got, why) = stt_health(state, now, Duration::from_secs(3));
-        assert_eq!(got, healthy, "{why}");
-        assert!(why.contains(detail), "{why:?} lacks {detail:?}");
-    }
-
-    #[test]
-    fn stt_is_healthy_only_when_connected_recent_and_reported_healthy() {
-        let mut state = State::default();
-        check(&state, 0, false, "not connected");
-        state.daemon_connected = true;
-        check(&state, 0, false, "no heartbeat");
-        state.last_heartbeat = Some((Instant::now(), beat(true)));
-        check(&state, 100, true, "");
-        check(&state, 2999, true, "");
-        check(&state, 3000, false, "for 3.0 s");
-        state.last_heartbeat = Some((Instant::now(), beat(false)));
-        check(&state, 100, false, "not running (audio: capturing)");
     }
 }

@@ -1,0 +1,204 @@
+//! The assistant across real processes: the daemon transcribes a spoken command from a
+//! WAV, `stt-ctl` arms and executes it, the (scripted) model calls a tool, subscribers see
+//! it, and the audit log records it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use stt_bus::{Link, Subscription};
+use stt_proto::AssistantEvent;
+use stt_tests::llm_server::{LlmServer, Script};
+use stt_tests::{Sandbox, expect_within};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
+fn speak(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let raw = dir.join(format!("{name}.raw.wav"));
+    let out = dir.join(format!("{name}.wav"));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&raw)
+        .arg(text)
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "espeak-ng failed: install it (scripts/setup)");
+    let status = Command::new("sox")
+        .arg(&raw)
+        .args(["-r", "16000", "-c", "1", "-b", "16"])
+        .arg(&out)
+        .args(["pad", "1", "1"])
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "sox failed: install it (scripts/setup)");
+    out
+}
+
+/// Collects every event a viewer sees, on a thread of its own.
+fn watch(socket: std::path::PathBuf) -> Arc<Mutex<Vec<AssistantEvent>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let mut link = Subscription::assistant(socket, "test-viewer", true).with_backoff(
+                stt_bus::Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
+            );
+            loop {
+                if let Link::Event(event) = link.next().await {
+                    sink.lock().unwrap().push(event);
+                }
+            }
+        });
+    });
+    seen
+}
+
+fn status(sandbox: &Sandbox) -> Value {
+    let out = sandbox.run("stt-ctl", &["--json", "status"]);
+    serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_spoken_command_runs_a_tool_and_is_audited() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    llm.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
+    llm.push(Script::Text("It is noon on Monday.".into()));
+    std::fs::write(
+        sandbox.config_file(),
+        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url()),
+    )
+    .unwrap();
+    let wav = speak(sandbox.root(), "command", "what time is it");
+
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    expect_within("the viewer attaches", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon = sandbox
+        .spawn("stt-daemon", &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"]);
+    expect_within("the transcript fills the command buffer", DEADLINE, || {
+        let s = status(&sandbox);
+        let buffer = s["command_buffer"].as_str().unwrap_or_default().to_lowercase();
+        if buffer.contains("time") { Ok(()) } else { Err(format!("{s}\n{}", daemon.log())) }
+    });
+
+    // Execute is refused until the segment is done; retry as a person would.
+    expect_within("execute is accepted", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+
+    let events = expect_within(
+        "the tool call, its result and the answer reach the viewer",
+        DEADLINE,
+        || {
+            let events = seen.lock().unwrap().clone();
+            let answered = events.iter().any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon on Monday."));
+            if answered { Ok(events) } else { Err(format!("{events:?}\n{}", assistant.log())) }
+        },
+    );
+    let call = events.iter().find_map(|e| match e {
+        AssistantEvent::ToolCall(c) => Some(c.clone()),
+        _ => None,
+    });
+    let call = call.expect("a tool_call event");
+    assert_eq!(call.tool, "get_datetime");
+    assert!(!call.awaiting_confirmation);
+    let result = events.iter().find_map(|e| match e {
+        AssistantEvent::ToolResult(r) => Some(r.clone()),
+        _ => None,
+    });
+    let result = result.expect("a tool_result event");
+    assert!(result.ok, "{result:?}");
+    assert_eq!(result.call_id, call.call_id);
+    let modes: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AssistantEvent::Mode { mode } => Some(mode.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(modes, ["command_armed", "executing", "idle"]);
+
+    // The model saw the spoken command and the tools, then the tool's result.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let user = requests[0]["messages"][1]["content"].as_str().unwrap().to_lowercase();
+    assert!(user.contains("what time is it"), "{user}");
+    assert!(
+        requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "get_datetime")
+    );
+    assert_eq!(requests[1]["messages"].as_array().unwrap().last().unwrap()["role"], "tool");
+
+    // One audit line, with exactly the seed's fields.
+    let audit_dir = sandbox.root().join("data/stt/audit");
+    let files: Vec<_> = std::fs::read_dir(&audit_dir).unwrap().collect();
+    assert_eq!(files.len(), 1, "one day's file in {}", audit_dir.display());
+    let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let record = &lines[0];
+    let mut keys: Vec<&str> = record.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "args",
+            "confirmed",
+            "edited",
+            "latency_ms",
+            "mode",
+            "ok",
+            "requires_confirmation",
+            "result",
+            "side_effect",
+            "text",
+            "tool",
+            "ts"
+        ]
+    );
+    assert_eq!(record["tool"], "get_datetime");
+    assert_eq!(record["mode"], "command");
+    assert_eq!(record["edited"], false);
+    assert_eq!(record["ok"], true);
+    assert_eq!(record["side_effect"], "read_only");
+    assert!(record["text"].as_str().unwrap().to_lowercase().contains("what time is it"));
+}
+
+#[test]
+fn without_an_llm_execute_says_no_executor_configured() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), "[llm]\nenabled = false\n").unwrap();
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the assistant answers", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["status"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = sandbox.run("stt-ctl", &["command-edit", "--text", "what time is it"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    // No daemon: STT is not healthy, and that is what execute says first.
+    let out = sandbox.run("stt-ctl", &["command-execute"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("not ready") && out.stderr.contains("not connected to stt-daemon"),
+        "{}",
+        out.stderr
+    );
+}
