@@ -202,3 +202,105 @@ fn without_an_llm_execute_says_no_executor_configured() {
         out.stderr
     );
 }
+
+/// Arms, edits and executes `command` through `stt-ctl`, against a running daemon.
+fn run_edited_command(sandbox: &Sandbox, command: &str) {
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let out = sandbox.run("stt-ctl", &["command-edit", "--text", command]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    expect_within("execute is accepted", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+}
+
+fn audit_lines(sandbox: &Sandbox) -> Vec<Value> {
+    let dir = sandbox.root().join("data/stt/audit");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return vec![] };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    std::fs::write(
+        sandbox.config_file(),
+        format!("[llm]\nendpoint = \"{}\"\n\n[assistant]\nconfirmation_timeout_s = 2\n", llm.url()),
+    )
+    .unwrap();
+    // No microphone here: the daemon's audio retries, but its speech recognition is up.
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    expect_within("the viewer attaches", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    let out = sandbox.run("stt-ctl", &["deny"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
+
+    let open =
+        || Script::ToolCalls(vec![("open_url".into(), json!({"url": "https://example.org"}))]);
+    for (answer, confirmed) in [(Some("deny"), false), (None, false), (Some("confirm"), true)] {
+        let before = seen.lock().unwrap().len();
+        llm.push(open());
+        llm.push(Script::Text("Done.".into()));
+        run_edited_command(&sandbox, "open example dot org");
+        let call = expect_within("the call waits for confirmation", DEADLINE, || {
+            let events = seen.lock().unwrap()[before..].to_vec();
+            events
+                .iter()
+                .find_map(|e| match e {
+                    AssistantEvent::ToolCall(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .ok_or_else(|| format!("{events:?}"))
+        });
+        assert!(call.requires_confirmation && call.awaiting_confirmation, "{call:?}");
+        if let Some(verb) = answer {
+            let out = sandbox.run("stt-ctl", &[verb, "--call-id", &call.call_id]);
+            assert_eq!(out.code, Some(0), "{verb}: {out:?}");
+        }
+        let result = expect_within("the result", DEADLINE, || {
+            let events = seen.lock().unwrap()[before..].to_vec();
+            events
+                .iter()
+                .find_map(|e| match e {
+                    AssistantEvent::ToolResult(r) => Some(r.clone()),
+                    _ => None,
+                })
+                .ok_or_else(|| format!("{events:?}"))
+        });
+        if !confirmed {
+            assert!(
+                !result.ok && result.result.contains("did not allow"),
+                "{answer:?}: {result:?}"
+            );
+        }
+        expect_within("back to idle", DEADLINE, || {
+            let s = status(&sandbox);
+            if s["mode"] == "idle" { Ok(()) } else { Err(format!("{s}")) }
+        });
+    }
+    let records = audit_lines(&sandbox);
+    let confirmed: Vec<&Value> = records.iter().map(|r| &r["confirmed"]).collect();
+    assert_eq!(confirmed, [&json!(false), &json!(false), &json!(true)], "{records:?}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["requires_confirmation"] == true && r["side_effect"] == "external")
+    );
+}
