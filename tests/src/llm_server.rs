@@ -3,7 +3,8 @@
 //! Each request takes the next [`Script`] from the queue and is answered with it, streamed
 //! as server-sent events when the request asks for `stream: true`, as one JSON body
 //! otherwise. Every request body is recorded for assertions. With the queue empty, the
-//! server answers 500 "no scripted reply left", so an unexpected call is visible.
+//! server asks the responder set with [`LlmServer::respond_with`], if any, and otherwise
+//! answers 500 "no scripted reply left", so an unexpected call is visible.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -34,11 +35,21 @@ pub enum Script {
     DropMidStream(String),
 }
 
-#[derive(Debug, Default)]
+/// Chooses a reply from the request, for when the queue of scripts is empty.
+type Responder = Box<dyn Fn(&Value) -> Script + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     scripts: Mutex<VecDeque<Script>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
     stop: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("scripts", &self.scripts).finish_non_exhaustive()
+    }
 }
 
 /// The server; stops when dropped.
@@ -71,6 +82,11 @@ impl LlmServer {
     /// Queues the reply to the next request.
     pub fn push(&self, script: Script) {
         lock(&self.shared.scripts).push_back(script);
+    }
+
+    /// Answers every request the queue does not cover with `responder(request body)`.
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Script + Send + Sync + 'static) {
+        *lock(&self.shared.responder) = Some(Box::new(responder));
     }
 
     /// Every request body received so far.
@@ -139,8 +155,10 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     reader.read_exact(&mut body)?;
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let streaming = request["stream"].as_bool().unwrap_or(false);
-    lock(&shared.requests).push(request);
-    let script = lock(&shared.scripts).pop_front();
+    lock(&shared.requests).push(request.clone());
+    let script = lock(&shared.scripts)
+        .pop_front()
+        .or_else(|| lock(&shared.responder).as_ref().map(|respond| respond(&request)));
     let mut out = stream;
     match script {
         None => respond_status(&mut out, 500, "no scripted reply left"),

@@ -80,8 +80,10 @@ pub struct Executor {
     pub audit: Option<Mutex<AuditLog>>,
     pub pending: Pending,
     pub settings: Settings,
-    /// Chat history (user and assistant turns), in memory only.
-    pub history: Mutex<Vec<Message>>,
+    /// The conversation, in memory only.
+    pub chat: Mutex<Chat>,
+    /// Bumped by every `clear`.
+    clears: AtomicU64,
     /// Whether the model answered the last request; `None` before the first.
     pub reachable: Mutex<Option<bool>>,
     chat_ids: AtomicU64,
@@ -98,7 +100,43 @@ pub struct Settings {
     pub temperature: f64,
     /// Token budget for a chat request: `max_context_tokens - max_tokens - margin`.
     pub prompt_budget: u32,
+    /// Compact when a request reaches this share of the budget.
+    pub compaction_trigger_ratio: f64,
+    /// Turns kept verbatim by a compaction.
+    pub compaction_keep_turns: u32,
+    pub compaction_max_tokens: u32,
+    pub compaction_system_prompt: String,
+    /// Turns dropped at a time when summarizing fails.
     pub trim_block_turns: u32,
+}
+
+/// The chat conversation: a rolling summary of what was compacted, and the turns since.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chat {
+    pub summary: Option<String>,
+    pub turns: Vec<Message>,
+}
+
+impl Chat {
+    /// The messages of a request: the system prompt, the summary as a second system message
+    /// (so the prefix stays stable between compactions), then the turns.
+    pub fn messages(&self, system: &str) -> Vec<Message> {
+        let mut messages = vec![Message::system(system)];
+        if let Some(summary) = &self.summary {
+            messages
+                .push(Message::system(format!("Summary of the conversation so far:\n{summary}")));
+        }
+        messages.extend(self.turns.iter().cloned());
+        messages
+    }
+
+    /// Estimated tokens of the request these messages make.
+    pub fn tokens(&self, system: &str) -> usize {
+        self.messages(system)
+            .iter()
+            .map(|m| estimate_tokens(m.content.as_deref().unwrap_or("")))
+            .sum()
+    }
 }
 
 impl Executor {
@@ -116,7 +154,8 @@ impl Executor {
             audit: audit.map(Mutex::new),
             pending: Pending::default(),
             settings,
-            history: Mutex::default(),
+            chat: Mutex::default(),
+            clears: AtomicU64::new(0),
             reachable: Mutex::default(),
             // Chat ids from the executor live in their own range, apart from the core's.
             chat_ids: AtomicU64::new(1 << 32),
@@ -360,14 +399,15 @@ impl Executor {
             self.error(ErrorCode::NoExecutor, "no executor configured: [llm].enabled is false");
             return;
         };
-        let messages = {
-            let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-            history.push(Message::user(text));
-            self.trim(&mut history);
-            let mut messages = vec![Message::system(&self.settings.chat_system_prompt)];
-            messages.extend(history.iter().cloned());
-            messages
-        };
+        // A `clear` while this turn runs wins: nothing of the turn is stored after it.
+        let epoch = self.clears.load(Ordering::SeqCst);
+        let mut chat = self.chat.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        chat.turns.push(Message::user(text));
+        self.compact(client, &mut chat).await;
+        let messages = chat.messages(&self.settings.chat_system_prompt);
+        if self.clears.load(Ordering::SeqCst) == epoch {
+            *self.chat.lock().unwrap_or_else(PoisonError::into_inner) = chat;
+        }
         let id = self.chat_ids.fetch_add(1, Ordering::Relaxed);
         let request = Request {
             model: "",
@@ -411,36 +451,148 @@ impl Executor {
         if truncated {
             self.error(ErrorCode::Truncated, "the answer was cut off by [assistant].max_tokens");
         }
-        if !answer.trim().is_empty() {
-            self.history
+        if !answer.trim().is_empty() && self.clears.load(Ordering::SeqCst) == epoch {
+            self.chat
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .turns
                 .push(Message::assistant(answer));
         }
     }
 
-    /// Keeps the history within the prompt budget by dropping the oldest turns in blocks.
-    /// (Summarizing compaction comes on top of this; this is its fallback.)
-    fn trim(&self, history: &mut Vec<Message>) {
+    /// Keeps the next request within the budget. At `compaction_trigger_ratio` of it, the
+    /// oldest turns (all but the last `compaction_keep_turns`) are summarized by the model,
+    /// in chunks folded into one rolling summary. If summarizing fails, the oldest turns are
+    /// dropped in blocks of `trim_block_turns` instead. Either way a note tells viewers why
+    /// the context changed, and no request ever exceeds the budget.
+    pub async fn compact(&self, client: &Client, chat: &mut Chat) {
+        let system = self.settings.chat_system_prompt.clone();
         let budget = self.settings.prompt_budget as usize;
-        let system = estimate_tokens(&self.settings.chat_system_prompt);
-        let block =
-            (self.settings.trim_block_turns.max(1) as usize).min(history.len().saturating_sub(1));
-        while history.len() > 1
-            && system
-                + history
-                    .iter()
-                    .map(|m| estimate_tokens(m.content.as_deref().unwrap_or("")))
-                    .sum::<usize>()
-                > budget
-        {
-            history.drain(..block.max(1));
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let trigger = (budget as f64 * self.settings.compaction_trigger_ratio) as usize;
+        if chat.tokens(&system) < trigger {
+            return;
         }
+        let keep =
+            (self.settings.compaction_keep_turns as usize).min(chat.turns.len().saturating_sub(1));
+        let evicted: Vec<Message> = chat.turns[..chat.turns.len() - keep].to_vec();
+        match self.summarize(client, chat.summary.as_deref(), &evicted).await {
+            Ok(summary) => {
+                chat.summary = Some(summary);
+                chat.turns.drain(..evicted.len());
+                self.note(format!("context compacted: {} older turns summarized", evicted.len()));
+            }
+            Err(why) => {
+                tracing::warn!("summarizing failed: {why}");
+                let dropped = self.trim(chat, &system, trigger);
+                self.note(format!(
+                    "context trimmed: {dropped} oldest turns dropped (summarizing failed: {why})"
+                ));
+            }
+        }
+        // Whatever happened above, the request must fit.
+        let dropped = self.trim(chat, &system, budget);
+        if dropped > 0 {
+            self.note(format!(
+                "context trimmed: {dropped} oldest turns dropped to fit the model's window"
+            ));
+        }
+    }
+
+    /// Folds `evicted` into `previous` in chunks that each fit the budget.
+    async fn summarize(
+        &self,
+        client: &Client,
+        previous: Option<&str>,
+        evicted: &[Message],
+    ) -> Result<String, String> {
+        if evicted.is_empty() {
+            return Err("nothing old enough to summarize".into());
+        }
+        let prompt = &self.settings.compaction_system_prompt;
+        let room = (self.settings.prompt_budget as usize)
+            .saturating_sub(estimate_tokens(prompt) + self.settings.compaction_max_tokens as usize)
+            .max(64);
+        let mut summary = previous.map(str::to_owned);
+        let mut chunk: Vec<&Message> = Vec::new();
+        let mut chunks: Vec<Vec<&Message>> = Vec::new();
+        let mut size = 0;
+        for turn in evicted {
+            let tokens = estimate_tokens(turn.content.as_deref().unwrap_or(""));
+            if !chunk.is_empty() && size + tokens > room / 2 {
+                chunks.push(std::mem::take(&mut chunk));
+                size = 0;
+            }
+            chunk.push(turn);
+            size += tokens;
+        }
+        chunks.push(chunk);
+        for chunk in chunks {
+            let mut text = String::new();
+            if let Some(summary) = &summary {
+                text.push_str(&format!("Summary so far:\n{summary}\n\n"));
+            }
+            text.push_str("Conversation to add to it:\n");
+            for turn in chunk {
+                let who = if turn.role == Role::Assistant { "Assistant" } else { "User" };
+                text.push_str(&format!("{who}: {}\n", turn.content.as_deref().unwrap_or("")));
+            }
+            let messages = [Message::system(prompt), Message::user(text)];
+            let request = Request {
+                model: "",
+                messages: &messages,
+                tools: &[],
+                stream: false,
+                max_tokens: self.settings.compaction_max_tokens,
+                temperature: 0.0,
+            };
+            let reply = self.complete(client, &request, |_| {}).await.map_err(|e| e.to_string())?;
+            if reply.finish_reason == Some(FinishReason::Length) {
+                return Err("the summary was cut off by [assistant].compaction_max_tokens".into());
+            }
+            let text = reply.content.trim();
+            if text.is_empty() {
+                return Err("the summary came back empty".into());
+            }
+            summary = Some(text.to_owned());
+        }
+        summary.ok_or_else(|| "no summary".into())
+    }
+
+    /// Drops the oldest turns, `trim_block_turns` at a time, until the request is under
+    /// `limit` tokens (the newest turn always stays); returns how many were dropped.
+    fn trim(&self, chat: &mut Chat, system: &str, limit: usize) -> usize {
+        let block = self.settings.trim_block_turns.max(1) as usize;
+        let mut dropped = 0;
+        while chat.turns.len() > 1 && chat.tokens(system) > limit {
+            let n = block.min(chat.turns.len() - 1);
+            chat.turns.drain(..n);
+            dropped += n;
+        }
+        if chat.tokens(system) > limit && chat.summary.take().is_some() {
+            tracing::warn!("dropped the summary to fit the model's window");
+        }
+        dropped
+    }
+
+    fn note(&self, text: String) {
+        self.publish(AssistantEvent::ChatMessage(ChatMessage {
+            id: self.chat_ids.fetch_add(1, Ordering::Relaxed),
+            role: ChatRole::Note,
+            speaker: None,
+            text,
+            partial: false,
+        }));
     }
 
     /// Forgets the conversation.
     pub fn clear(&self) {
-        self.history.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.clears.fetch_add(1, Ordering::SeqCst);
+        *self.chat.lock().unwrap_or_else(PoisonError::into_inner) = Chat::default();
     }
 }
 

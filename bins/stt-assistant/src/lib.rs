@@ -5,9 +5,8 @@
 //! worker), [`exec`] (running a command through the tool loop, and chat turns). This file
 //! wires them to the daemon link, the control socket and the heartbeat.
 //!
-//! Not built yet: compaction by summary (the chat history is trimmed to the budget in
-//! blocks, the fallback), telling the daemon a speaker's new name (it is validated and
-//! audited), and the triage lane and long-term memory.
+//! Not built yet: telling the daemon a speaker's new name (it is validated and audited),
+//! the triage lane and long-term memory.
 
 pub mod core;
 pub mod exec;
@@ -139,6 +138,10 @@ impl Assistant {
             max_tokens: a.max_tokens,
             temperature: config.llm.temperature,
             prompt_budget: a.prompt_budget(),
+            compaction_trigger_ratio: a.compaction_trigger_ratio,
+            compaction_keep_turns: a.compaction_keep_turns,
+            compaction_max_tokens: a.compaction_max_tokens,
+            compaction_system_prompt: a.compaction_system_prompt.clone(),
             trim_block_turns: a.trim_block_turns,
         };
         Ok(Self {

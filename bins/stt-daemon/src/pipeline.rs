@@ -29,8 +29,9 @@ use stt_proto::{
     AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Hello, SegmentDone,
     SpeakerStatus, SpeechStart, SpeechStop, Transcript,
 };
-use stt_vad::{SegEvent, Segmenter};
+use stt_vad::SegEvent;
 
+use crate::settings::VadSegmenter;
 use crate::{Cli, settings};
 
 /// Audio chunks (32 ms each) that may wait between the audio thread and the VAD.
@@ -45,12 +46,12 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         None => stt_config::dirs::daemon_socket(&config)?,
     };
     let asr = settings::asr(&config, &cli)?;
-    let vad = settings::vad(&config)?;
     let (source, policy) = source(&config, &cli)?;
 
     // Bind first: a second daemon must fail before it loads a model or opens a microphone.
     let socket = BoundSocket::bind(&socket_path, "stt-daemon")?;
     let publisher = Publisher::default();
+    let segmenter = settings::segmenter(&config)?;
 
     let worker = {
         let publisher = publisher.clone();
@@ -98,7 +99,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("vad".into())
             .spawn(move || {
-                let outcome = segment(vad, &audio_rx, &worker, policy, &heart, &publisher);
+                let outcome = segment(segmenter, &audio_rx, &worker, policy, &heart, &publisher);
                 let _ = ended_tx.send(outcome);
             })
             .context("cannot start the VAD thread")?
@@ -170,14 +171,13 @@ fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
 
 /// The VAD thread: audio in, segments out. Returns when the input ends or goes away.
 fn segment(
-    vad: stt_vad::VadConfig,
+    mut segmenter: VadSegmenter,
     audio: &std::sync::mpsc::Receiver<AudioEvent>,
     worker: &Worker,
     policy: QueuePolicy,
     heart: &Heart,
     publisher: &Publisher,
 ) -> anyhow::Result<()> {
-    let mut segmenter = Segmenter::new(vad)?;
     let mut next_seg_id = 0u64;
     let mut open: Option<u64> = None;
     let mut handle = |events: Vec<SegEvent>| {

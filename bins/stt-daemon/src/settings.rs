@@ -1,8 +1,8 @@
 //! The config file's `[daemon]` section turned into the library crates' settings.
 
 use stt_asr::AsrConfig;
-use stt_config::Config;
-use stt_vad::VadConfig;
+use stt_config::{Config, VadEngine};
+use stt_vad::{Earshot, Segmenter, Silero, SpeechProb, VadConfig};
 
 use crate::Cli;
 
@@ -19,8 +19,31 @@ pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {
     })
 }
 
-/// The segmenter's settings.
-pub fn vad(config: &Config) -> anyhow::Result<VadConfig> {
+/// The segmenter the daemon runs, with whichever classifier `[daemon].vad` names.
+pub type VadSegmenter = Segmenter<Box<dyn SpeechProb + Send>>;
+
+/// The segmenter, its classifier loaded now, so that a missing Silero model or ONNX Runtime
+/// is reported at start, with the fix.
+pub fn segmenter(config: &Config) -> anyhow::Result<VadSegmenter> {
+    let d = &config.daemon;
+    let prob: Box<dyn SpeechProb + Send> = match d.vad {
+        VadEngine::Silero => {
+            let model = stt_config::dirs::model_path(&d.vad_model)?;
+            let runtime = if d.onnxruntime.as_os_str().is_empty() {
+                None
+            } else {
+                Some(stt_config::dirs::model_path(&d.onnxruntime)?)
+            };
+            Box::new(Silero::load(&model, runtime.as_deref())?)
+        }
+        VadEngine::Earshot => Box::new(Earshot::new()),
+    };
+    tracing::debug!(vad = ?d.vad, "voice activity detector ready");
+    Ok(Segmenter::with_prob(vad(config)?, prob)?)
+}
+
+/// The segmenter's thresholds.
+fn vad(config: &Config) -> anyhow::Result<VadConfig> {
     let d = &config.daemon;
     let vad = VadConfig {
         threshold: d.vad_threshold,

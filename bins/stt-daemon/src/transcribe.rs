@@ -6,14 +6,14 @@ use std::path::Path;
 
 use stt_asr::Whisper;
 use stt_config::Config;
-use stt_vad::{SegEvent, Segmenter};
+use stt_vad::SegEvent;
 
 use crate::{Cli, settings};
 
 pub fn run(config: &Config, cli: &Cli, file: &Path) -> anyhow::Result<()> {
     let audio = stt_audio::read_wav_16k_mono(file)?;
+    let mut segmenter = settings::segmenter(config)?;
     let mut whisper = Whisper::load(settings::asr(config, cli)?)?;
-    let mut segmenter = Segmenter::new(settings::vad(config)?)?;
     let mut events = segmenter.push(&audio);
     events.extend(segmenter.finish());
     let mut out = std::io::stdout().lock();

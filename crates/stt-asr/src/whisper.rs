@@ -164,6 +164,9 @@ impl Whisper {
         params.set_print_realtime(false);
         params.set_print_timestamps(false);
         params.set_audio_ctx(self.audio_ctx_for(audio.len()));
+        // Bound the work on a segment: nobody says more than about five tokens a second,
+        // and a model stuck repeating itself would otherwise run to the context limit.
+        params.set_max_tokens(max_tokens_for(audio.len()));
 
         self.state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
 
@@ -204,6 +207,13 @@ pub fn audio_ctx_for_samples(n: usize) -> i32 {
     (frames + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX)
 }
 
+/// Tokens a segment of `n` samples may produce: eight a second, plus a little.
+pub fn max_tokens_for(n: usize) -> i32 {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    let tokens = (n as f64 / SAMPLE_RATE as f64 * 8.0).ceil() as i32;
+    tokens + 16
+}
+
 /// Checks that `path` exists and starts with the GGML magic.
 fn check_model_file(path: &Path) -> Result<(), AsrError> {
     let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
@@ -233,6 +243,12 @@ mod tests {
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE), 50 + AUDIO_CTX_MARGIN);
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3), 150 + AUDIO_CTX_MARGIN);
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 60), FULL_AUDIO_CTX);
+    }
+
+    #[test]
+    fn the_token_cap_follows_the_audio() {
+        assert_eq!(max_tokens_for(SAMPLE_RATE * 3), 40);
+        assert_eq!(max_tokens_for(SAMPLE_RATE / 2), 20);
     }
 
     #[test]

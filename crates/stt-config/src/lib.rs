@@ -39,7 +39,7 @@ pub use error::ConfigError;
 pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, LlmConfig, MemoryConfig, SideEffect,
-    SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig,
+    SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -191,6 +191,8 @@ mod tests {
     fn valid_configs_parse() {
         let table = [
             "[daemon]\nlanguage = \"auto\"\nbeam_size = 5\nsocket = \"/run/x.sock\"\n",
+            "[daemon]\nvad = \"earshot\"\nvad_model = \"\"\nonnxruntime = \"\"\n",
+            "[daemon]\nvad_model = \"~/vad.onnx\"\nonnxruntime = \"/usr/lib/libonnxruntime.so\"\n",
             "assistant.max_context_tokens = 8192\nassistant.max_tokens = 2048\n",
             "[assistant]\ncompaction_trigger_ratio = 1.0\ncompaction_keep_turns = 0\n",
             "[llm]\nenabled = false\nendpoint = \"\"\n",
@@ -239,6 +241,7 @@ mod tests {
         check("[tui]\nmouse = \"yes\"\n", &["config.toml:2:", "key 'tui.mouse'", "bool"]);
         check("daemon = 3\n", &["config.toml:1:", "key 'daemon'", "expected a table"]);
         check("[daemon]\nvad_threshold = \"high\"\n", &[":2:", "daemon.vad_threshold"]);
+        check("[daemon]\nvad = \"webrtc\"\n", &[":2:", "daemon.vad", "silero", "earshot"]);
         check(
             "[[tools.command]]\nname = \"a\"\ndescription = \"d\"\nargv = \"x\"\nside_effect = \"local\"\n",
             &["config.toml:4:", "key 'tools.command[0].argv'", "sequence"],
@@ -297,6 +300,7 @@ mod tests {
         check("[daemon]\nthreads = 0\n", &[":2:", "daemon.threads"]);
         check("[daemon]\nvad_threshold = 1.0\n", &[":2:", "daemon.vad_threshold", "below 1"]);
         check("[daemon]\nmodel = \"\"\n", &[":2:", "daemon.model", "ggml-tiny.en.bin"]);
+        check("[daemon]\nvad_model = \"\"\n", &[":2:", "daemon.vad_model", "silero_vad.onnx"]);
         check("[daemon]\nlanguage = \" \"\n", &[":2:", "daemon.language", "\"auto\""]);
         check(
             "[daemon]\nvad_max_segment_s = 1\nvad_min_speech_ms = 1000\n",

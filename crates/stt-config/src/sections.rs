@@ -50,6 +50,13 @@ pub struct DaemonConfig {
     pub beam_size: u32,
     /// Whisper encoder window in frames (50 per second of audio); 0 sizes it to each segment.
     pub audio_ctx: u32,
+    /// The voice activity detector that finds speech.
+    pub vad: VadEngine,
+    /// Silero VAD model (ONNX): a path, or a file name looked up in `<data_dir>/models`.
+    pub vad_model: PathBuf,
+    /// ONNX Runtime library for Silero: a path, or a file name looked up in
+    /// `<data_dir>/models`; empty means the newest `libonnxruntime.so*` next to `vad_model`.
+    pub onnxruntime: PathBuf,
     /// Speech probability above which a frame counts as speech (0..1, exclusive).
     pub vad_threshold: f64,
     /// Audio kept from before speech onset, in milliseconds.
@@ -78,6 +85,9 @@ impl Default for DaemonConfig {
             threads: 2,
             beam_size: 0,
             audio_ctx: 0,
+            vad: VadEngine::Silero,
+            vad_model: PathBuf::from("silero_vad.onnx"),
+            onnxruntime: PathBuf::from("libonnxruntime.so.1.31.1"),
             vad_threshold: 0.5,
             vad_pre_roll_ms: 300,
             vad_onset_ms: 64,
@@ -88,6 +98,18 @@ impl Default for DaemonConfig {
             heartbeat_interval_ms: 1000,
         }
     }
+}
+
+/// `[daemon].vad`: which classifier scores each frame of audio as speech or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VadEngine {
+    /// The Silero VAD network in ONNX Runtime: accurate in noise; needs `vad_model` and
+    /// `onnxruntime` (installed by `scripts/fetch-models`).
+    Silero,
+    /// earshot: pure Rust with its weights built in, nothing to install; takes loud noise
+    /// for speech more often.
+    Earshot,
 }
 
 /// The default system prompt for chat mode.

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::parse::KeyPath;
 use crate::sections::{
     AssistantConfig, Config, DaemonConfig, LlmConfig, MemoryConfig, SideEffect, SpeakersConfig,
-    ToolsConfig, TriageConfig, TuiConfig, is_identifier,
+    ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -77,6 +77,15 @@ fn daemon(c: &DaemonConfig) -> Checked {
         ));
     }
     positive("daemon", "threads", c.threads.into(), d.threads.into())?;
+    if c.vad == VadEngine::Silero && c.vad_model.as_os_str().is_empty() {
+        return Err(problem(
+            KeyPath::new("daemon", "vad_model"),
+            format!(
+                "is empty: name the Silero VAD model file, e.g. \"{}\", or set vad = \"earshot\"",
+                d.vad_model.display()
+            ),
+        ));
+    }
     if !(c.vad_threshold > 0.0 && c.vad_threshold < 1.0) {
         return Err(problem(
             KeyPath::new("daemon", "vad_threshold"),

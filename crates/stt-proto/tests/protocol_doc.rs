@@ -180,12 +180,12 @@ fn protocol_doc_matches_the_code() {
         } else if section == ERRORS {
             // A table row: | `code` | when | what to do |
             let code = line.strip_prefix("| `").and_then(|cell| cell.split_once('`'));
-            if let Some((code, _)) = code {
-                if let Some(first) = error_table.insert(code.to_owned(), n) {
-                    failures.push(format!(
-                        "line {n}: error code `{code}` listed twice (first at line {first})"
-                    ));
-                }
+            if let Some((code, _)) = code
+                && let Some(first) = error_table.insert(code.to_owned(), n)
+            {
+                failures.push(format!(
+                    "line {n}: error code `{code}` listed twice (first at line {first})"
+                ));
             }
         }
     }

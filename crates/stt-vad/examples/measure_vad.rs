@@ -6,20 +6,22 @@
 //! cargo run --release -p stt-vad --example measure_vad -- WORK_DIR [--write docs/PERFORMANCE.md]
 //! ```
 //!
-//! Earshot runs here; Silero's probabilities (one per 512-sample chunk) come from
-//! `WORK_DIR/silero/`. Both go through the same code: the raw boundaries use the segmenter's
-//! onset, hangover and hysteresis without pre-roll or tail, and the segments are the real
-//! [`Segmenter`] fed the recorded probabilities.
+//! Both classifiers run here: earshot, and Silero through this crate's [`Silero`] (the model
+//! and ONNX Runtime that `scripts/fetch-models` installs, found where the daemon finds them).
+//! The probabilities Silero's own Python wrapper gave (`WORK_DIR/silero/`, one per 512-sample
+//! chunk) are the reference the Rust ones are checked against. Both go through the same code:
+//! the raw boundaries use the segmenter's onset, hangover and hysteresis without pre-roll or
+//! tail, and the segments are the real [`Segmenter`] fed the recorded probabilities.
 
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line report")]
 
 use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use stt_vad::segmenter::{HYSTERESIS, TAIL_MS};
-use stt_vad::{Earshot, SAMPLE_RATE, SegEvent, Segmenter, SpeechProb, VadConfig};
+use stt_vad::{Earshot, SAMPLE_RATE, SegEvent, Segmenter, Silero, SpeechProb, VadConfig};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -75,8 +77,10 @@ fn main() -> Result<()> {
     eprintln!("measure_vad: {} clips, {audio_s:.0} s of audio", clips.len());
     let e = earshot(&clips);
     let g = gated(&clips, &e);
-    let vads = [e, g, silero(&work, &clips)?];
-    let report = report(&clips, &vads, audio_s);
+    let s = silero(&clips)?;
+    let check = agreement(&work, &clips, &s)?;
+    let vads = [e, g, s];
+    let report = report(&clips, &vads, audio_s, &check);
     println!("{report}");
     if let Some(path) = write {
         write_section(&path, &report)?;
@@ -119,25 +123,35 @@ fn load_clips(work: &Path) -> Result<Vec<Clip>> {
     Ok(clips)
 }
 
-fn earshot(clips: &[Clip]) -> Vad {
+/// CPU time of the calling thread, in seconds (from the scheduler: exact, and blind to
+/// whatever else the machine is running).
+fn thread_cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()))
+        .map_or(f64::NAN, |ns| ns / 1e9)
+}
+
+/// Runs `vad` over every clip (reset between clips): the probabilities, and CPU seconds per
+/// second of audio.
+fn run_vad(clips: &[Clip], vad: &mut dyn SpeechProb) -> (Vec<Vec<f32>>, f64) {
     let mut probs = Vec::new();
     let mut busy = 0.0;
     for clip in clips {
-        let mut vad = Earshot::new();
-        let t = Instant::now();
+        vad.reset();
+        let t = thread_cpu();
         let p: Vec<f32> =
-            clip.audio.chunks_exact(Earshot::FRAME_LEN).map(|frame| vad.prob(frame)).collect();
-        busy += t.elapsed().as_secs_f64();
+            clip.audio.chunks_exact(vad.frame_len()).map(|frame| vad.prob(frame)).collect();
+        busy += thread_cpu() - t;
         probs.push(p);
     }
     let audio_s: f64 = clips.iter().map(|c| c.audio.len() as f64).sum::<f64>() / 16_000.0;
-    Vad {
-        name: "earshot 1.2.2",
-        short: "earshot",
-        frame_len: Earshot::FRAME_LEN,
-        probs,
-        cpu: busy / audio_s,
-    }
+    (probs, busy / audio_s)
+}
+
+fn earshot(clips: &[Clip]) -> Vad {
+    let (probs, cpu) = run_vad(clips, &mut Earshot::new());
+    Vad { name: "earshot 1.2.2", short: "earshot", frame_len: Earshot::FRAME_LEN, probs, cpu }
 }
 
 /// Earshot's probability scaled down where the frame's energy is within `GATE_DB` of a
@@ -173,18 +187,55 @@ fn gated(clips: &[Clip], e: &Vad) -> Vad {
     }
 }
 
-fn silero(work: &Path, clips: &[Clip]) -> Result<Vad> {
-    let mut probs = Vec::new();
-    for clip in clips {
+fn silero(clips: &[Clip]) -> Result<Vad> {
+    let model = stt_config::dirs::model_path(Path::new("silero_vad.onnx"))?;
+    let mut vad = Silero::load(&model, None)?;
+    let (probs, cpu) = run_vad(clips, &mut vad);
+    Ok(Vad {
+        name: "Silero 6.2.3 (`stt_vad::Silero`, ONNX Runtime 1.31.1)",
+        short: "Silero",
+        frame_len: Silero::FRAME_LEN,
+        probs,
+        cpu,
+    })
+}
+
+/// How far the Rust probabilities are from those of Silero's Python wrapper on the same
+/// clips, and that wrapper's CPU time, as a sentence for the report.
+fn agreement(work: &Path, clips: &[Clip], rust: &Vad) -> Result<String> {
+    let (mut frames, mut worst, mut flips) = (0usize, 0f32, 0usize);
+    for (clip, ours) in clips.iter().zip(&rust.probs) {
         let bytes = std::fs::read(work.join("silero").join(format!("{}.f32", clip.name)))?;
-        probs.push(
-            bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-        );
+        let theirs: Vec<f32> =
+            bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        if theirs.len() != ours.len() {
+            return Err(format!(
+                "{}: {} Python frames, {} here",
+                clip.name,
+                theirs.len(),
+                ours.len()
+            )
+            .into());
+        }
+        for (a, b) in ours.iter().zip(&theirs) {
+            worst = worst.max((a - b).abs());
+            flips += usize::from((*a >= 0.5) != (*b >= 0.5));
+        }
+        frames += ours.len();
     }
     let timing = std::fs::read_to_string(work.join("silero.tsv"))?;
     let (cpu, audio) = timing.trim().split_once('\t').ok_or("bad silero.tsv")?;
-    let cpu = cpu.parse::<f64>()? / audio.parse::<f64>()?;
-    Ok(Vad { name: "Silero 6.2.3 (onnxruntime)", short: "Silero", frame_len: 512, probs, cpu })
+    let python_ms = cpu.parse::<f64>()? / audio.parse::<f64>()? * 1000.0;
+    let how_close = if worst == 0.0 {
+        "exactly, bit for bit".to_owned()
+    } else {
+        format!("to within {worst:.1e} ({flips} frames on the other side of 0.5)")
+    };
+    Ok(format!(
+        "Silero's probabilities here match those of its own Python wrapper (onnxruntime \
+         1.31.1 from PyPI) on all {frames} frames {how_close}; that wrapper took \
+         {python_ms:.2} ms of wall time per second of audio inside `InferenceSession.run`."
+    ))
 }
 
 /// Speech spans from probabilities, with the segmenter's onset, hangover and hysteresis but
@@ -382,14 +433,14 @@ fn pick<'a>(clips: &'a [Clip], index: &[usize]) -> Vec<&'a Clip> {
     index.iter().map(|&k| &clips[k]).collect()
 }
 
-fn report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> String {
-    match try_report(clips, vads, audio_s) {
+fn report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> String {
+    match try_report(clips, vads, audio_s, check) {
         Ok(s) => s,
         Err(e) => format!("measure_vad failed: {e}"),
     }
 }
 
-fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> Result<String> {
+fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> Result<String> {
     let cfg = VadConfig::default();
     let speech = conditions(clips, true);
     let noise = conditions(clips, false);
@@ -408,10 +459,12 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> Result<String> {
     writeln!(
         o,
         "Measured {} on {}, release build. Reproduce with `scripts/measure-vad` (about a \
-         minute; it needs espeak-ng, sox and python3, and installs Silero and onnxruntime from \
-         PyPI into a throwaway venv under /tmp): `scripts/measure-vad.py` builds the clips and \
-         runs Silero, then `crates/stt-vad/examples/measure_vad.rs` runs earshot, scores both \
-         and rewrites this section.\n",
+         minute; it needs espeak-ng, sox and python3, the model and library that \
+         `scripts/fetch-models` installs, and installs Silero and onnxruntime from PyPI into a \
+         throwaway venv under /tmp for the reference run): `scripts/measure-vad.py` builds the \
+         clips and runs Silero's Python wrapper as the reference, then \
+         `crates/stt-vad/examples/measure_vad.rs` runs earshot and Silero (`stt_vad::Silero`, \
+         as the daemon does), scores both and rewrites this section.\n",
         today(),
         machine()
     )?;
@@ -440,7 +493,7 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> Result<String> {
          probabilities: a word is *clipped* when its utterance is not wholly inside one \
          transcribed segment; *false* segments overlap no utterance (or are all noise). \
          Silero runs as its own wrapper does (512-sample chunks, 64 samples of context, \
-         state carried over), earshot on 256-sample frames. *earshot + gate* is earshot \
+         state carried over, one thread), earshot on 256-sample frames. {check} *earshot + gate* is earshot \
          with a noise gate, tried as a pure-Rust fix for its false positives: a frame's \
          probability is scaled down when its energy is within 6 dB of a running noise floor \
          (which follows the energy down at once and rises 0.5 dB/s).\n",
@@ -541,6 +594,10 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> Result<String> {
         writeln!(o)?;
     }
 
+    if let Some(silero) = vads.iter().find(|v| v.short == "Silero") {
+        thresholds_table(o, clips, silero, &cfg, &all_speech, &all_noise)?;
+    }
+
     writeln!(o, "\n### CPU\n")?;
     writeln!(o, "| VAD | CPU per second of audio (one thread) | frame |")?;
     writeln!(o, "|---|---:|---:|")?;
@@ -555,13 +612,65 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64) -> Result<String> {
     }
     writeln!(
         o,
-        "\nearshot is timed around `Earshot::prob` in this process; Silero around \
-         `InferenceSession.run` in Python (so without the interpreter's own overhead, but with \
-         onnxruntime's per-call cost, which `ort` in Rust pays as well)."
+        "\nBoth are timed in this process around `SpeechProb::prob`, frame by frame as the \
+         daemon calls it, with the thread's CPU time (`/proc/thread-self/schedstat`, so other \
+         load on the machine does not count); Silero runs with one ONNX Runtime thread, on the \
+         calling thread."
     )?;
     writeln!(o, "\n{}", conclusion())?;
     writeln!(o, "{END}")?;
     Ok(s)
+}
+
+/// Silero at thresholds across the whole range: where its flat region ends on each side,
+/// and what the threshold does to the boundaries inside it.
+fn thresholds_table(
+    o: &mut String,
+    clips: &[Clip],
+    vad: &Vad,
+    cfg: &VadConfig,
+    all_speech: &[usize],
+    all_noise: &[usize],
+) -> Result<()> {
+    writeln!(o, "\n### Silero's threshold (all speech clips; all noise-only clips)\n")?;
+    writeln!(
+        o,
+        "Errors as in the first table (raw boundaries, ms); *margin* is the closest a \
+         transcribed segment's edge comes to its utterance, before / after; *noise frames* are \
+         the noise-only clips' frames at or above the threshold. Bold is the default.\n"
+    )?;
+    writeln!(
+        o,
+        "| threshold | clipped / split / false / opened on noise | start err median / p90 abs \
+         / latest | end err median / p90 abs / earliest | margin before / after | noise frames \
+         ≥ threshold |"
+    )?;
+    writeln!(o, "|---|---:|---:|---:|---:|---:|")?;
+    for threshold in [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9] {
+        let c = VadConfig { threshold, ..*cfg };
+        let t = tally(&pick(clips, all_speech), vad, all_speech, &c)?;
+        let n = tally(&pick(clips, all_noise), vad, all_noise, &c)?;
+        let label = if c == *cfg { format!("**{threshold}**") } else { format!("{threshold}") };
+        writeln!(
+            o,
+            "| {label} | {} / {} / {} / {} | {:+.0} / {:.0} / {:+.0} | {:+.0} / {:.0} / {:+.0} | \
+             {:.0} / {:.0} | {:.2}% |",
+            t.clipped,
+            t.split,
+            t.false_segments + t.false_short,
+            n.false_segments + n.false_short,
+            median(&t.start_err),
+            quantile(&abs(&t.start_err), 0.9),
+            max(&t.start_err),
+            median(&t.end_err),
+            quantile(&abs(&t.end_err), 0.9),
+            min(&t.end_err),
+            t.min_before,
+            t.min_after,
+            100.0 * n.speech_frames as f64 / n.frames.max(1) as f64,
+        )?;
+    }
+    Ok(())
 }
 
 /// Each key at a few values, the others at their defaults.

@@ -4,9 +4,10 @@
 //! Modules, in reading order:
 //! - [`prob`]: the [`SpeechProb`] trait (one speech probability per fixed-size frame) and
 //!   [`Earshot`]: pure Rust, its weights compiled in, no runtime library and no model file.
-//!   The measurements in `docs/PERFORMANCE.md` ("Voice activity detection") found Silero
-//!   clearly more accurate in noise; it needs ONNX Runtime, and will be a second
-//!   `SpeechProb` beside this one.
+//! - [`silero`]: [`Silero`], the Silero VAD network in ONNX Runtime (a model file and a shared
+//!   library that `scripts/fetch-models` installs). The measurements in `docs/PERFORMANCE.md`
+//!   ("Voice activity detection") found it clearly more accurate than earshot in noise, so it
+//!   is the daemon's default; earshot is the fallback that needs nothing installed.
 //! - [`config`]: [`VadConfig`], the thresholds, whose defaults are the measured ones.
 //! - [`segmenter`]: [`Segmenter`], which takes audio in chunks of any size and emits
 //!   [`SegEvent`]s: a segment opens after `onset_ms` of speech with `pre_roll_ms` of audio
@@ -14,22 +15,27 @@
 //!   `too_short` under `min_speech_ms`, and is split at its quietest point when it reaches
 //!   `max_segment_s`.
 //!
-//! Everything here is synchronous and bounded in memory: the daemon calls it on its audio
-//! thread (earshot takes under 10 µs of CPU per 16 ms frame), and it never holds more than one
-//! maximal segment plus the pre-roll ring.
+//! Everything here is synchronous and bounded in memory: the daemon calls it on its VAD
+//! thread (per second of audio, earshot takes about 0.5 ms of CPU and Silero about 4 ms, on one
+//! thread), and it never holds more than one maximal segment plus the pre-roll ring.
 
 pub mod config;
 pub mod prob;
 pub mod segmenter;
+pub mod silero;
+
+use std::path::PathBuf;
 
 pub use config::VadConfig;
 pub use prob::{Earshot, SpeechProb};
 pub use segmenter::{SegEvent, Segmenter};
+pub use silero::Silero;
 
 /// The sample rate every function here expects, in Hz (mono `f32` in `[-1, 1]`).
 pub const SAMPLE_RATE: u32 = 16_000;
 
-/// A [`VadConfig`] that cannot work, worded with the config key to change.
+/// A [`VadConfig`] that cannot work, or a [`Silero`] classifier that cannot load; worded with
+/// what to run or the config key to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VadError {
     #[error("vad_threshold is {0}: it must be above 0 and below 1")]
@@ -49,4 +55,41 @@ pub enum VadError {
          vad_max_segment_s ({max_segment_s} s): lower them, or raise vad_max_segment_s"
     )]
     PreRoll { total_ms: u64, max_segment_s: u32 },
+
+    #[error(
+        "no Silero VAD model at '{path}': run scripts/fetch-models (or set [daemon].vad = \"earshot\")"
+    )]
+    NoModel { path: PathBuf },
+
+    #[error(
+        "'{path}' is not a Silero VAD model that works here ({reason}): run scripts/fetch-models \
+         to reinstall silero_vad.onnx, or set [daemon].vad = \"earshot\""
+    )]
+    BadModel { path: PathBuf, reason: String },
+
+    #[error(
+        "no ONNX Runtime library (libonnxruntime.so*) in '{dir}', next to the Silero model: run \
+         scripts/fetch-models, or set [daemon].vad = \"earshot\""
+    )]
+    NoRuntime { dir: PathBuf },
+
+    #[error(
+        "cannot load ONNX Runtime from '{path}'{} ({reason}): {}",
+        via(from),
+        runtime_fix(from)
+    )]
+    Runtime { path: PathBuf, from: &'static str, reason: String },
+}
+
+/// Where a runtime path came from, when that is not the config file.
+fn via(from: &str) -> String {
+    if from == silero::RUNTIME_ENV { format!(", named by ${from}") } else { String::new() }
+}
+
+fn runtime_fix(from: &str) -> String {
+    if from == silero::RUNTIME_ENV {
+        format!("point ${from} at libonnxruntime.so.1.24 or newer, or unset it")
+    } else {
+        "run scripts/fetch-models, or set [daemon].vad = \"earshot\"".to_owned()
+    }
 }
