@@ -3,10 +3,11 @@
 //! test, and waiting on conditions with deadlines instead of sleeps.
 
 pub mod llm_server;
+pub mod speech;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The path of a binary of this workspace, built next to the test executable.
@@ -99,11 +100,23 @@ impl Sandbox {
 
     /// Starts a long-running binary; its stderr goes to a log file for failure messages.
     pub fn spawn(&self, name: &str, args: &[&str]) -> Proc {
+        self.spawn_with(name, args, Stdio::null())
+    }
+
+    /// Like [`spawn`](Self::spawn), with a pipe to its stdin; dropping the pipe closes it.
+    pub fn spawn_with_stdin(&self, name: &str, args: &[&str]) -> (Proc, ChildStdin) {
+        let mut proc = self.spawn_with(name, args, Stdio::piped());
+        let stdin = proc.child.stdin.take().unwrap_or_else(|| panic!("{name} has no stdin pipe"));
+        (proc, stdin)
+    }
+
+    fn spawn_with(&self, name: &str, args: &[&str], stdin: Stdio) -> Proc {
         let log = self.root().join(format!("{name}.{}.log", unique()));
         let stderr = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
         let child = self
             .command(name)
             .args(args)
+            .stdin(stdin)
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

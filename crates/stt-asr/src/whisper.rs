@@ -19,9 +19,11 @@ const FRAMES_PER_SECOND: f64 = 50.0;
 /// Encoder frames a model has at most (30 s).
 const FULL_AUDIO_CTX: i32 = 1500;
 
-/// Extra encoder frames beyond the audio itself, so the model sees where speech ends.
-/// Measured: see docs/PERFORMANCE.md.
-const AUDIO_CTX_MARGIN: i32 = 64;
+/// Extra encoder frames (of silence) beyond the audio itself, so the model sees where the
+/// speech ends. With 64, tiny.en repeated the end of a sentence on most test clips ("turn on
+/// the kitchen lights, turn on"); with 256 and timestamps on, none did. See
+/// docs/PERFORMANCE.md for the cost.
+const AUDIO_CTX_MARGIN: i32 = 256;
 
 /// whisper.cpp ignores input shorter than one second; shorter segments are padded with
 /// silence to this length.
@@ -153,7 +155,9 @@ impl Whisper {
         // into loops.
         params.set_no_context(true);
         params.set_single_segment(true);
-        params.set_no_timestamps(true);
+        // Timestamp tokens let the model mark where speech ends; without them a shortened
+        // encoder window makes it repeat the sentence to fill the gap.
+        params.set_no_timestamps(false);
         params.set_suppress_blank(true);
         params.set_suppress_nst(true);
         params.set_temperature(0.0);

@@ -31,7 +31,7 @@ impl WavInput {
     /// middle of the data shows up here.
     pub(crate) fn open(path: &Path) -> Result<Self, AudioError> {
         let mut file =
-            File::open(path).map_err(|source| AudioError::Open { path: path.into(), source })?;
+            File::open(path).map_err(|cause| AudioError::Open { path: path.into(), cause })?;
         check_riff_header(path, &mut file)?;
         let reader = WavReader::new(BufReader::new(file)).map_err(|e| header_error(path, e))?;
         let spec = reader.spec();
@@ -97,7 +97,7 @@ impl WavInput {
             Err(hound::Error::IoError(source)) => {
                 return Err(AudioError::Read {
                     what: format!("'{}'", self.path.display()),
-                    source,
+                    cause: source,
                 });
             }
             Err(e) => {
@@ -129,7 +129,7 @@ fn check_riff_header(path: &Path, file: &mut File) -> Result<(), AudioError> {
         .take(12)
         .read_to_end(&mut head)
         .and_then(|_| file.seek(SeekFrom::Start(0)))
-        .map_err(|source| AudioError::Read { what: format!("'{}'", path.display()), source })?;
+        .map_err(|cause| AudioError::Read { what: format!("'{}'", path.display()), cause })?;
     let not_wav =
         |reason: &str| AudioError::NotWav { path: path.into(), reason: reason.to_owned() };
     if head.is_empty() {
@@ -164,7 +164,7 @@ fn header_error(path: &Path, error: hound::Error) -> AudioError {
             "the header is truncated: the file ends before its audio data starts".to_owned()
         }
         hound::Error::IoError(source) => {
-            return AudioError::Read { what: format!("'{}'", path.display()), source };
+            return AudioError::Read { what: format!("'{}'", path.display()), cause: source };
         }
         hound::Error::Unsupported => "its encoding is not supported (stt reads PCM: \
                                       8/16/24/32-bit integer and 32-bit float samples)"
@@ -367,7 +367,7 @@ pub(crate) fn run_pcm(
             decoder.push(&bytes, conv);
             Ok(true)
         }
-        Ok(Err(source)) => Err(AudioError::Read { what: name.clone(), source }),
+        Ok(Err(cause)) => Err(AudioError::Read { what: name.clone(), cause }),
         Err(RecvTimeoutError::Timeout) => Ok(true),
         Err(RecvTimeoutError::Disconnected) => Ok(false),
     });

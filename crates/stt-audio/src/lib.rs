@@ -180,8 +180,8 @@ pub enum InputState {
 /// Everything that can go wrong, worded for the person who has to fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum AudioError {
-    #[error("cannot open '{path}': {source}")]
-    Open { path: PathBuf, source: std::io::Error },
+    #[error("cannot open '{path}': {cause}")]
+    Open { path: PathBuf, cause: std::io::Error },
 
     #[error("'{path}' is not a WAV file ({reason})")]
     NotWav { path: PathBuf, reason: String },
@@ -189,8 +189,8 @@ pub enum AudioError {
     #[error("'{path}' is not a usable WAV file: {reason}")]
     BadWav { path: PathBuf, reason: String },
 
-    #[error("reading {what}: {source}")]
-    Read { what: String, source: std::io::Error },
+    #[error("reading {what}: {cause}")]
+    Read { what: String, cause: std::io::Error },
 
     #[error(
         "unknown PCM format '{0}': expected one of {valid}",

@@ -1,0 +1,622 @@
+//! The daemon end to end: speech made by espeak-ng at test time, the real tiny.en model, the
+//! real socket and the real process. Each test's clip is the same eight sentences in five
+//! voices with silence between them, written at different rates and channel counts.
+//!
+//! Needs espeak-ng and sox (`scripts/setup`) and the model (`scripts/fetch-models`).
+
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use stt_bus::{Connection, Service};
+use stt_proto::{AudioState, DaemonEvent, DaemonHeartbeat};
+use stt_tests::speech::{self, Format, Line, Part, Speech, word_errors, words};
+use stt_tests::{Output, Proc, Sandbox, wait_until};
+
+/// Sentences tiny.en gets right, each in a voice that it hears well (checked with
+/// `stt-daemon transcribe`): commands without digits or rare words, no commas (a pause
+/// inside a sentence could split it into two segments).
+const LINES: &[Line] = &[
+    Line { text: "turn on the kitchen lights", voice: "en-us" },
+    Line { text: "what is the weather like today", voice: "en+m3" },
+    Line { text: "please remind me to call my sister tomorrow", voice: "en-gb" },
+    Line { text: "open the calendar for next week", voice: "en-us+f3" },
+    Line { text: "play some relaxing music in the living room", voice: "en+m3" },
+    Line { text: "send a message to my brother", voice: "en-us+f3" },
+    Line { text: "what time does the library open", voice: "en-gb" },
+    Line { text: "how long does it take to drive to the airport", voice: "en-gb+f4" },
+];
+
+/// The most a file's transcripts may differ from what was said.
+const MAX_WER: f64 = 0.15;
+
+/// One daemon run over the clip of [`LINES`], from start to exit. Whisper takes 0.2–0.5 s a
+/// sentence on an idle 2-core machine, ten times that and more while builds run.
+const RUN_DEADLINE: Duration = Duration::from_secs(300);
+
+/// From start until the socket answers (the model loads first).
+const CONNECT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `[daemon]` keys for the tests that watch heartbeats.
+const FAST_HEARTBEATS: &str = "heartbeat_interval_ms = 50\n";
+
+/// `[daemon]` keys every daemon in these tests runs with: none, so the tests hold the shipped
+/// defaults to account.
+const DAEMON_KEYS: &str = "";
+
+/// A sandbox whose config file has [`DAEMON_KEYS`] and `keys` in `[daemon]`.
+fn sandbox(keys: &str) -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), format!("[daemon]\n{DAEMON_KEYS}{keys}")).unwrap();
+    sandbox
+}
+
+/// Whisper takes every core it is given: tests that run it take turns, so that each one's
+/// deadline measures its own work. (Never held while calling [`file_run`], which takes it.)
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn speech() -> Speech {
+    Speech::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("speech"))
+}
+
+/// The clip of [`LINES`] in `format`.
+fn clip(format: Format) -> PathBuf {
+    speech().clip(&speech::spoken(LINES), format)
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+// ---- tests -------------------------------------------------------------------------------
+
+#[test]
+fn a_file_gives_one_group_per_sentence_in_order_with_the_spoken_words() {
+    // file_run() checks the exit status and the socket.
+    let texts = segments(file_run(), "the 16 kHz mono file");
+    expect_spoken(&texts, "the 16 kHz mono file");
+}
+
+#[test]
+fn no_word_is_clipped_at_the_segment_edges() {
+    let texts = segments(file_run(), "the 16 kHz mono file");
+    let _turn = one_at_a_time();
+    // The reference: each sentence's own clip, silence and all, fed to whisper whole, without
+    // the VAD, with the daemon's default settings. A word at a sentence's edge that whisper
+    // hears in the whole clip must be in the segment's transcript too.
+    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
+        model: stt_tests::models_dir().join("ggml-tiny.en.bin"),
+        ..stt_asr::AsrConfig::default()
+    })
+    .unwrap();
+    let mut failures = Vec::new();
+    let mut report = String::new();
+    for (line, segment) in LINES.iter().zip(&texts) {
+        let single = speech().clip(&speech::spoken(&[*line]), Format::wav(16_000, 1));
+        let samples = stt_audio::read_wav_16k_mono(&single).unwrap();
+        let whole = whisper.transcribe(&samples).unwrap().text.unwrap_or_default();
+        report.push_str(&format!(
+            "  {:?}\n    whole:   {whole:?}\n    segment: {segment:?}\n",
+            line.text
+        ));
+        let (said, heard, whole) = (words(line.text), words(segment), words(&whole));
+        // The segment starts where the whole clip does (a repeated tail could otherwise hide
+        // a lost first word)...
+        if whole.first() == said.first() && heard.first() != said.first() {
+            failures.push(format!("{:?}: the segment starts at {:?}", line.text, heard.first()));
+        }
+        // ...and has the first and last words said, always, and the second and second-to-last
+        // ones when whisper hears them in the whole clip.
+        let n = said.len();
+        let edges = [(0, true), (n - 1, true), (1.min(n - 1), false), (n.saturating_sub(2), false)];
+        for (i, always) in edges {
+            let word = &said[i];
+            if !heard.contains(word) && (always || whole.contains(word)) {
+                failures.push(format!("{:?}: {word:?} (word {}) is missing", line.text, i + 1));
+            }
+        }
+    }
+    note(&format!("segments against whole clips:\n{report}"));
+    assert!(failures.is_empty(), "{}\n{report}", failures.join("\n"));
+}
+
+#[test]
+fn stdin_gives_the_same_transcripts_as_the_file() {
+    let from_file = segments(file_run(), "the 16 kHz mono file");
+    let _turn = one_at_a_time();
+    let raw = std::fs::read(clip(Format::raw(16_000, 1))).unwrap();
+    let sandbox = sandbox("");
+    let (mut daemon, mut stdin) = sandbox.spawn_with_stdin(
+        "stt-daemon",
+        &[
+            "--input",
+            "-",
+            "--format",
+            "s16le",
+            "--rate",
+            "16000",
+            "--channels",
+            "1",
+            "--wait-for-subscriber",
+        ],
+    );
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    // Only now, with the subscriber there: the daemon opens its input once one is.
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let written = stdin.write_all(&raw);
+        drop(stdin); // end of input: the daemon finishes and exits
+        written
+    });
+    let events = run_to_the_end(&sandbox, &mut daemon, &subscriber);
+    writer.join().unwrap().unwrap_or_else(|e| panic!("writing stdin: {e}\n{}", daemon.log()));
+
+    let texts = segments(&events, "stdin");
+    assert_eq!(texts, from_file, "stdin and the file differ");
+    expect_spoken(&texts, "stdin");
+}
+
+#[test]
+fn a_44k_stereo_file_gives_the_same_transcripts_as_the_16k_mono_one() {
+    let mono = segments(file_run(), "the 16 kHz mono file");
+    let _turn = one_at_a_time();
+    let sandbox = sandbox("");
+    let file = clip(Format::wav(44_100, 2));
+    let mut daemon = sandbox
+        .spawn("stt-daemon", &["--input", path_str(&file), "--fast", "--wait-for-subscriber"]);
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    let events = run_to_the_end(&sandbox, &mut daemon, &subscriber);
+
+    let texts = segments(&events, "the 44.1 kHz stereo file");
+    if texts != mono {
+        // Resampled by the daemon rather than by sox, the audio differs a little; whisper
+        // may then pick another word now and then, never many.
+        let errors = word_errors(&words(&mono.join(" ")), &words(&texts.join(" ")));
+        note(&format!("44.1 kHz stereo differs from 16 kHz mono by {errors} words"));
+        assert!(errors <= 2, "{errors} words differ:\n16 kHz:   {mono:?}\n44.1 kHz: {texts:?}");
+    }
+    expect_spoken(&texts, "the 44.1 kHz stereo file");
+}
+
+#[test]
+fn silence_and_noise_give_heartbeats_and_no_speech() {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox(FAST_HEARTBEATS);
+    let noise = |kind, seconds, amplitude| Part::Noise { kind, seconds, amplitude };
+    let file = speech().clip(
+        &[
+            Part::Silence(1.5),
+            noise("pinknoise", 3.0, 0.1),
+            Part::Silence(1.0),
+            noise("whitenoise", 2.0, 0.05),
+            Part::Silence(1.0),
+            noise("brownnoise", 2.0, 0.2),
+            Part::Silence(1.5),
+        ],
+        Format::wav(16_000, 1),
+    );
+    let mut daemon = sandbox.spawn(
+        "stt-daemon",
+        &["--input", path_str(&file), "--fast", "--stay", "--wait-for-subscriber"],
+    );
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+
+    // Wait for the end of the input, every segment (if any) done, and a few heartbeats more.
+    subscriber.wait_for(
+        "the end of the input and 3 heartbeats after it",
+        &daemon,
+        RUN_DEADLINE,
+        |seen| {
+            let starts = count(&seen.events, |e| matches!(e, DaemonEvent::SpeechStart(_)));
+            let dones = count(&seen.events, |e| matches!(e, DaemonEvent::SegmentDone(_)));
+            let ended = seen.events.iter().position(|e| {
+                heartbeat(e).is_some_and(|h| h.audio == AudioState::Ended && h.backlog == 0)
+            })?;
+            let after = seen.events[ended..].iter().filter(|e| heartbeat(e).is_some()).count();
+            (starts == dones && after > 3).then_some(())
+        },
+    );
+    let events = subscriber.seen().events.clone();
+    let spoken: Vec<&DaemonEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                DaemonEvent::Transcript(_) | DaemonEvent::SpeechStart(_) | DaemonEvent::Error(_)
+            )
+        })
+        .collect();
+    assert!(spoken.is_empty(), "silence and noise gave {spoken:#?}\n{}", log_tail(&daemon));
+    let heartbeats = events.iter().filter_map(heartbeat).collect::<Vec<_>>();
+    assert!(heartbeats.iter().all(|h| h.stt_healthy), "{heartbeats:#?}");
+
+    stop(&sandbox, &mut daemon);
+}
+
+#[test]
+fn fed_faster_than_real_time_the_backlog_rises_and_drains() {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox(FAST_HEARTBEATS);
+    let file = clip(Format::wav(48_000, 1));
+    let mut daemon = sandbox.spawn(
+        "stt-daemon",
+        &["--input", path_str(&file), "--fast", "--stay", "--wait-for-subscriber"],
+    );
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+
+    let (peak, drained) = subscriber.wait_for(
+        "a heartbeat with a backlog, then one with none after the input ended",
+        &daemon,
+        RUN_DEADLINE,
+        |seen| {
+            let beats: Vec<&DaemonHeartbeat> = seen.events.iter().filter_map(heartbeat).collect();
+            let first_busy = beats.iter().position(|h| h.backlog > 0)?;
+            let drained = beats[first_busy..]
+                .iter()
+                .position(|h| h.backlog == 0 && h.audio == AudioState::Ended)?;
+            let peak = beats.iter().map(|h| h.backlog).max().unwrap_or(0);
+            Some((peak, (*beats[first_busy + drained]).clone()))
+        },
+    );
+    note(&format!("backlog peaked at {peak}, drained by heartbeat {}", drained.seq));
+    let seen = subscriber.seen();
+    let seqs: Vec<u64> = seen.events.iter().filter_map(heartbeat).map(|h| h.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "heartbeats out of order: {seqs:?}");
+    drop(seen);
+
+    stop(&sandbox, &mut daemon);
+}
+
+#[test]
+fn transcribe_prints_one_line_per_segment_and_nothing_else() {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox("");
+    let file = clip(Format::wav(22_050, 1));
+    let out = run_within(&sandbox, &["transcribe", path_str(&file)], RUN_DEADLINE);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
+    assert!(
+        lines.len() == LINES.len() && lines.iter().all(|l| !l.trim().is_empty()),
+        "expected {} lines, one per sentence: {:?}",
+        LINES.len(),
+        out.stdout
+    );
+    expect_spoken(&lines, "stt-daemon transcribe");
+}
+
+#[test]
+fn a_missing_model_or_input_or_microphone_fails_with_the_fix() {
+    let sandbox = sandbox("");
+    let file = clip(Format::wav(16_000, 1));
+    let not_wav = sandbox.root().join("x.wav");
+    std::fs::write(&not_wav, "this is text, not audio\n").unwrap();
+    let missing = sandbox.root().join("missing.wav");
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        (
+            "a missing model",
+            &["--model", "/nonexistent.bin", "--input", path_str(&file), "--fast"],
+            &["/nonexistent.bin", "scripts/fetch-models"],
+        ),
+        (
+            "a text file named .wav",
+            &["--input", path_str(&not_wav), "--fast"],
+            &[path_str(&not_wav), "not a WAV file"],
+        ),
+        (
+            "a missing input file",
+            &["--input", path_str(&missing), "--fast"],
+            &[path_str(&missing), "No such file"],
+        ),
+        ("an unknown microphone", &["--device", "nosuchmic"], &["nosuchmic", "stt-daemon devices"]),
+    ];
+    for (what, args, needles) in cases {
+        let out = run_within(&sandbox, args, Duration::from_secs(60));
+        assert!(matches!(out.code, Some(c) if c != 0), "{what}: expected a failure: {out:?}");
+        for needle in *needles {
+            assert!(out.stderr.contains(needle), "{what}: no {needle:?} in {:?}", out.stderr);
+        }
+        assert!(!sandbox.daemon_socket().exists(), "{what}: the socket was left behind");
+    }
+}
+
+// ---- the file run several tests compare against ------------------------------------------
+
+/// The events of one daemon run over the 16 kHz mono clip, made once for every test that
+/// needs it. The run exited 0 and removed its socket.
+fn file_run() -> &'static [DaemonEvent] {
+    static RUN: OnceLock<Vec<DaemonEvent>> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let _turn = one_at_a_time();
+        let sandbox = sandbox("");
+        let file = clip(Format::wav(16_000, 1));
+        let mut daemon = sandbox
+            .spawn("stt-daemon", &["--input", path_str(&file), "--fast", "--wait-for-subscriber"]);
+        let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+        run_to_the_end(&sandbox, &mut daemon, &subscriber)
+    })
+}
+
+/// Waits for a daemon reading a file or stdin to publish everything and close the socket,
+/// checks that it exits 0 and leaves no socket behind, and returns what it published.
+fn run_to_the_end(
+    sandbox: &Sandbox,
+    daemon: &mut Proc,
+    subscriber: &Subscriber,
+) -> Vec<DaemonEvent> {
+    subscriber.wait_for(
+        "the daemon to finish and close the socket",
+        daemon,
+        RUN_DEADLINE,
+        |seen| seen.closed.then_some(()),
+    );
+    let status = daemon.wait(Duration::from_secs(30));
+    assert!(status.success(), "the daemon exited with {status}\n{}", subscriber.report(daemon));
+    assert!(!sandbox.daemon_socket().exists(), "the daemon left its socket behind");
+    let seen = subscriber.seen();
+    assert!(seen.error.is_none(), "reading the socket: {:?}", seen.error);
+    seen.events.clone()
+}
+
+/// Stops a daemon that stays (`--stay`) with SIGTERM: exit 0, socket gone.
+fn stop(sandbox: &Sandbox, daemon: &mut Proc) {
+    let status = daemon.signal_and_wait(Signal::SIGTERM);
+    assert!(status.success(), "the daemon exited with {status}\n{}", log_tail(daemon));
+    assert!(!sandbox.daemon_socket().exists(), "the daemon left its socket behind");
+}
+
+// ---- checks ------------------------------------------------------------------------------
+
+/// The transcripts of a run, one per sentence, after checking that each segment published
+/// exactly `speech_start`, `speech_stop`, `transcript`, `segment_done` in that order, that
+/// segment ids increase, that there is one segment per sentence, and that nothing failed.
+fn segments(events: &[DaemonEvent], what: &str) -> Vec<String> {
+    let fail = |why: String| -> ! { panic!("{what}: {why}\nevents:\n{}", show(events)) };
+    let errors: Vec<&DaemonEvent> =
+        events.iter().filter(|e| matches!(e, DaemonEvent::Error(_))).collect();
+    if !errors.is_empty() {
+        fail(format!("errors published: {errors:?}"));
+    }
+    let ids: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            DaemonEvent::SpeechStart(s) => Some(s.seg_id),
+            _ => None,
+        })
+        .collect();
+    if ids.len() != LINES.len() {
+        fail(format!("{} segments for {} sentences", ids.len(), LINES.len()));
+    }
+    if !ids.windows(2).all(|w| w[0] < w[1]) {
+        fail(format!("segment ids do not increase: {ids:?}"));
+    }
+    let mut texts = Vec::new();
+    for &id in &ids {
+        let group: Vec<&DaemonEvent> = events.iter().filter(|e| seg_id(e) == Some(id)).collect();
+        match group[..] {
+            [
+                DaemonEvent::SpeechStart(start),
+                DaemonEvent::SpeechStop(stop),
+                DaemonEvent::Transcript(t),
+                DaemonEvent::SegmentDone(_),
+            ] => {
+                if !(start.start < stop.end && t.start <= t.end) {
+                    fail(format!("segment {id} has its times backwards: {group:?}"));
+                }
+                texts.push(t.text.clone());
+            }
+            _ => fail(format!("segment {id} published {group:?}")),
+        }
+    }
+    let orphans: Vec<&DaemonEvent> =
+        events.iter().filter(|e| seg_id(e).is_some_and(|id| !ids.contains(&id))).collect();
+    if !orphans.is_empty() {
+        fail(format!("events of segments that never started: {orphans:?}"));
+    }
+    texts
+}
+
+/// Checks that `texts` (one per sentence) say [`LINES`]: WER over the file at most
+/// [`MAX_WER`].
+fn expect_spoken(texts: &[String], what: &str) {
+    let said = LINES.iter().map(|l| l.text).collect::<Vec<_>>().join(" ");
+    let heard = texts.join(" ");
+    let wer = speech::wer(&said, &heard);
+    let table: String = LINES
+        .iter()
+        .zip(texts)
+        .map(|(line, text)| {
+            format!(
+                "  {:>4.0}%  {:<12} {:?} → {text:?}\n",
+                speech::wer(line.text, text) * 100.0,
+                line.voice,
+                line.text
+            )
+        })
+        .collect();
+    note(&format!("{what}: WER {:.1}%\n{table}", wer * 100.0));
+    assert!(
+        wer <= MAX_WER,
+        "{what}: WER {:.1}% is over {:.0}%:\n{table}",
+        wer * 100.0,
+        MAX_WER * 100.0
+    );
+}
+
+fn seg_id(event: &DaemonEvent) -> Option<u64> {
+    match event {
+        DaemonEvent::SpeechStart(e) => Some(e.seg_id),
+        DaemonEvent::SpeechStop(e) => Some(e.seg_id),
+        DaemonEvent::Transcript(e) => Some(e.seg_id),
+        DaemonEvent::SegmentDone(e) => Some(e.seg_id),
+        _ => None,
+    }
+}
+
+fn heartbeat(event: &DaemonEvent) -> Option<&DaemonHeartbeat> {
+    match event {
+        DaemonEvent::Heartbeat(h) => Some(h),
+        _ => None,
+    }
+}
+
+fn count(events: &[DaemonEvent], pred: impl Fn(&DaemonEvent) -> bool) -> usize {
+    events.iter().filter(|e| pred(e)).count()
+}
+
+/// Events one per line, heartbeats summed up, for failure messages.
+fn show(events: &[DaemonEvent]) -> String {
+    let mut out = String::new();
+    let mut beats = 0;
+    for event in events {
+        if let Some(h) = heartbeat(event) {
+            beats += 1;
+            if beats > 1 && h.backlog == 0 {
+                continue;
+            }
+        }
+        out.push_str(&format!("  {event:?}\n"));
+    }
+    out.push_str(&format!(
+        "  ({beats} heartbeats in all; those with backlog 0 after the first left out)\n"
+    ));
+    out
+}
+
+fn log_tail(daemon: &Proc) -> String {
+    let log = daemon.log();
+    let lines: Vec<&str> = log.lines().collect();
+    format!("daemon log (last lines):\n{}", lines[lines.len().saturating_sub(40)..].join("\n"))
+}
+
+/// Shown with `--nocapture`, and with a failure.
+#[allow(clippy::print_stderr)]
+fn note(text: &str) {
+    eprintln!("{text}");
+}
+
+/// Runs `stt-daemon ARGS` to completion, killing it after `timeout`.
+fn run_within(sandbox: &Sandbox, args: &[&str], timeout: Duration) -> Output {
+    let dir = tempfile::tempdir_in(sandbox.root()).unwrap();
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = sandbox
+        .command("stt-daemon")
+        .args(args)
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = wait_until(timeout, || child.try_wait().ok().flatten());
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("stt-daemon {args:?} did not finish in {timeout:?}; stderr:\n{}", read(&stderr));
+    };
+    Output { code: status.code(), stdout: read(&stdout), stderr: read(&stderr) }
+}
+
+// ---- a subscriber on the real socket -----------------------------------------------------
+
+/// What a subscriber has read so far.
+#[derive(Debug, Default)]
+struct Seen {
+    events: Vec<DaemonEvent>,
+    /// The daemon closed the connection.
+    closed: bool,
+    /// Reading failed (not a clean close).
+    error: Option<String>,
+}
+
+/// A subscriber on the daemon's socket, reading on a thread of its own into [`Seen`]. The
+/// thread ends when the daemon closes the connection (or is killed at the end of the test).
+#[derive(Debug)]
+struct Subscriber {
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Subscriber {
+    /// Connects, retrying until the socket answers, and returns once the daemon's hello is in.
+    fn connect(socket: &Path, daemon: &Proc) -> Self {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (connected_tx, connected) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (path, shared) = (socket.to_owned(), Arc::clone(&seen));
+        std::thread::spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let deadline = Instant::now() + CONNECT_DEADLINE;
+                let mut connection = loop {
+                    match Connection::open(&path, Service::DAEMON, "test").await {
+                        Ok(connection) => break connection,
+                        Err(e) if Instant::now() >= deadline => {
+                            let _ = connected_tx.send(Err(e.to_string()));
+                            return;
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                    }
+                };
+                let _ = connected_tx.send(Ok(()));
+                loop {
+                    let next = connection.recv::<DaemonEvent>().await;
+                    let mut seen = shared.lock().unwrap();
+                    match next {
+                        Ok(Some(event)) => seen.events.push(event),
+                        Ok(None) => {
+                            seen.closed = true;
+                            return;
+                        }
+                        Err(e) => {
+                            seen.error = Some(e.to_string());
+                            seen.closed = true;
+                            return;
+                        }
+                    }
+                }
+            });
+        });
+        match connected.recv_timeout(CONNECT_DEADLINE + Duration::from_secs(5)) {
+            Ok(Ok(())) => Self { seen },
+            Ok(Err(e)) => panic!("cannot subscribe: {e}\n{}", log_tail(daemon)),
+            Err(e) => panic!("cannot subscribe: {e}\n{}", log_tail(daemon)),
+        }
+    }
+
+    fn seen(&self) -> MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap()
+    }
+
+    /// Polls `probe` on what was read until it says yes; on timeout fails with the events so
+    /// far and the daemon's log.
+    fn wait_for<T>(
+        &self,
+        what: &str,
+        daemon: &Proc,
+        timeout: Duration,
+        mut probe: impl FnMut(&Seen) -> Option<T>,
+    ) -> T {
+        wait_until(timeout, || probe(&self.seen())).unwrap_or_else(|| {
+            panic!("timed out after {timeout:?} waiting for {what}\n{}", self.report(daemon))
+        })
+    }
+
+    /// The events so far and the daemon's log, for failure messages.
+    fn report(&self, daemon: &Proc) -> String {
+        let seen = self.seen();
+        format!(
+            "events so far (closed: {}, error: {:?}):\n{}{}",
+            seen.closed,
+            seen.error,
+            show(&seen.events),
+            log_tail(daemon)
+        )
+    }
+}
