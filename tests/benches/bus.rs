@@ -485,8 +485,13 @@ fn spawn_times(mut command: Command, times: u64, check: impl Fn(&std::process::O
     Stats::of(samples)
 }
 
-/// `target/release/stt-ctl`, next to this benchmark's `target/release/deps/bus-…`.
+/// `$STT_BENCH_CTL` (scripts/bench-bus points it at the statically linked build people
+/// install), else `target/release/stt-ctl`, next to this benchmark's
+/// `target/release/deps/bus-…`.
 fn stt_ctl_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("STT_BENCH_CTL").filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().and_then(Path::parent).expect("target/release").to_path_buf();
     dir.join("stt-ctl")
@@ -633,9 +638,10 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "- **whole `stt-ctl status`**: the release binary with `--socket PATH status` \
+            "- **whole `stt-ctl status`**: the release binary ({}) with `--socket PATH status` \
              against that server, from spawn to exit. `{}` timed the same way is the floor \
              any process pays for fork, exec and exit here.\n",
+            std::env::var("STT_BENCH_CTL_KIND").unwrap_or_else(|_| "dynamically linked".into()),
             self.true_bin
         );
         let _ = writeln!(
