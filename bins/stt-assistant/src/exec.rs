@@ -204,6 +204,8 @@ impl Executor {
         let tools = self.tools();
         let mut messages =
             vec![Message::system(&self.settings.command_system_prompt), Message::user(text)];
+        // The calls that ran, as (tool, result), for a report.
+        let mut ran: Vec<(String, String)> = Vec::new();
         for _ in 0..self.settings.max_tool_iterations.max(1) {
             let request = Request {
                 model: "",
@@ -219,23 +221,12 @@ impl Executor {
             };
             let calls = self.calls_of(&reply);
             if calls.is_empty() {
-                if reply.finish_reason == Some(FinishReason::Length) {
-                    self.error(
-                        ErrorCode::Truncated,
-                        "the model's answer was cut off by [assistant].max_tokens",
-                    );
-                }
-                let answer = reply.content.trim();
-                if !answer.is_empty() {
-                    self.publish(AssistantEvent::ChatMessage(ChatMessage {
-                        id: self.chat_ids.fetch_add(1, Ordering::Relaxed),
-                        role: ChatRole::Assistant,
-                        speaker: None,
-                        text: answer.to_owned(),
-                        partial: false,
-                    }));
-                }
-                return;
+                return self.answer(&reply);
+            }
+            // Calling again a tool whose result is already in view is a loop (small local
+            // models do it instead of answering): run nothing more, ask for the outcome.
+            if calls.iter().any(|call| ran.iter().any(|(tool, _)| *tool == call.name)) {
+                return self.report(client, text, &ran).await;
             }
             messages.push(Message {
                 role: Role::Assistant,
@@ -255,6 +246,7 @@ impl Executor {
             });
             for call in calls {
                 let result = self.run_call(&call, text, edited).await;
+                ran.push((call.name.clone(), result.clone()));
                 messages.push(Message::tool(call.id.clone(), result));
             }
         }
@@ -265,6 +257,54 @@ impl Executor {
                 self.settings.max_tool_iterations
             ),
         );
+    }
+
+    /// Publishes a reply without calls as the command's answer.
+    fn answer(&self, reply: &stt_llm::Reply) {
+        if reply.finish_reason == Some(FinishReason::Length) {
+            self.error(
+                ErrorCode::Truncated,
+                "the model's answer was cut off by [assistant].max_tokens",
+            );
+        }
+        let answer = reply.content.trim();
+        if !answer.is_empty() {
+            self.publish(AssistantEvent::ChatMessage(ChatMessage {
+                id: self.chat_ids.fetch_add(1, Ordering::Relaxed),
+                role: ChatRole::Assistant,
+                speaker: None,
+                text: answer.to_owned(),
+                partial: false,
+            }));
+        }
+    }
+
+    /// Asks the model, without tools, for the outcome of the calls that ran, in words. The
+    /// results go in as plain text: with the calls in the conversation, a small model keeps
+    /// writing calls.
+    async fn report(&self, client: &Client, text: &str, ran: &[(String, String)]) {
+        let mut prompt = format!("Command: {text}\nResults:\n");
+        for (tool, result) in ran {
+            prompt.push_str(&format!("{tool} → {result}\n"));
+        }
+        prompt.push_str(
+            "\nNow tell the user the outcome in one or two short spoken sentences. Plain words \
+             only, no JSON, no tool calls.",
+        );
+        let messages =
+            [Message::system(&self.settings.command_system_prompt), Message::user(prompt)];
+        let request = Request {
+            model: "",
+            messages: &messages,
+            tools: &[],
+            stream: false,
+            max_tokens: self.settings.max_tokens,
+            temperature: self.settings.temperature,
+        };
+        match self.complete(client, &request, |_| {}).await {
+            Ok(reply) => self.answer(&reply),
+            Err(e) => self.error(ErrorCode::LlmError, e.to_string()),
+        }
     }
 
     /// The calls in a reply: `tool_calls`, or else JSON calls in the text.

@@ -120,9 +120,9 @@ on a small panel.";
 
 /// The default system prompt for command mode.
 pub const DEFAULT_COMMAND_SYSTEM_PROMPT: &str = "You carry out one spoken command on the user's \
-Linux desktop with the tools provided. The text is transcribed speech and may contain \
-recognition mistakes: when the intent is unclear, say so instead of guessing. Call a tool only \
-when it does what was asked, then report the outcome in one or two sentences.";
+Linux desktop with the tools provided, then tell the user the outcome in one or two short \
+spoken sentences. The text is transcribed speech and may contain recognition mistakes: if no \
+tool does what was asked, say so instead of guessing.";
 
 /// The default system prompt for summarising old chat turns.
 pub const DEFAULT_COMPACTION_SYSTEM_PROMPT: &str = "Summarise the conversation so far for your \

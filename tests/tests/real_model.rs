@@ -1,0 +1,435 @@
+//! The assistant against a real local model: llama.cpp's `llama-server` with
+//! Qwen2.5-Coder-0.5B-Instruct, both installed by `scripts/fetch-llm` (which `scripts/setup`
+//! runs). The daemon transcribes a spoken "what time is it", `stt-ctl` arms and executes it,
+//! the model calls `get_datetime`, and its answer, in words, reaches a viewer.
+//!
+//! Prints (to stderr) the time from `command-execute` returning to the `tool_call` event and
+//! the assistant's resident memory at the end.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "a test that reports figures"
+)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stt_bus::{Link, Subscription};
+use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
+use stt_tests::llm_server::{LlmServer, Script};
+use stt_tests::{Sandbox, expect_within, models_dir, wait_until};
+
+/// The GGUF `scripts/fetch-llm` assembles into the models directory.
+const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+/// For the processes and the transcription.
+const DEADLINE: Duration = Duration::from_secs(90);
+/// For the model: two requests on one thread of a machine that may be busy.
+const MODEL_DEADLINE: Duration = Duration::from_secs(240);
+
+/// Where `scripts/fetch-llm` caches llama-server (`STT_LLAMA_SERVER` overrides it).
+fn llama_server() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let path = var("STT_LLAMA_SERVER").unwrap_or_else(|| {
+        var("XDG_CACHE_HOME")
+            .or_else(|| var("HOME").map(|h| h.join(".cache")))
+            .unwrap_or_default()
+            .join("stt/llama/llama-server")
+    });
+    assert!(
+        path.is_file(),
+        "no llama-server at {}: run scripts/fetch-llm (scripts/setup runs it)",
+        path.display()
+    );
+    path
+}
+
+fn model() -> PathBuf {
+    let path = models_dir().join(MODEL);
+    assert!(
+        path.is_file(),
+        "no {MODEL} in {}: run scripts/fetch-llm (scripts/setup runs it)",
+        path.parent().unwrap_or(Path::new("")).display()
+    );
+    path
+}
+
+/// A running llama-server, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = dir.join("llama-server.log");
+        let out = File::create(&log).unwrap();
+        let child = Command::new(llama_server())
+            .arg("-m")
+            .arg(model())
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-t", "1", "-c", "4096", "-np", "1", "--jinja"])
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start llama-server: {e}; run scripts/fetch-llm"));
+        let mut server = Self { child, port, log };
+        let started = Instant::now();
+        expect_within("llama-server answers GET /health with 200", Duration::from_secs(60), || {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("llama-server exited ({status}); its log:\n{}", server.log());
+            }
+            match server.health() {
+                Some(200) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        });
+        eprintln!("llama-server ready in {:.1} s", started.elapsed().as_secs_f64());
+        server
+    }
+
+    /// The status code of `GET /health`, if the server answers.
+    fn health(&self) -> Option<u16> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut head = [0u8; 64];
+        let n = stream.read(&mut head).ok()?;
+        let line = String::from_utf8_lossy(&head[..n]).into_owned();
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
+fn speak(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let raw = dir.join(format!("{name}.raw.wav"));
+    let out = dir.join(format!("{name}.wav"));
+    let status = Command::new("espeak-ng")
+        .args(["-v", "en-us", "-s", "150", "-w"])
+        .arg(&raw)
+        .arg(text)
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "espeak-ng failed: install it (scripts/setup)");
+    let status = Command::new("sox")
+        .arg(&raw)
+        .args(["-r", "16000", "-c", "1", "-b", "16"])
+        .arg(&out)
+        .args(["pad", "1", "1"])
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "sox failed: install it (scripts/setup)");
+    out
+}
+
+type Seen = Arc<Mutex<Vec<(Instant, AssistantEvent)>>>;
+
+/// Collects every event a viewer sees, with when it arrived, on a thread of its own.
+fn watch(socket: PathBuf) -> Seen {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let mut link = Subscription::assistant(socket, "test-viewer", true).with_backoff(
+                stt_bus::Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
+            );
+            loop {
+                if let Link::Event(event) = link.next().await {
+                    sink.lock().unwrap().push((Instant::now(), event));
+                }
+            }
+        });
+    });
+    seen
+}
+
+fn events(seen: &Seen) -> Vec<AssistantEvent> {
+    seen.lock().unwrap().iter().map(|(_, e)| e.clone()).collect()
+}
+
+fn status(sandbox: &Sandbox) -> Value {
+    let out = sandbox.run("stt-ctl", &["--json", "status"]);
+    serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// `VmRSS` of a process, in kB.
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether `text` reads like a spoken answer to "what time is it": a number, or a word
+/// about time. A small model words it freely, so nothing more is asked.
+fn tells_the_time(text: &str) -> bool {
+    const WORDS: &str = "time o'clock noon midnight morning afternoon evening night hour hours \
+        minute minutes am pm monday tuesday wednesday thursday friday saturday sunday today \
+        date utc past half";
+    let lower = text.to_lowercase();
+    text.chars().any(|c| c.is_ascii_digit())
+        || lower.contains("a.m.")
+        || lower.contains("p.m.")
+        || lower
+            .split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .any(|w| WORDS.split_whitespace().any(|x| x == w))
+}
+
+#[test]
+fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
+    let test_started = Instant::now();
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    std::fs::write(
+        sandbox.config_file(),
+        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 180\n", server.endpoint()),
+    )
+    .unwrap();
+    let wav = speak(sandbox.root(), "command", "what time is it");
+
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    expect_within("the viewer attaches", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon = sandbox
+        .spawn("stt-daemon", &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"]);
+    expect_within("the transcript fills the command buffer", DEADLINE, || {
+        let s = status(&sandbox);
+        let buffer = s["command_buffer"].as_str().unwrap_or_default().to_lowercase();
+        if buffer.contains("time") { Ok(()) } else { Err(format!("{s}\n{}", daemon.log())) }
+    });
+
+    // Execute is refused until the segment is done; retry as a person would.
+    let executed = expect_within("execute is accepted", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(Instant::now()) } else { Err(format!("{out:?}")) }
+    });
+
+    let diagnose = |events: &[AssistantEvent]| {
+        format!(
+            "{events:?}\n--- stt-assistant:\n{}\n--- llama-server (end):\n{}",
+            assistant.log(),
+            tail(&server.log(), 4000)
+        )
+    };
+    // The answer: the assistant's last message, once the command is over.
+    let answer = expect_within("the command's answer reaches the viewer", MODEL_DEADLINE, || {
+        let events = events(&seen);
+        let modes: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                AssistantEvent::Mode { mode } => Some(mode.as_str()),
+                _ => None,
+            })
+            .collect();
+        let done = modes.iter().skip_while(|m| **m != "executing").any(|m| *m == "idle");
+        let answer = events.iter().rev().find_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                Some(m.text.clone())
+            }
+            _ => None,
+        });
+        match answer {
+            Some(text) if done => Ok(text),
+            _ if done => panic!("the command ended without an answer:\n{}", diagnose(&events)),
+            _ => Err(diagnose(&events)),
+        }
+    });
+    let timed = seen.lock().unwrap().clone();
+    let events: Vec<AssistantEvent> = timed.iter().map(|(_, e)| e.clone()).collect();
+
+    let errors: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AssistantEvent::Error(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(errors.is_empty(), "errors: {errors:?}\n{}", diagnose(&events));
+    let (call_at, call) = timed
+        .iter()
+        .find_map(|(at, e)| match e {
+            AssistantEvent::ToolCall(c) => Some((*at, c.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no tool_call event:\n{}", diagnose(&events)));
+    assert_eq!(call.tool, "get_datetime", "{}", diagnose(&events));
+    let result = events
+        .iter()
+        .find_map(|e| match e {
+            AssistantEvent::ToolResult(r) if r.call_id == call.call_id => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no tool_result for {}:\n{}", call.call_id, diagnose(&events)));
+    assert!(result.ok, "{result:?}");
+    assert!(!answer.trim().is_empty(), "{}", diagnose(&events));
+    assert!(
+        tells_the_time(&answer),
+        "the answer does not read like the time: {answer:?}\n{}",
+        diagnose(&events)
+    );
+    // In words, not a call or JSON.
+    assert!(!answer.trim_start().starts_with('{'), "the answer is not in words: {answer:?}");
+
+    // One audit line, for the call.
+    let audit_dir = sandbox.root().join("data/stt/audit");
+    let lines: Vec<Value> = std::fs::read_dir(&audit_dir)
+        .unwrap()
+        .flatten()
+        .flat_map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["tool"], "get_datetime");
+    assert_eq!(lines[0]["mode"], "command");
+    assert_eq!(lines[0]["ok"], true);
+    assert!(lines[0]["text"].as_str().unwrap().to_lowercase().contains("time"), "{lines:?}");
+
+    let latency = call_at.saturating_duration_since(executed);
+    let assistant_rss = rss_kb(u32::try_from(assistant.pid()).unwrap_or_default());
+    let server_rss = rss_kb(server.pid());
+    eprintln!("answer: {answer:?}");
+    eprintln!("tool call: {} {}", call.tool, call.args);
+    eprintln!("command-execute -> tool_call: {} ms", latency.as_millis());
+    let answered = timed
+        .iter()
+        .rev()
+        .find_map(|(at, e)| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant => Some(*at),
+            _ => None,
+        })
+        .unwrap_or(call_at);
+    eprintln!(
+        "command-execute -> answer: {} ms",
+        answered.saturating_duration_since(executed).as_millis()
+    );
+    let log = server.log();
+    let timings: Vec<&str> = log.lines().filter(|l| l.contains("eval time =")).collect();
+    eprintln!("model requests: {}\n{}", timings.len() / 2, timings.join("\n"));
+    eprintln!(
+        "stt-assistant VmRSS: {:.1} MiB; llama-server VmRSS: {:.1} MiB",
+        kib_to_mib(assistant_rss),
+        kib_to_mib(server_rss)
+    );
+    eprintln!("test time: {:.1} s", test_started.elapsed().as_secs_f64());
+    assert!(assistant_rss > 0, "no VmRSS for stt-assistant");
+    // Nothing is left waiting on the model.
+    let idle = wait_until(DEADLINE, || (status(&sandbox)["mode"] == "idle").then_some(()));
+    assert!(idle.is_some(), "{}", status(&sandbox));
+}
+
+/// What the real model does after a tool's result (it writes the same call again, as JSON in
+/// its text), played by a scripted model: the assistant runs nothing more and asks, without
+/// tools, for the outcome in words.
+#[test]
+fn a_model_that_repeats_a_call_is_asked_for_the_outcome_instead() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let call = r#"{"name": "get_datetime", "arguments": {}}"#;
+    llm.push(Script::ContentCall(call.into()));
+    llm.push(Script::ContentCall(format!("{call}\n{call}")));
+    llm.push(Script::Text("It is noon.".into()));
+    std::fs::write(
+        sandbox.config_file(),
+        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url()),
+    )
+    .unwrap();
+    // No microphone here: the daemon's audio retries, but its speech recognition is up.
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    expect_within("the viewer attaches", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    for args in [&["command-start"][..], &["command-edit", "--text", "what time is it"]] {
+        let out = sandbox.run("stt-ctl", args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    expect_within("execute is accepted", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let events = expect_within("the answer", DEADLINE, || {
+        let events = events(&seen);
+        let answered = events
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
+        if answered { Ok(events) } else { Err(format!("{events:?}")) }
+    });
+    let calls = events.iter().filter(|e| matches!(e, AssistantEvent::ToolCall(_))).count();
+    // The daemon's audio errors (no microphone) aside.
+    let errors: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, AssistantEvent::Error(m) if m.code != ErrorCode::Audio))
+        .collect();
+    assert_eq!(calls, 1, "{events:?}");
+    assert!(errors.is_empty(), "{errors:?}");
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let report = &requests[2];
+    assert!(report.get("tools").is_none(), "{report}");
+    let messages = report["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{report}");
+    assert_eq!(messages[0]["role"], "system");
+    let text = messages[1]["content"].as_str().unwrap();
+    assert!(
+        text.contains("Command: what time is it") && text.contains("get_datetime → "),
+        "{text}"
+    );
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn kib_to_mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn tail(text: &str, max: usize) -> &str {
+    let start = text.len().saturating_sub(max);
+    let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    &text[start..]
+}
