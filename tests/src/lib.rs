@@ -4,6 +4,7 @@
 
 pub mod llm_server;
 pub mod speech;
+pub mod viewer;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

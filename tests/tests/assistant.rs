@@ -4,63 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stt_bus::{Link, Subscription};
 use stt_proto::AssistantEvent;
 use stt_tests::llm_server::{LlmServer, Script};
+use stt_tests::viewer::{events, speak, status, watch};
 use stt_tests::{Sandbox, expect_within};
 
 const DEADLINE: Duration = Duration::from_secs(90);
-
-/// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
-fn speak(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let raw = dir.join(format!("{name}.raw.wav"));
-    let out = dir.join(format!("{name}.wav"));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
-        .arg(&raw)
-        .arg(text)
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "espeak-ng failed: install it (scripts/setup)");
-    let status = Command::new("sox")
-        .arg(&raw)
-        .args(["-r", "16000", "-c", "1", "-b", "16"])
-        .arg(&out)
-        .args(["pad", "1", "1"])
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "sox failed: install it (scripts/setup)");
-    out
-}
-
-/// Collects every event a viewer sees, on a thread of its own.
-fn watch(socket: std::path::PathBuf) -> Arc<Mutex<Vec<AssistantEvent>>> {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let mut link = Subscription::assistant(socket, "test-viewer", true).with_backoff(
-                stt_bus::Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-            );
-            loop {
-                if let Link::Event(event) = link.next().await {
-                    sink.lock().unwrap().push(event);
-                }
-            }
-        });
-    });
-    seen
-}
-
-fn status(sandbox: &Sandbox) -> Value {
-    let out = sandbox.run("stt-ctl", &["--json", "status"]);
-    serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
-}
 
 #[test]
 fn a_spoken_command_runs_a_tool_and_is_audited() {
@@ -103,7 +55,7 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
         "the tool call, its result and the answer reach the viewer",
         DEADLINE,
         || {
-            let events = seen.lock().unwrap().clone();
+            let events = events(&seen);
             let answered = events.iter().any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon on Monday."));
             if answered { Ok(events) } else { Err(format!("{events:?}\n{}", assistant.log())) }
         },
@@ -255,12 +207,12 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
     let open =
         || Script::ToolCalls(vec![("open_url".into(), json!({"url": "https://example.org"}))]);
     for (answer, confirmed) in [(Some("deny"), false), (None, false), (Some("confirm"), true)] {
-        let before = seen.lock().unwrap().len();
+        let before = events(&seen).len();
         llm.push(open());
         llm.push(Script::Text("Done.".into()));
         run_edited_command(&sandbox, "open example dot org");
         let call = expect_within("the call waits for confirmation", DEADLINE, || {
-            let events = seen.lock().unwrap()[before..].to_vec();
+            let events = events(&seen)[before..].to_vec();
             events
                 .iter()
                 .find_map(|e| match e {
@@ -275,7 +227,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
             assert_eq!(out.code, Some(0), "{verb}: {out:?}");
         }
         let result = expect_within("the result", DEADLINE, || {
-            let events = seen.lock().unwrap()[before..].to_vec();
+            let events = events(&seen)[before..].to_vec();
             events
                 .iter()
                 .find_map(|e| match e {

@@ -18,13 +18,12 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use stt_bus::{Link, Subscription};
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
 use stt_tests::llm_server::{LlmServer, Script};
+use stt_tests::viewer::{events, speak, status, watch};
 use stt_tests::{Sandbox, expect_within, models_dir, wait_until};
 
 /// The GGUF `scripts/fetch-llm` assembles into the models directory.
@@ -129,57 +128,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
-fn speak(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let raw = dir.join(format!("{name}.raw.wav"));
-    let out = dir.join(format!("{name}.wav"));
-    let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
-        .arg(&raw)
-        .arg(text)
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "espeak-ng failed: install it (scripts/setup)");
-    let status = Command::new("sox")
-        .arg(&raw)
-        .args(["-r", "16000", "-c", "1", "-b", "16"])
-        .arg(&out)
-        .args(["pad", "1", "1"])
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "sox failed: install it (scripts/setup)");
-    out
-}
-
-type Seen = Arc<Mutex<Vec<(Instant, AssistantEvent)>>>;
-
-/// Collects every event a viewer sees, with when it arrived, on a thread of its own.
-fn watch(socket: PathBuf) -> Seen {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            let mut link = Subscription::assistant(socket, "test-viewer", true).with_backoff(
-                stt_bus::Backoff::new(Duration::from_millis(20), Duration::from_millis(200)),
-            );
-            loop {
-                if let Link::Event(event) = link.next().await {
-                    sink.lock().unwrap().push((Instant::now(), event));
-                }
-            }
-        });
-    });
-    seen
-}
-
-fn events(seen: &Seen) -> Vec<AssistantEvent> {
-    seen.lock().unwrap().iter().map(|(_, e)| e.clone()).collect()
-}
-
-fn status(sandbox: &Sandbox) -> Value {
-    let out = sandbox.run("stt-ctl", &["--json", "status"]);
-    serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
 }
 
 /// `VmRSS` of a process, in kB.
