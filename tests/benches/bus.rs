@@ -345,7 +345,10 @@ fn bus_run(
     events: u64,
     text: &str,
 ) -> BusRun {
+    // A subscriber that left is noticed when a write to it fails, so keep publishing (as the
+    // daemon's heartbeat does) until the previous run's are gone.
     wait_for("the previous subscribers to leave", Duration::from_secs(10), || {
+        publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: u64::MAX }));
         publisher.subscribers() == 0
     });
     let mut child = Command::new(std::env::current_exe().expect("current_exe"))
