@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo run --release -p stt-asr --example bench_asr -- MODEL [--threads N] [--reps N]
-//!     [--settings full,auto,0,32,128] CLIP.wav...
+//!     [--settings full,auto,0,32,128] [--pad-ms N] CLIP.wav...
 //! ```
 //!
 //! Settings: `full` is the fixed 30 s window (`audio_ctx` 1500), `auto` is what the daemon
 //! ships (`audio_ctx` 0: the segment's frames plus `AUDIO_CTX_MARGIN`), a number `M` is a
-//! fixed window of the clip's frames plus `M`, and `M:F` the same but at least `F` frames. Clips are 16 kHz mono 16-bit PCM WAV files.
+//! fixed window of the clip's frames plus `M`, and `M:F` the same but at least `F` frames.
+//! `--pad-ms N` appends N ms of silence to every clip first (to try longer tails). Clips are 16 kHz mono 16-bit PCM WAV files.
 //! For every clip and setting it prints one JSON line: the window, the time of each
 //! repetition (after one untimed warm-up on a freshly loaded model) and the text. Clips are
 //! the outer loop and settings the inner one, so background load hits every setting alike.
@@ -120,13 +121,14 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let model =
         args.next().expect("usage: MODEL [--threads N] [--reps N] [--settings LIST] CLIP.wav...");
-    let (mut threads, mut reps) = (2u32, 3usize);
+    let (mut threads, mut reps, mut pad_ms) = (2u32, 3usize, 0usize);
     let mut settings = vec![Setting::Full, Setting::Auto];
     let mut clips = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--threads" => threads = args.next().expect("--threads N").parse().expect("threads"),
             "--reps" => reps = args.next().expect("--reps N").parse().expect("reps"),
+            "--pad-ms" => pad_ms = args.next().expect("--pad-ms N").parse().expect("pad-ms"),
             "--settings" => {
                 settings =
                     args.next().expect("--settings LIST").split(',').map(Setting::parse).collect();
@@ -151,7 +153,8 @@ fn main() {
     let mut fixed: Option<(u32, Whisper)> = None;
 
     for clip in &clips {
-        let samples = read_wav(clip);
+        let mut samples = read_wav(clip);
+        samples.resize(samples.len() + pad_ms * SAMPLE_RATE / 1000, 0.0);
         #[allow(clippy::cast_precision_loss)]
         let seconds = samples.len() as f64 / SAMPLE_RATE as f64;
         for &setting in &settings {
