@@ -21,7 +21,7 @@ const FULL_AUDIO_CTX: i32 = 1500;
 
 /// Extra encoder frames (of silence) beyond the audio itself, so the model sees where the
 /// speech ends. With 64, tiny.en repeated the end of a sentence on most test clips ("turn on
-/// the kitchen lights, turn on"); with 256 and timestamps on, none did. See
+/// the kitchen lights, turn on"); with 256, none of 80 clips looped. See
 /// docs/PERFORMANCE.md for the cost.
 const AUDIO_CTX_MARGIN: i32 = 256;
 
@@ -155,9 +155,10 @@ impl Whisper {
         // into loops.
         params.set_no_context(true);
         params.set_single_segment(true);
-        // Timestamp tokens let the model mark where speech ends; without them a shortened
-        // encoder window makes it repeat the sentence to fill the gap.
-        params.set_no_timestamps(false);
+        // No timestamp tokens: with them whisper sometimes drops the end of a command
+        // ("…into the Arc"); the 256-frame margin alone keeps it from looping (measured over
+        // 80 clips in docs/PERFORMANCE.md, bench-asr).
+        params.set_no_timestamps(true);
         params.set_suppress_blank(true);
         params.set_suppress_nst(true);
         params.set_temperature(0.0);
