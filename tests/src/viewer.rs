@@ -69,3 +69,44 @@ pub fn status(sandbox: &Sandbox) -> Value {
     let out = sandbox.run("stt-ctl", &["--json", "status"]);
     serde_json::from_str(&out.stdout).unwrap_or(Value::Null)
 }
+
+/// A spoken command under way: the processes, the viewer, and when execute was accepted.
+#[derive(Debug)]
+pub struct SpokenCommand {
+    pub assistant: crate::Proc,
+    pub daemon: crate::Proc,
+    pub seen: Seen,
+    pub executed: Instant,
+}
+
+/// The two-press flow as a person does it, against whatever model the sandbox's config
+/// names: start the assistant with a viewer, arm, let the daemon transcribe `text` spoken
+/// from a WAV into the command buffer, then execute (retried until the last segment is
+/// done, as a person would).
+pub fn spoken_command(sandbox: &Sandbox, text: &str, deadline: Duration) -> SpokenCommand {
+    let wav = speak(sandbox.root(), "command", text);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    crate::expect_within("the viewer attaches", deadline, || {
+        let s = status(sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon = sandbox
+        .spawn("stt-daemon", &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"]);
+    let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    crate::expect_within("the transcript fills the command buffer", deadline, || {
+        let s = status(sandbox);
+        let buffer = s["command_buffer"].as_str().unwrap_or_default().to_lowercase();
+        let heard = words.iter().all(|w| buffer.contains(w.as_str()));
+        if heard { Ok(()) } else { Err(format!("{s}\n{}", daemon.log())) }
+    });
+    let executed = crate::expect_within("execute is accepted", deadline, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(Instant::now()) } else { Err(format!("{out:?}")) }
+    });
+    SpokenCommand { assistant, daemon, seen, executed }
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
 use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{events, speak, status, watch};
+use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch};
 use stt_tests::{Sandbox, expect_within};
 
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -25,31 +25,8 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
         format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url()),
     )
     .unwrap();
-    let wav = speak(sandbox.root(), "command", "what time is it");
-
-    let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
-    expect_within("the viewer attaches", DEADLINE, || {
-        let s = status(&sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
-    let out = sandbox.run("stt-ctl", &["command-start"]);
-    assert_eq!(out.code, Some(0), "{out:?}");
-
-    let wav_arg = wav.to_string_lossy().into_owned();
-    let daemon = sandbox
-        .spawn("stt-daemon", &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"]);
-    expect_within("the transcript fills the command buffer", DEADLINE, || {
-        let s = status(&sandbox);
-        let buffer = s["command_buffer"].as_str().unwrap_or_default().to_lowercase();
-        if buffer.contains("time") { Ok(()) } else { Err(format!("{s}\n{}", daemon.log())) }
-    });
-
-    // Execute is refused until the segment is done; retry as a person would.
-    expect_within("execute is accepted", DEADLINE, || {
-        let out = sandbox.run("stt-ctl", &["command-execute"]);
-        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
-    });
+    let SpokenCommand { assistant, seen, daemon: _daemon, .. } =
+        spoken_command(&sandbox, "what time is it", DEADLINE);
 
     let events = expect_within(
         "the tool call, its result and the answer reach the viewer",

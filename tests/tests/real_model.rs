@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
 use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{events, speak, status, watch};
+use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch};
 use stt_tests::{Sandbox, expect_within, models_dir, wait_until};
 
 /// The GGUF `scripts/fetch-llm` assembles into the models directory.
@@ -165,31 +165,8 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
         format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 180\n", server.endpoint()),
     )
     .unwrap();
-    let wav = speak(sandbox.root(), "command", "what time is it");
-
-    let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
-    expect_within("the viewer attaches", DEADLINE, || {
-        let s = status(&sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
-    let out = sandbox.run("stt-ctl", &["command-start"]);
-    assert_eq!(out.code, Some(0), "{out:?}");
-
-    let wav_arg = wav.to_string_lossy().into_owned();
-    let daemon = sandbox
-        .spawn("stt-daemon", &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"]);
-    expect_within("the transcript fills the command buffer", DEADLINE, || {
-        let s = status(&sandbox);
-        let buffer = s["command_buffer"].as_str().unwrap_or_default().to_lowercase();
-        if buffer.contains("time") { Ok(()) } else { Err(format!("{s}\n{}", daemon.log())) }
-    });
-
-    // Execute is refused until the segment is done; retry as a person would.
-    let executed = expect_within("execute is accepted", DEADLINE, || {
-        let out = sandbox.run("stt-ctl", &["command-execute"]);
-        if out.code == Some(0) { Ok(Instant::now()) } else { Err(format!("{out:?}")) }
-    });
+    let SpokenCommand { assistant, seen, executed, daemon: _daemon } =
+        spoken_command(&sandbox, "what time is it", DEADLINE);
 
     let diagnose = |events: &[AssistantEvent]| {
         format!(
