@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 /// The path of a binary of this workspace, built next to the test executable.
 ///
-/// `cargo test --workspace` builds every binary before running any test.
+/// `cargo test` does not build other packages' binaries, so `scripts/check` runs
+/// `cargo build --workspace --bins` first; a missing binary names that fix.
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     // target/<profile>/deps/<test> → target/<profile>/<name>
@@ -21,7 +22,7 @@ pub fn bin(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.is_file(),
-        "{} is not built: run `cargo build --workspace` (or `cargo test --workspace`) first",
+        "{} is not built: run `cargo build --workspace --bins` before the tests (scripts/check does)",
         path.display()
     );
     path
