@@ -2,7 +2,7 @@
 
 use stt_asr::AsrConfig;
 use stt_config::{Config, VadEngine};
-use stt_vad::{Earshot, Segmenter, Silero, SpeechProb, VadConfig};
+use stt_vad::{Earshot, Gated, Segmenter, Silero, SpeechProb, VadConfig};
 
 use crate::Cli;
 
@@ -34,8 +34,11 @@ pub fn segmenter(config: &Config) -> anyhow::Result<VadSegmenter> {
             } else {
                 Some(stt_config::dirs::model_path(&d.onnxruntime)?)
             };
-            Box::new(Silero::load(&model, runtime.as_deref())?)
+            let silero = Silero::load(&model, runtime.as_deref())?;
+            Box::new(Gated::new(silero, d.vad_gate_db))
         }
+        // Earshot is cheap enough to run on every frame, and a gate makes it clip words in
+        // white noise (docs/PERFORMANCE.md, "Voice activity detection").
         VadEngine::Earshot => Box::new(Earshot::new()),
     };
     tracing::debug!(vad = ?d.vad, "voice activity detector ready");

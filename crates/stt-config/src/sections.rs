@@ -59,6 +59,9 @@ pub struct DaemonConfig {
     pub onnxruntime: PathBuf,
     /// Speech probability above which a frame counts as speech (0..1, exclusive).
     pub vad_threshold: f64,
+    /// Noise gate: the classifier runs only on audio this many dB above the noise floor (and
+    /// for 1.5 s after); 0 runs it on every frame.
+    pub vad_gate_db: f32,
     /// Audio kept from before speech onset, in milliseconds.
     pub vad_pre_roll_ms: u32,
     /// Speech must last this long, in milliseconds, before a segment opens.
@@ -89,6 +92,7 @@ impl Default for DaemonConfig {
             vad_model: PathBuf::from("silero_vad.onnx"),
             onnxruntime: PathBuf::from("libonnxruntime.so.1.31.1"),
             vad_threshold: 0.5,
+            vad_gate_db: 6.0,
             vad_pre_roll_ms: 300,
             vad_onset_ms: 64,
             vad_hangover_ms: 500,

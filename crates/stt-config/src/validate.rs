@@ -95,6 +95,15 @@ fn daemon(c: &DaemonConfig) -> Checked {
             ),
         ));
     }
+    if !(c.vad_gate_db >= 0.0 && c.vad_gate_db <= 40.0) {
+        return Err(problem(
+            KeyPath::new("daemon", "vad_gate_db"),
+            format!(
+                "{} is out of range: set 0 (no gate) to 40 dB above the noise floor (default {})",
+                c.vad_gate_db, d.vad_gate_db
+            ),
+        ));
+    }
     positive(
         "daemon",
         "vad_max_segment_s",

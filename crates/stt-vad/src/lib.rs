@@ -8,6 +8,8 @@
 //!   library that `scripts/fetch-models` installs). The measurements in `docs/PERFORMANCE.md`
 //!   ("Voice activity detection") found it clearly more accurate than earshot in noise, so it
 //!   is the daemon's default; earshot is the fallback that needs nothing installed.
+//! - [`gate`]: [`Gated`], a noise gate in front of a classifier: frames that are only the
+//!   room's steady noise skip it (most of an open microphone's idle CPU).
 //! - [`config`]: [`VadConfig`], the thresholds, whose defaults are the measured ones.
 //! - [`segmenter`]: [`Segmenter`], which takes audio in chunks of any size and emits
 //!   [`SegEvent`]s: a segment opens after `onset_ms` of speech with `pre_roll_ms` of audio
@@ -20,6 +22,7 @@
 //! thread), and it never holds more than one maximal segment plus the pre-roll ring.
 
 pub mod config;
+pub mod gate;
 pub mod prob;
 pub mod segmenter;
 pub mod silero;
@@ -27,6 +30,7 @@ pub mod silero;
 use std::path::PathBuf;
 
 pub use config::VadConfig;
+pub use gate::Gated;
 pub use prob::{Earshot, SpeechProb};
 pub use segmenter::{SegEvent, Segmenter};
 pub use silero::Silero;
