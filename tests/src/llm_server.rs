@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -43,6 +43,8 @@ struct Shared {
     scripts: Mutex<VecDeque<Script>>,
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
+    /// `GET …/models` requests answered (the assistant's reachability probes).
+    probes: AtomicUsize,
     stop: AtomicBool,
 }
 
@@ -94,6 +96,11 @@ impl LlmServer {
         lock(&self.shared.requests).clone()
     }
 
+    /// How many `GET …/models` probes the server has answered.
+    pub fn probes(&self) -> usize {
+        self.shared.probes.load(Ordering::SeqCst)
+    }
+
     /// Scripted replies not yet used.
     pub fn pending(&self) -> usize {
         lock(&self.shared.scripts).len()
@@ -136,10 +143,14 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut length = 0usize;
+    let mut request_line = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
             return Ok(());
+        }
+        if request_line.is_empty() {
+            request_line = line.clone();
         }
         let line = line.trim_end();
         if line.is_empty() {
@@ -150,6 +161,18 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         {
             length = value.trim().parse().unwrap_or(0);
         }
+    }
+    if request_line.starts_with("GET ") {
+        // A reachability probe (or a client listing models): not a scripted exchange.
+        shared.probes.fetch_add(1, Ordering::SeqCst);
+        let body = json!({"object": "list", "data": [{"id": "scripted", "object": "model"}]});
+        let body = body.to_string();
+        let mut out = stream;
+        return write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
     }
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;

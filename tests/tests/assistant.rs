@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
@@ -130,6 +130,57 @@ fn without_an_llm_execute_says_no_executor_configured() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let config = format!("[llm]\nendpoint = \"{}\"\nprobe_interval_s = 1\n", llm.url());
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch(sandbox.assistant_socket());
+    expect_within("status says the model answers", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["llm_reachable"] == true { Ok(()) } else { Err(format!("{s}")) }
+    });
+    assert!(llm.probes() >= 1);
+    assert!(llm.requests().is_empty(), "a probe is not a chat request");
+    assert!(
+        !events(&seen).iter().any(|e| matches!(e, AssistantEvent::Error(_))),
+        "no error while the model answers"
+    );
+
+    drop(llm); // the server goes away; its port refuses connections
+    expect_within("status says the model does not answer", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["llm_reachable"] == false { Ok(()) } else { Err(format!("{s}")) }
+    });
+    expect_within("viewers are told, with the fix", DEADLINE, || {
+        let errors: Vec<_> = events(&seen)
+            .into_iter()
+            .filter_map(|e| match e {
+                AssistantEvent::Error(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        match errors.as_slice() {
+            [e] if e.code == stt_proto::ErrorCode::LlmError
+                && e.message.contains("could not reach the model")
+                && e.message.contains("start llama-server") =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("{errors:?}")),
+        }
+    });
+    // Later probes that fail the same way add nothing: one message per change.
+    let probes_later = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < probes_later {
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+    let errors = events(&seen).iter().filter(|e| matches!(e, AssistantEvent::Error(_))).count();
+    assert_eq!(errors, 1);
 }
 
 /// Arms, edits and executes `command` through `stt-ctl`, against a running daemon.

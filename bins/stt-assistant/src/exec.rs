@@ -190,8 +190,31 @@ impl Executor {
             outcome,
             Err(LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::NoTls { .. })
         );
-        *self.reachable.lock().unwrap_or_else(PoisonError::into_inner) = Some(reachable);
+        // The request reports its own failure to viewers; only the state changes here.
+        self.set_reachable(reachable);
         outcome
+    }
+
+    /// Records whether the endpoint answered; the previous value.
+    fn set_reachable(&self, reachable: bool) -> Option<bool> {
+        self.reachable.lock().unwrap_or_else(PoisonError::into_inner).replace(reachable)
+    }
+
+    /// Checks that the endpoint answers (see [`Client::probe`]). A change is logged, and
+    /// becoming unreachable is reported to viewers with the fix, once per change; the first
+    /// probe reports only a failure.
+    pub async fn probe(&self) {
+        let Some(client) = &self.client else { return };
+        let outcome = client.probe().await;
+        let before = self.set_reachable(outcome.is_ok());
+        match (before, outcome) {
+            (Some(true) | None, Err(e)) => self.error(ErrorCode::LlmError, e.to_string()),
+            (Some(false), Ok(())) => {
+                tracing::info!(endpoint = %client.endpoint().url, "the model answers again");
+            }
+            (None, Ok(())) => tracing::debug!(endpoint = %client.endpoint().url, "the model answers"),
+            _ => {}
+        }
     }
 
     /// Runs a command through the tool loop until the model answers without a call or the

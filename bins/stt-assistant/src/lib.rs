@@ -74,12 +74,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             "serving control requests"
         );
         let shutdown = CancellationToken::new();
+        let probe_every = Duration::from_secs(config.llm.probe_interval_s);
         let server = ControlServer::new(Arc::clone(&assistant), publisher.clone())
             .with_viewer_counter(Arc::clone(&assistant.viewers));
         let tasks = [
             tokio::spawn(follow_daemon(Arc::clone(&assistant), daemon_path, shutdown.clone())),
             tokio::spawn(heartbeats(Arc::clone(&assistant), shutdown.clone())),
             tokio::spawn(worker(Arc::clone(&assistant), shutdown.clone())),
+            tokio::spawn(probes(Arc::clone(&assistant), probe_every, shutdown.clone())),
             tokio::spawn(server.serve(socket, shutdown.clone())),
         ];
         terminate.recv().await;
@@ -307,6 +309,26 @@ async fn worker(assistant: Arc<Assistant>, shutdown: CancellationToken) {
             }
         }
         assistant.queue.done();
+    }
+}
+
+/// Checks that the LLM endpoint answers: at start, then every `every` (never when zero, or
+/// without a model).
+async fn probes(assistant: Arc<Assistant>, every: Duration, shutdown: CancellationToken) {
+    if every.is_zero() {
+        return;
+    }
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = assistant.exec.probe() => {}
+        }
     }
 }
 

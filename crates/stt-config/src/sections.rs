@@ -226,6 +226,9 @@ pub struct LlmConfig {
     pub connect_timeout_s: u64,
     /// Seconds one request may take in all, streaming included.
     pub request_timeout_s: u64,
+    /// Seconds between checks that the endpoint answers (for `status` and viewers); 0 never
+    /// checks, so reachability is known only from real requests.
+    pub probe_interval_s: u64,
     /// Ask for a streamed reply.
     pub stream: bool,
     /// Sampling temperature, 0 to 2.
@@ -241,6 +244,7 @@ impl Default for LlmConfig {
             api_key_env: String::new(),
             connect_timeout_s: 5,
             request_timeout_s: 120,
+            probe_interval_s: 30,
             stream: true,
             temperature: 0.2,
         }

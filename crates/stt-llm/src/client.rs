@@ -70,6 +70,25 @@ impl Client {
         &self.endpoint
     }
 
+    /// Whether the server at the endpoint answers at all: a `GET` of the models route next to
+    /// the chat route (`…/v1/models`, which llama-server, ollama and OpenAI serve). Any HTTP
+    /// answer counts, even an error status: the server is up, and a real request will say
+    /// what it dislikes. Takes at most the connect timeout.
+    pub async fn probe(&self) -> Result<(), LlmError> {
+        let url = models_url(&self.endpoint.url);
+        let mut builder = self.http.get(&url).timeout(self.endpoint.connect_timeout);
+        if let Some(key) = &self.endpoint.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        builder.send().await.map(drop).map_err(|e| match self.send_error(&e) {
+            LlmError::Unreachable { url, .. } if e.is_timeout() => LlmError::Unreachable {
+                url,
+                why: format!("no answer within {} s", self.endpoint.connect_timeout.as_secs()),
+            },
+            other => other,
+        })
+    }
+
     /// Sends one request. With `request.stream`, `on_text` is called with each piece of
     /// text as it arrives; either way the whole reply is returned.
     pub async fn complete(
@@ -193,5 +212,42 @@ impl Client {
             source = inner.source();
         }
         LlmError::Unreachable { url, why }
+    }
+}
+
+/// The models route beside a chat-completions URL: `…/chat/completions` → `…/models`; any
+/// other URL gets `/models` after its last path segment's parent.
+fn models_url(chat_url: &str) -> String {
+    let base = chat_url.split(['?', '#']).next().unwrap_or(chat_url).trim_end_matches('/');
+    match base.strip_suffix("/chat/completions") {
+        Some(root) => format!("{root}/models"),
+        None => match base.rsplit_once('/') {
+            Some((parent, _)) if parent.contains("://") && parent.len() > "https://".len() => {
+                format!("{parent}/models")
+            }
+            _ => format!("{base}/models"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_models_route_sits_beside_the_chat_route() {
+        let cases = [
+            ("http://localhost:9931/v1/chat/completions", "http://localhost:9931/v1/models"),
+            ("http://localhost:11434/v1/chat/completions/", "http://localhost:11434/v1/models"),
+            (
+                "https://api.example.com/v1/chat/completions?x=1",
+                "https://api.example.com/v1/models",
+            ),
+            ("http://host:8080/v1/completions", "http://host:8080/v1/models"),
+            ("http://host:8080", "http://host:8080/models"),
+        ];
+        for (chat, models) in cases {
+            assert_eq!(models_url(chat), models, "{chat}");
+        }
     }
 }
