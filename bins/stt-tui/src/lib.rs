@@ -1,24 +1,82 @@
 //! The viewer and controller of the assistant, and its headless event dump.
 //!
-//! Built so far: `--dump N`, which subscribes to the assistant and prints every event as
-//! one JSON line, reconnecting when the assistant restarts. The interactive screen is not
-//! built yet.
+//! `stt-tui` subscribes to the assistant as a viewer and shows its transcripts, the
+//! conversation and command output, the command buffer and the queue counters; keys send
+//! the control requests `stt-ctl` sends. `--dump N` prints every event as one JSON line
+//! instead, for pipes and scripts.
+//!
+//! Modules, in reading order (the Elm architecture: state, actions, update, view):
+//! - [`state`]: everything the screen shows, as data.
+//! - [`action`]: [`action::Action`], all that can happen (keys, assistant events, the link
+//!   going up and down, request replies, ticks), and [`action::Effect`], all that
+//!   [`update::update`] may ask for in return (send a request, quit).
+//! - [`update`]: the keymap and the rules; pure, returns effects.
+//! - [`view`]: draws a `&State`, never changes it; [`wrap`] wraps its lines.
+//! - [`app`]: the event loop over one channel of actions, and the tasks that feed it.
+//! - [`terminal`]: raw mode and the alternate screen, restored on exit and on panic.
+//! - [`dump`]: `--dump N`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::time::Duration;
+pub mod action;
+pub mod app;
+pub mod dump;
+pub mod state;
+pub mod terminal;
+pub mod update;
+pub mod view;
+pub mod wrap;
+
+use std::io::IsTerminal;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use stt_bus::{Link, Subscription};
-use stt_proto::encode_line;
-
 /// Watch and control the stt assistant.
 ///
-/// Not built yet: the interactive screen. `--dump N` prints the assistant's events as JSON
-/// lines (one per event) for N seconds, for pipes and scripts.
+/// The screen, top to bottom:
+///   header               connection, mode, STT health, the LLM endpoint and whether
+///                        it answers
+///   transcripts [seg N]  each utterance: [language] speaker (length): text; a named
+///                        speaker in green, Unknown in red; N = the daemon's backlog
+///   conversation / command output [inf N · busy]
+///                        chat turns (replies grow as they stream), the command run,
+///                        tool calls (→) and results (←), notes, errors in red;
+///                        N = LLM jobs waiting, busy while one runs
+///   a panel              the command buffer while armed, its editor, a tool call
+///                        waiting for y/n, or the clear question
+///   footer               the keys that work now
+///
+/// Keys:
+///   a                    arm a command (command_start)
+///   Enter                execute it (command_execute)
+///   Esc                  cancel it (command_cancel)
+///   e                    edit it in place: Enter sends the edit (command_edit),
+///                        Esc abandons it
+///   t                    chat mode on or off (chat_toggle)
+///   c                    clear the conversation and the chat history (asks y/n)
+///   y / n                allow / deny the tool call that waits for confirmation
+///   PgUp PgDn Home End   scroll (also ↑ ↓); End follows new lines again
+///   Tab                  switch the pane that scrolls
+///   q, Ctrl-C            quit
+///
+///   mouse                wheel scrolls the pane under the pointer, a click focuses it
+///
+/// Selecting text: with [tui].mouse = true (the default) the screen takes mouse events,
+/// so hold Shift while dragging to select and copy with your terminal. With
+/// [tui].mouse = false the mouse is left to the terminal.
+///
+/// Settings ([tui] in the config file): mouse, show_timestamps (each transcript's audio
+/// time), max_lines (kept per pane), log_file.
+///
+/// When the assistant goes away the header says "disconnected, retrying" and the screen
+/// reconnects by itself. Logs never draw over the screen: they go to [tui].log_file, or
+/// to stderr only when stderr is not the terminal (stt-tui 2>tui.log); STT_LOG sets the
+/// level.
+///
+/// --dump N prints the assistant's events as JSON lines (one per event) for N seconds
+/// instead, for pipes and scripts; it needs no terminal.
 #[derive(Debug, clap::Parser)]
-#[command(name = "stt-tui", version, about, long_about = None)]
+#[command(name = "stt-tui", version, verbatim_doc_comment)]
 pub struct Cli {
     #[command(flatten)]
     pub common: stt_app::CommonArgs,
@@ -40,45 +98,51 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(path) => path,
         None => stt_config::dirs::assistant_socket(&config)?,
     };
-    let Some(seconds) = cli.dump else {
-        anyhow::bail!(
-            "the interactive screen is not built yet; `stt-tui --dump 0` prints the assistant's \
-             events as JSON lines until interrupted"
-        );
-    };
+    if cli.dump.is_none() && !std::io::stdout().is_terminal() {
+        anyhow::bail!("stt-tui needs a terminal; use --dump N for a pipe");
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(dump(socket, seconds))
-}
-
-/// Prints events as JSON lines until `seconds` pass (0 = until SIGINT/SIGTERM).
-async fn dump(socket: PathBuf, seconds: u64) -> anyhow::Result<()> {
-    let mut link = Subscription::assistant(socket, "stt-tui", false);
-    let until = async {
-        if seconds == 0 {
-            std::future::pending::<()>().await;
+    match cli.dump {
+        Some(seconds) => {
+            stt_app::init_logging("warn");
+            runtime.block_on(dump::dump(socket, seconds))
         }
-        tokio::time::sleep(Duration::from_secs(seconds)).await;
-    };
-    tokio::pin!(until);
-    let terminated = stt_app::signals::terminated();
-    tokio::pin!(terminated);
-    let mut out = std::io::stdout().lock();
-    loop {
-        let next = tokio::select! {
-            () = &mut until => return Ok(()),
-            _ = &mut terminated => return Ok(()),
-            next = link.next() => next,
-        };
-        match next {
-            Link::Event(event) => {
-                out.write_all(&encode_line(&event))?;
-                out.flush()?;
-            }
-            Link::Up(hello) => tracing::info!("connected to {} {}", hello.peer, hello.version),
-            Link::Down(why) => tracing::warn!("{why}; retrying"),
+        None => {
+            init_screen_logging(&config.tui.log_file)?;
+            runtime.block_on(app::run(socket, state::Options::from(&config.tui)))
         }
     }
+}
+
+/// Logging for the screen, which must never log onto the terminal it draws on: to
+/// `[tui].log_file` if set (at `STT_LOG`, default `info`), else to stderr only when that
+/// is not the terminal, else nowhere.
+fn init_screen_logging(log_file: &Path) -> anyhow::Result<()> {
+    if log_file.as_os_str().is_empty() {
+        if !std::io::stderr().is_terminal() {
+            stt_app::init_logging("warn");
+        }
+        return Ok(());
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log_file)
+        .with_context(|| {
+            format!("cannot open [tui].log_file '{}' for writing", log_file.display())
+        })?;
+    let filter = std::env::var(stt_app::LOG_ENV)
+        .ok()
+        .and_then(|spec| tracing_subscriber::EnvFilter::try_new(spec).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .init();
+    Ok(())
 }

@@ -1,0 +1,449 @@
+//! [`update`]: the one function that changes the [`State`], returning the [`Effect`]s the
+//! event loop carries out. It does no I/O, so every key and every event can be tested as
+//! plain data in, plain data out.
+//!
+//! The keymap (see [`keys`]):
+//!
+//! | key | does |
+//! |---|---|
+//! | `a` | arm a command (`command_start`) |
+//! | `Enter` | execute it (`command_execute`) |
+//! | `Esc` | cancel the armed command (`command_cancel`) |
+//! | `e` | edit the buffer in place; `Enter` sends `command_edit`, `Esc` abandons the edit |
+//! | `t` | chat on or off (`chat_toggle`) |
+//! | `c` | clear, after a `y` (`clear`); `n` or `Esc` keeps everything |
+//! | `y` / `n` | allow / deny the tool call that waits for confirmation (`confirm`/`deny`) |
+//! | `PgUp` `PgDn` `Home` `End` `↑` `↓` | scroll the focused pane; `End` follows new lines again |
+//! | `Tab` | focus the other pane |
+//! | mouse wheel / click | scroll / focus the pane under the pointer (with `[tui].mouse`) |
+//! | `q`, `Ctrl-C` | quit |
+
+use ratatui::crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Position;
+use stt_proto::{AssistantEvent, ChatMessage, ErrorCode, ErrorMsg, Hello, Mode, Request, Status};
+
+use crate::action::{Action, Effect};
+use crate::state::{Connection, Editor, Entry, Input, Llm, Pane, Pending, State, TranscriptLine};
+use crate::view::{areas, first_row, pane_rows};
+
+/// Every this many ticks (about seconds) a `status` request refreshes the header: STT's
+/// detail, the LLM's reachability, the viewer count.
+pub const STATUS_EVERY_TICKS: u64 = 5;
+
+/// Applies `action` to `state` and says what must happen outside.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Key(key) => keys(state, key),
+        Action::Mouse(mouse) => mouse_event(state, mouse),
+        Action::Paste(text) => {
+            if let Input::Editing(editor) = &mut state.input {
+                for c in text.chars() {
+                    editor.insert(if c.is_control() { ' ' } else { c });
+                }
+            }
+            vec![]
+        }
+        Action::Resize { width, height } => {
+            state.area = ratatui::layout::Rect::new(0, 0, width, height);
+            vec![]
+        }
+        Action::LinkUp(hello) => link_up(state, &hello),
+        Action::LinkDown(why) => {
+            if state.is_up() {
+                state.push_entry(Entry::Notice(
+                    "lost the assistant; reconnecting on its own".into(),
+                ));
+            }
+            state.connection = Connection::Down { why };
+            state.stt_healthy = None;
+            state.speaking = None;
+            state.backlog = 0;
+            state.inference_queue = 0;
+            state.inference_busy = false;
+            vec![]
+        }
+        Action::Event(event) => assistant_event(state, event),
+        Action::Reply { request, outcome } => reply(state, &request, outcome),
+        Action::Tick => {
+            state.ticks += 1;
+            if state.is_up() && state.ticks.is_multiple_of(STATUS_EVERY_TICKS) {
+                vec![Effect::Send(Request::Status)]
+            } else {
+                vec![]
+            }
+        }
+        Action::Quit => vec![Effect::Quit],
+    }
+}
+
+fn link_up(state: &mut State, hello: &Hello) -> Vec<Effect> {
+    if matches!(state.connection, Connection::Down { .. }) {
+        state.push_entry(Entry::Notice(format!("reconnected to {} {}", hello.peer, hello.version)));
+    }
+    state.connection = Connection::Up { peer: format!("{} {}", hello.peer, hello.version) };
+    // A subscription does not replay the state: read it.
+    vec![Effect::Send(Request::Status)]
+}
+
+// ---------------------------------------------------------------------------------------
+// Keys.
+
+/// What a key does, given what keys mean now ([`Input`]).
+pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    if key.kind == KeyEventKind::Release {
+        return vec![];
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && key.code == KeyCode::Char('c') {
+        return vec![Effect::Quit];
+    }
+    match std::mem::take(&mut state.input) {
+        Input::Editing(editor) => edit_key(state, editor, key, ctrl),
+        Input::ConfirmClear => match key.code {
+            KeyCode::Char('y' | 'Y') => vec![Effect::Send(Request::Clear)],
+            KeyCode::Char('n' | 'N') | KeyCode::Esc => vec![],
+            _ => {
+                state.input = Input::ConfirmClear;
+                vec![]
+            }
+        },
+        Input::Normal => normal_key(state, key, ctrl),
+    }
+}
+
+fn normal_key(state: &mut State, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
+    if ctrl {
+        return vec![];
+    }
+    let send = |request| vec![Effect::Send(request)];
+    match key.code {
+        KeyCode::Char('q') => vec![Effect::Quit],
+        KeyCode::Char('a') => send(Request::CommandStart),
+        KeyCode::Enter => send(Request::CommandExecute),
+        // Only an armed command can be cancelled; a reflexive Esc elsewhere is no error.
+        KeyCode::Esc if state.mode == Mode::CommandArmed => send(Request::CommandCancel),
+        KeyCode::Char('e') => {
+            if state.mode == Mode::CommandArmed {
+                state.input = Input::Editing(Editor::new(&state.buffer));
+            } else {
+                state.push_entry(Entry::Notice(
+                    "nothing to edit: press a to arm a command first".into(),
+                ));
+            }
+            vec![]
+        }
+        KeyCode::Char('t') => send(Request::ChatToggle),
+        KeyCode::Char('c') => {
+            state.input = Input::ConfirmClear;
+            vec![]
+        }
+        KeyCode::Char(c @ ('y' | 'n')) => match state.pending.first() {
+            Some(pending) => {
+                let call_id = Some(pending.call_id.clone());
+                send(if c == 'y' {
+                    Request::Confirm { call_id }
+                } else {
+                    Request::Deny { call_id }
+                })
+            }
+            None => vec![],
+        },
+        KeyCode::Tab | KeyCode::BackTab => {
+            state.focus = match state.focus {
+                Pane::Transcripts => Pane::Conversation,
+                Pane::Conversation => Pane::Transcripts,
+            };
+            vec![]
+        }
+        KeyCode::PageUp => scroll(state, Step::PageUp),
+        KeyCode::PageDown => scroll(state, Step::PageDown),
+        KeyCode::Up => scroll(state, Step::Up(1)),
+        KeyCode::Down => scroll(state, Step::Down(1)),
+        KeyCode::Home => scroll(state, Step::Top),
+        KeyCode::End => scroll(state, Step::Bottom),
+        _ => vec![],
+    }
+}
+
+fn edit_key(state: &mut State, mut editor: Editor, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
+    match key.code {
+        KeyCode::Enter => return vec![Effect::Send(Request::CommandEdit { text: editor.text() })],
+        KeyCode::Esc => return vec![],
+        KeyCode::Char('a') if ctrl => editor.home(),
+        KeyCode::Char('e') if ctrl => editor.end(),
+        KeyCode::Char('u') if ctrl => editor.kill_to_start(),
+        KeyCode::Char('k') if ctrl => editor.kill_to_end(),
+        KeyCode::Char(c) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
+            editor.insert(c);
+        }
+        KeyCode::Backspace => editor.backspace(),
+        KeyCode::Delete => editor.delete(),
+        KeyCode::Left => editor.left(),
+        KeyCode::Right => editor.right(),
+        KeyCode::Home => editor.home(),
+        KeyCode::End => editor.end(),
+        _ => {}
+    }
+    state.input = Input::Editing(editor);
+    vec![]
+}
+
+/// Rows one turn of the mouse wheel scrolls.
+const WHEEL_ROWS: usize = 3;
+
+/// The wheel scrolls the pane under the pointer; a click focuses it.
+fn mouse_event(state: &mut State, mouse: MouseEvent) -> Vec<Effect> {
+    let at = Position::new(mouse.column, mouse.row);
+    let parts = areas(state, state.area);
+    let under = [Pane::Transcripts, Pane::Conversation]
+        .into_iter()
+        .find(|pane| parts.pane(*pane).contains(at));
+    match mouse.kind {
+        MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+            let pane = under.unwrap_or(state.focus);
+            let step = if mouse.kind == MouseEventKind::ScrollUp {
+                Step::Up(WHEEL_ROWS)
+            } else {
+                Step::Down(WHEEL_ROWS)
+            };
+            scroll_pane(state, pane, step)
+        }
+        MouseEventKind::Down(MouseButton::Left) => {
+            if let Some(pane) = under {
+                state.focus = pane;
+            }
+            vec![]
+        }
+        _ => vec![],
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    PageUp,
+    PageDown,
+    Up(usize),
+    Down(usize),
+    Top,
+    Bottom,
+}
+
+/// Scrolls the focused pane.
+fn scroll(state: &mut State, step: Step) -> Vec<Effect> {
+    scroll_pane(state, state.focus, step)
+}
+
+/// Scrolls `pane`. Reaching the bottom sticks to it again, so new lines are followed;
+/// anywhere above leaves the view where the person put it.
+fn scroll_pane(state: &mut State, pane: Pane, step: Step) -> Vec<Effect> {
+    let (rows, height) = pane_rows(state, pane);
+    let rows = rows.len();
+    let bottom = rows.saturating_sub(height);
+    let now = first_row(state.scroll(pane), rows, height);
+    let page = height.saturating_sub(1).max(1);
+    let to = match step {
+        Step::PageUp => now.saturating_sub(page),
+        Step::PageDown => now.saturating_add(page),
+        Step::Up(n) => now.saturating_sub(n),
+        Step::Down(n) => now.saturating_add(n),
+        Step::Top => 0,
+        Step::Bottom => bottom,
+    };
+    state.scroll_mut(pane).top = (to < bottom).then_some(to);
+    vec![]
+}
+
+// ---------------------------------------------------------------------------------------
+// The assistant.
+
+fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
+    match event {
+        AssistantEvent::Mode { mode } => set_mode(state, mode),
+        AssistantEvent::CommandText { text, edited } => {
+            state.buffer = text;
+            state.buffer_edited = edited;
+        }
+        AssistantEvent::Transcript(t) => {
+            let speaker = t.speaker.unwrap_or_else(|| "Unknown".into());
+            state.push_transcript(TranscriptLine {
+                seg_id: t.seg_id,
+                start: t.start,
+                language: t.language,
+                named: speaker != "Unknown",
+                speaker,
+                duration: t.duration,
+                text: t.text.trim().to_owned(),
+            });
+            if state.speaking == Some(t.seg_id) {
+                state.speaking = None;
+            }
+        }
+        AssistantEvent::SpeechStart(start) => state.speaking = Some(start.seg_id),
+        AssistantEvent::SpeechStop(stop) => {
+            if state.speaking == Some(stop.seg_id) {
+                state.speaking = None;
+            }
+        }
+        AssistantEvent::ToolCall(call) => {
+            let args = compact(&call.args);
+            if call.awaiting_confirmation {
+                state.pending.push(Pending {
+                    call_id: call.call_id.clone(),
+                    tool: call.tool.clone(),
+                    args: args.clone(),
+                    side_effect: call.side_effect,
+                });
+            }
+            state.push_entry(Entry::ToolCall {
+                call_id: call.call_id,
+                tool: call.tool,
+                args,
+                side_effect: call.side_effect,
+                requires_confirmation: call.requires_confirmation,
+            });
+        }
+        AssistantEvent::ToolResult(result) => {
+            state.pending.retain(|p| p.call_id != result.call_id);
+            state.push_entry(Entry::ToolResult {
+                tool: result.tool,
+                ok: result.ok,
+                result: result.result,
+                latency_ms: result.latency_ms,
+            });
+        }
+        AssistantEvent::ChatMessage(message) => chat(state, message),
+        AssistantEvent::Cleared {} => {
+            state.entries.clear();
+            state.conversation_scroll.top = None;
+            state.push_entry(Entry::Notice("conversation cleared".into()));
+        }
+        AssistantEvent::Heartbeat(beat) => {
+            set_mode(state, beat.mode);
+            let mut effects = vec![];
+            if state.stt_healthy.is_some_and(|was| was != beat.stt_healthy) {
+                // Health changed: read why (or that it is fine again).
+                effects.push(Effect::Send(Request::Status));
+            }
+            if beat.stt_healthy {
+                state.stt_detail.clear();
+            }
+            state.stt_healthy = Some(beat.stt_healthy);
+            state.backlog = beat.daemon_backlog;
+            state.inference_queue = beat.inference_queue;
+            state.inference_busy = beat.inference_busy;
+            return effects;
+        }
+        AssistantEvent::Status(status) => apply_status(state, status),
+        AssistantEvent::Error(error) => push_error(state, error),
+        AssistantEvent::Hello(_)
+        | AssistantEvent::Ack(_)
+        | AssistantEvent::Speakers(_)
+        | AssistantEvent::SpeakerList(_) => {}
+    }
+    vec![]
+}
+
+fn set_mode(state: &mut State, mode: Mode) {
+    let was = state.mode;
+    if was == mode {
+        return;
+    }
+    state.mode = mode;
+    if mode == Mode::Executing {
+        state
+            .push_entry(Entry::Command { text: state.buffer.clone(), edited: state.buffer_edited });
+    }
+    if mode != Mode::CommandArmed {
+        // The buffer is gone (executed, cancelled): an edit of it has nothing to replace.
+        if matches!(state.input, Input::Editing(_)) {
+            state.input = Input::Normal;
+            state
+                .push_entry(Entry::Notice("edit abandoned: the command is no longer armed".into()));
+        }
+    }
+    if matches!(mode, Mode::Idle | Mode::Chat) {
+        state.buffer.clear();
+        state.buffer_edited = false;
+    }
+}
+
+fn chat(state: &mut State, message: ChatMessage) {
+    let found = state.entries.iter_mut().rev().find_map(|entry| match entry {
+        Entry::Chat { id, text, streaming, .. } if *id == message.id => Some((text, streaming)),
+        _ => None,
+    });
+    match found {
+        Some((text, streaming)) => {
+            if message.partial {
+                text.push_str(&message.text);
+            } else {
+                *text = message.text;
+            }
+            *streaming = message.partial;
+        }
+        None => state.push_entry(Entry::Chat {
+            id: message.id,
+            role: message.role,
+            speaker: message.speaker,
+            text: message.text,
+            streaming: message.partial,
+        }),
+    }
+}
+
+fn apply_status(state: &mut State, status: Status) {
+    state.buffer = status.command_buffer;
+    state.buffer_edited = status.command_edited;
+    set_mode(state, status.mode);
+    state.stt_healthy = Some(status.stt_healthy);
+    state.stt_detail = status.stt_detail;
+    state.llm = Some(Llm {
+        enabled: status.llm_enabled,
+        endpoint: status.llm_endpoint,
+        reachable: status.llm_reachable,
+    });
+    state.inference_queue = status.inference_queue;
+    state.inference_busy = status.inference_busy;
+    state.viewers = Some(status.viewers);
+}
+
+fn push_error(state: &mut State, error: ErrorMsg) {
+    state.push_entry(Entry::Error { code: Some(error.code.to_string()), message: error.message });
+}
+
+fn reply(
+    state: &mut State,
+    request: &Request,
+    outcome: Result<AssistantEvent, String>,
+) -> Vec<Effect> {
+    match outcome {
+        Ok(AssistantEvent::Status(status)) => apply_status(state, status),
+        Ok(AssistantEvent::Error(error)) => {
+            if error.code == ErrorCode::NothingPending {
+                // The call timed out or was answered elsewhere: stop asking.
+                match request {
+                    Request::Confirm { call_id: Some(id) }
+                    | Request::Deny { call_id: Some(id) } => {
+                        state.pending.retain(|p| &p.call_id != id);
+                    }
+                    _ => {}
+                }
+            }
+            push_error(state, error);
+        }
+        Ok(_) => {}
+        // The header already says the assistant is away; a failed refresh adds nothing.
+        Err(_) if *request == Request::Status => {}
+        Err(why) => state.push_entry(Entry::Error {
+            code: None,
+            message: format!("cannot send {}: {why}", request.kind()),
+        }),
+    }
+    vec![]
+}
+
+fn compact(args: &serde_json::Value) -> String {
+    serde_json::to_string(args).unwrap_or_else(|_| args.to_string())
+}

@@ -1,0 +1,579 @@
+//! Drawing: [`view`] turns a `&State` into a frame and never changes it.
+//!
+//! The screen, top to bottom: a header (connection, mode, STT health, the LLM), the
+//! transcripts pane, the conversation / command output pane, a panel shown only when
+//! there is something to answer or a command buffer to see (the buffer, its editor, a tool
+//! call waiting for confirmation, the "clear?" question), and a footer of the keys that
+//! work now. The layout and the wrapped rows of each pane are public so that
+//! [`update`](crate::update::update) scrolls by exactly what is on screen.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use stt_proto::{ChatRole, Mode};
+
+use crate::state::{Connection, Entry, Input, Pane, Pending, Scroll, State, TranscriptLine};
+use crate::wrap::{char_width, wrap};
+
+/// Rows of the header, borders included.
+const HEADER_ROWS: u16 = 5;
+/// The most rows of text the bottom panel grows to.
+const PANEL_MAX_ROWS: usize = 3;
+/// Continuation rows of a wrapped line start this far in.
+const INDENT: usize = 2;
+
+/// Where each part of the screen goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    /// Connection, mode, STT, LLM.
+    pub header: Rect,
+    /// The transcripts pane, borders included.
+    pub transcripts: Rect,
+    /// The conversation / command output pane, borders included.
+    pub conversation: Rect,
+    /// The bottom panel, when one is shown.
+    pub panel: Option<Rect>,
+    /// Key hints.
+    pub footer: Rect,
+}
+
+impl Areas {
+    /// A pane's area, borders included.
+    pub fn pane(&self, pane: Pane) -> Rect {
+        match pane {
+            Pane::Transcripts => self.transcripts,
+            Pane::Conversation => self.conversation,
+        }
+    }
+}
+
+/// Lays out `area` for `state`.
+pub fn areas(state: &State, area: Rect) -> Areas {
+    let panel_rows = panel(state).map_or(0, |p| {
+        let inner = usize::from(area.width.saturating_sub(2));
+        let rows = if matches!(p, Panel::Editing) { 1 } else { p.rows(inner).len() };
+        u16::try_from(rows.clamp(1, PANEL_MAX_ROWS)).unwrap_or(1) + 2
+    });
+    let [header, body, panel_area, footer] = Layout::vertical([
+        Constraint::Length(HEADER_ROWS),
+        Constraint::Min(0),
+        Constraint::Length(panel_rows),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let [transcripts, conversation] =
+        Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
+    Areas {
+        header,
+        transcripts,
+        conversation,
+        panel: (panel_rows > 0).then_some(panel_area),
+        footer,
+    }
+}
+
+/// A pane's text, wrapped to its inner width, and its inner height.
+pub fn pane_rows(state: &State, pane: Pane) -> (Vec<Line<'static>>, usize) {
+    let inner = inner(areas(state, state.area).pane(pane));
+    let width = usize::from(inner.width);
+    let lines = match pane {
+        Pane::Transcripts => transcript_lines(state),
+        Pane::Conversation => conversation_lines(state),
+    };
+    let rows = lines.iter().flat_map(|line| wrap(line, width, INDENT)).collect();
+    (rows, usize::from(inner.height))
+}
+
+/// The first row shown of a pane holding `rows` rows in `height`, scrolled to `scroll`.
+pub fn first_row(scroll: Scroll, rows: usize, height: usize) -> usize {
+    let bottom = rows.saturating_sub(height);
+    scroll.top.map_or(bottom, |top| top.min(bottom))
+}
+
+/// Where the terminal's cursor goes: in the command editor while editing, else hidden.
+pub fn cursor(state: &State, area: Rect) -> Option<Position> {
+    let Input::Editing(editor) = &state.input else { return None };
+    let field = inner(areas(state, area).panel?);
+    let start = edit_window(editor.chars(), editor.cursor(), usize::from(field.width));
+    let before: usize = editor.chars()[start..editor.cursor()].iter().map(|c| char_width(*c)).sum();
+    let x = field.x.saturating_add(u16::try_from(before).unwrap_or(u16::MAX));
+    Some(Position::new(x.min(field.right().saturating_sub(1)), field.y))
+}
+
+/// Draws the whole screen.
+pub fn view(state: &State, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    let parts = areas(state, area);
+    frame.render_widget(header(state, parts.header), parts.header);
+    for pane in [Pane::Transcripts, Pane::Conversation] {
+        draw_pane(state, pane, parts.pane(pane), frame);
+    }
+    if let (Some(rect), Some(panel)) = (parts.panel, panel(state)) {
+        draw_panel(state, &panel, rect, frame);
+    }
+    frame.render_widget(Paragraph::new(footer(state)), parts.footer);
+    if let Some(position) = cursor(state, area) {
+        frame.set_cursor_position(position);
+    }
+}
+
+fn inner(rect: Rect) -> Rect {
+    Block::bordered().inner(rect)
+}
+
+fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+fn speaker_style(named: bool) -> Style {
+    if named { Style::new().green().bold() } else { Style::new().red().bold() }
+}
+
+// ---------------------------------------------------------------------------------------
+// Header.
+
+fn header(state: &State, area: Rect) -> Paragraph<'static> {
+    let connection = match &state.connection {
+        Connection::Connecting => Line::from(vec![
+            Span::styled("connecting", Style::new().yellow().bold()),
+            Span::raw(format!(" to {} …", state.socket)),
+        ]),
+        Connection::Up { peer } => {
+            let mut spans = vec![
+                Span::styled("● connected", Style::new().green().bold()),
+                Span::raw(format!(" to {peer} as a viewer")),
+            ];
+            if let Some(n) = state.viewers {
+                let s = if n == 1 { "" } else { "s" };
+                spans.push(Span::styled(format!(" ({n} viewer{s} attached)"), dim()));
+            }
+            Line::from(spans)
+        }
+        Connection::Down { .. } => Line::from(vec![
+            Span::styled("✗ disconnected, retrying", Style::new().red().bold()),
+            Span::styled(" (reconnects on its own; q quits)", dim()),
+        ]),
+    };
+    if let Connection::Down { why } = &state.connection {
+        // What the mode, STT and the LLM were is stale now; why the link is down matters.
+        let width = usize::from(inner(area).width);
+        let mut lines = vec![connection];
+        lines.extend(
+            wrap(&Line::from(Span::styled(why.clone(), Style::new().red())), width, 0)
+                .into_iter()
+                .take(usize::from(HEADER_ROWS) - 3),
+        );
+        return Paragraph::new(lines).block(Block::bordered().title(" stt ").border_style(dim()));
+    }
+    let mut status = vec![Span::styled("mode ", dim())];
+    status.push(mode_badge(state.mode));
+    status.push(Span::styled("   STT ", dim()));
+    match state.stt_healthy {
+        Some(true) => status.push(Span::styled("ok", Style::new().green())),
+        Some(false) => {
+            status.push(Span::styled("down", Style::new().red().bold()));
+            if !state.stt_detail.is_empty() {
+                status.push(Span::styled(format!(": {}", state.stt_detail), Style::new().red()));
+            }
+        }
+        None => status.push(Span::styled("?", dim())),
+    }
+    if let Some(seg) = state.speaking {
+        status.push(Span::styled(format!("   ● speech open (segment {seg})"), Style::new().cyan()));
+    }
+    Paragraph::new(vec![connection, Line::from(status), llm_line(state)])
+        .block(Block::bordered().title(" stt ").border_style(dim()))
+}
+
+fn llm_line(state: &State) -> Line<'static> {
+    let mut llm = vec![Span::styled("LLM ", dim())];
+    match &state.llm {
+        None => llm.push(Span::styled("?", dim())),
+        Some(l) if !l.enabled => {
+            llm.push(Span::styled("off ([llm].enabled = false)", dim()));
+        }
+        Some(l) => {
+            llm.push(Span::raw(l.endpoint.clone()));
+            llm.push(match l.reachable {
+                Some(true) => Span::styled(" reachable", Style::new().green()),
+                Some(false) => Span::styled(" unreachable", Style::new().red().bold()),
+                None => Span::styled(" not probed yet", dim()),
+            });
+        }
+    }
+    if state.is_up() && state.inference_busy {
+        llm.push(Span::styled(" · busy", Style::new().yellow()));
+    }
+    Line::from(llm)
+}
+
+fn mode_badge(mode: Mode) -> Span<'static> {
+    match mode {
+        Mode::Idle => Span::styled("idle", Style::new().bold()),
+        Mode::CommandArmed => Span::styled("COMMAND ARMED", Style::new().yellow().bold()),
+        Mode::Executing => Span::styled("EXECUTING", Style::new().magenta().bold()),
+        Mode::Chat => Span::styled("CHAT", Style::new().cyan().bold()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Panes.
+
+fn draw_pane(state: &State, pane: Pane, rect: Rect, frame: &mut Frame<'_>) {
+    let (rows, height) = pane_rows(state, pane);
+    let scroll = state.scroll(pane);
+    let top = first_row(scroll, rows.len(), height);
+    let shown: Vec<Line<'static>> = rows.into_iter().skip(top).take(height).collect();
+    let mut block = Block::bordered().title(pane_title(state, pane));
+    if state.focus == pane {
+        block = block.border_style(Style::new().cyan());
+    }
+    if !scroll.sticks() {
+        block = block.title_top(
+            Line::from(Span::styled(" scrolled up: End follows ", Style::new().yellow()))
+                .right_aligned(),
+        );
+    }
+    frame.render_widget(Paragraph::new(shown).block(block), rect);
+}
+
+fn pane_title(state: &State, pane: Pane) -> Line<'static> {
+    match pane {
+        Pane::Transcripts => Line::from(vec![
+            Span::raw(" transcripts "),
+            Span::styled(format!("[seg {}]", state.backlog), counter(state.backlog > 0)),
+            Span::raw(" "),
+        ]),
+        Pane::Conversation => {
+            let mut text = format!("[inf {}", state.inference_queue);
+            if state.inference_busy {
+                text.push_str(" · busy");
+            }
+            text.push(']');
+            let active = state.inference_queue > 0 || state.inference_busy;
+            Line::from(vec![
+                Span::raw(" conversation / command output "),
+                Span::styled(text, counter(active)),
+                Span::raw(" "),
+            ])
+        }
+    }
+}
+
+fn counter(active: bool) -> Style {
+    if active { Style::new().yellow().bold() } else { Style::new() }
+}
+
+fn transcript_lines(state: &State) -> Vec<Line<'static>> {
+    if state.transcripts.is_empty() {
+        return vec![Line::from(Span::styled("nothing heard yet", dim()))];
+    }
+    let timestamps = state.options.show_timestamps;
+    state.transcripts.iter().map(|t| transcript_line(t, timestamps)).collect()
+}
+
+fn transcript_line(t: &TranscriptLine, timestamps: bool) -> Line<'static> {
+    let mut spans = Vec::with_capacity(6);
+    if timestamps {
+        spans.push(Span::styled(format!("{} ", audio_time(t.start)), dim()));
+    }
+    spans.extend([
+        Span::styled(format!("[{}] ", t.language), dim()),
+        Span::styled(t.speaker.clone(), speaker_style(t.named)),
+        Span::styled(format!(" ({:.1}s)", t.duration), dim()),
+        Span::raw(": "),
+        Span::raw(t.text.clone()),
+    ]);
+    Line::from(spans)
+}
+
+/// Audio time as `m:ss`, or `h:mm:ss` from an hour on.
+fn audio_time(seconds: f64) -> String {
+    // Whole seconds; `as` saturates, and a time is never negative nor huge anyway.
+    let total = seconds.max(0.0) as u64;
+    let (h, m, s) = (total / 3600, total / 60 % 60, total % 60);
+    if h > 0 { format!("{h}:{m:02}:{s:02}") } else { format!("{m}:{s:02}") }
+}
+
+fn conversation_lines(state: &State) -> Vec<Line<'static>> {
+    if state.entries.is_empty() {
+        return vec![Line::from(Span::styled(
+            "nothing yet: a arms a command, t starts a chat",
+            dim(),
+        ))];
+    }
+    state.entries.iter().map(|entry| entry_line(state, entry)).collect()
+}
+
+fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
+    match entry {
+        Entry::Chat { role: ChatRole::User, speaker, text, .. } => {
+            let who = speaker.clone().unwrap_or_else(|| "you".into());
+            let named = who != "Unknown";
+            Line::from(vec![
+                Span::styled(who, speaker_style(named)),
+                Span::raw(": "),
+                Span::raw(text.clone()),
+            ])
+        }
+        Entry::Chat { role: ChatRole::Assistant, text, streaming, .. } => {
+            let mut spans = vec![
+                Span::styled("assistant", Style::new().cyan().bold()),
+                Span::raw(": "),
+                Span::raw(text.clone()),
+            ];
+            if *streaming {
+                spans.push(Span::styled(" …", dim()));
+            }
+            Line::from(spans)
+        }
+        Entry::Chat { role: ChatRole::Note, text, .. } => Line::from(vec![
+            Span::styled("note: ", dim()),
+            Span::styled(text.clone(), dim().add_modifier(Modifier::ITALIC)),
+        ]),
+        Entry::Command { text, edited } => Line::from(vec![
+            Span::styled("command", Style::new().yellow().bold()),
+            Span::styled(if *edited { " (edited)" } else { "" }, dim()),
+            Span::raw(": "),
+            Span::raw(text.clone()),
+        ]),
+        Entry::ToolCall { call_id, tool, args, side_effect, .. } => {
+            let mut spans = vec![
+                Span::styled("→ ", Style::new().magenta()),
+                Span::styled(tool.clone(), Style::new().bold()),
+                Span::raw(format!(" {args}")),
+                Span::styled(format!(" [{side_effect}]"), dim()),
+            ];
+            if state.pending.iter().any(|p| &p.call_id == call_id) {
+                spans.push(Span::styled(
+                    " waiting for you: y allows, n denies",
+                    Style::new().yellow().bold(),
+                ));
+            }
+            Line::from(spans)
+        }
+        Entry::ToolResult { tool, ok, result, latency_ms } => {
+            let (arrow, verdict) = if *ok {
+                (Span::styled("← ", Style::new().green()), Span::raw(": "))
+            } else {
+                (
+                    Span::styled("← ", Style::new().red()),
+                    Span::styled(" failed: ", Style::new().red()),
+                )
+            };
+            Line::from(vec![
+                arrow,
+                Span::styled(tool.clone(), Style::new().bold()),
+                verdict,
+                Span::raw(result.clone()),
+                Span::styled(format!(" ({latency_ms} ms)"), dim()),
+            ])
+        }
+        Entry::Error { code, message } => {
+            let head = match code {
+                Some(code) => format!("error ({code}): "),
+                None => "error: ".to_owned(),
+            };
+            Line::from(vec![
+                Span::styled(head, Style::new().red().bold()),
+                Span::styled(message.clone(), Style::new().red()),
+            ])
+        }
+        Entry::Notice(text) => Line::from(Span::styled(format!("· {text}"), Style::new().yellow())),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The bottom panel.
+
+/// What the bottom panel shows, most urgent first.
+enum Panel<'a> {
+    ConfirmClear,
+    Editing,
+    Confirm(&'a Pending),
+    Buffer,
+}
+
+fn panel(state: &State) -> Option<Panel<'_>> {
+    match &state.input {
+        Input::ConfirmClear => return Some(Panel::ConfirmClear),
+        Input::Editing(_) => return Some(Panel::Editing),
+        Input::Normal => {}
+    }
+    if let Some(pending) = state.pending.first() {
+        return Some(Panel::Confirm(pending));
+    }
+    (state.mode == Mode::CommandArmed && state.is_up()).then_some(Panel::Buffer)
+}
+
+impl Panel<'_> {
+    fn title(&self, state: &State) -> Line<'static> {
+        let text = match self {
+            Self::ConfirmClear => " clear ".to_owned(),
+            Self::Editing => " edit the command: Enter sends it, Esc abandons the edit ".to_owned(),
+            Self::Confirm(_) => " confirm a tool call ".to_owned(),
+            Self::Buffer if state.buffer_edited => " command buffer (edited) ".to_owned(),
+            Self::Buffer => " command buffer ".to_owned(),
+        };
+        Line::from(text)
+    }
+
+    fn style(&self) -> Style {
+        match self {
+            Self::ConfirmClear | Self::Confirm(_) => Style::new().yellow(),
+            Self::Editing => Style::new().cyan(),
+            Self::Buffer => Style::new(),
+        }
+    }
+
+    /// The panel's text wrapped to `width` (not used while editing).
+    fn rows(&self, width: usize) -> Vec<Line<'static>> {
+        let line = match self {
+            Self::ConfirmClear => Line::from(vec![
+                Span::raw("Clear the conversation and the assistant's chat history?  "),
+                Span::styled("y", Style::new().bold()),
+                Span::raw(" clear  "),
+                Span::styled("n", Style::new().bold()),
+                Span::raw(" keep"),
+            ]),
+            Self::Confirm(p) => Line::from(vec![
+                Span::raw("Allow "),
+                Span::styled(p.tool.clone(), Style::new().bold()),
+                Span::raw(format!(" {} ", p.args)),
+                Span::styled(format!("[{}]", p.side_effect), dim()),
+                Span::raw("?  "),
+                Span::styled("y", Style::new().bold()),
+                Span::raw(" allow  "),
+                Span::styled("n", Style::new().bold()),
+                Span::raw(" deny"),
+            ]),
+            Self::Editing | Self::Buffer => Line::default(),
+        };
+        wrap(&line, width, INDENT)
+    }
+}
+
+fn draw_panel(state: &State, panel: &Panel<'_>, rect: Rect, frame: &mut Frame<'_>) {
+    let block = Block::bordered().title(panel.title(state)).border_style(panel.style());
+    let field = block.inner(rect);
+    let width = usize::from(field.width);
+    let rows = match panel {
+        Panel::Editing => {
+            let Input::Editing(editor) = &state.input else { return };
+            let start = edit_window(editor.chars(), editor.cursor(), width);
+            let text: String = editor.chars()[start..].iter().collect();
+            vec![Line::from(text)]
+        }
+        Panel::Buffer if state.buffer.is_empty() => {
+            vec![Line::from(Span::styled("listening: what you say now becomes the command", dim()))]
+        }
+        Panel::Buffer => wrap(&Line::from(state.buffer.clone()), width, 0),
+        Panel::ConfirmClear | Panel::Confirm(_) => panel.rows(width),
+    };
+    // A buffer longer than the panel shows its end: the words just spoken.
+    let skip = rows.len().saturating_sub(usize::from(field.height));
+    let shown: Vec<Line<'static>> = rows.into_iter().skip(skip).collect();
+    frame.render_widget(Paragraph::new(shown).block(block), rect);
+}
+
+/// The first character shown in an edit field `width` columns wide, so that the cursor
+/// (which needs a column of its own at the end) is always in view.
+fn edit_window(chars: &[char], cursor: usize, width: usize) -> usize {
+    let room = width.saturating_sub(1);
+    let mut start = cursor;
+    let mut used = 0;
+    while start > 0 && used + char_width(chars[start - 1]) <= room {
+        start -= 1;
+        used += char_width(chars[start]);
+    }
+    // Show as much as fits when the whole text does.
+    let total: usize = chars.iter().map(|c| char_width(*c)).sum();
+    if total < width { 0 } else { start }
+}
+
+// ---------------------------------------------------------------------------------------
+// Footer.
+
+fn footer(state: &State) -> Line<'static> {
+    let scroll = ("PgUp/PgDn/Home/End", "scroll");
+    let keys: Vec<(&str, &str)> = match &state.input {
+        Input::ConfirmClear => vec![("y", "clear the conversation"), ("n/Esc", "keep it")],
+        Input::Editing(_) => vec![
+            ("Enter", "send the edit"),
+            ("Esc", "abandon it"),
+            ("←/→/Home/End", "move"),
+            ("Ctrl-U/Ctrl-K", "cut before/after"),
+        ],
+        Input::Normal if !state.is_up() => vec![scroll, ("Tab", "pane"), ("q", "quit")],
+        Input::Normal if !state.pending.is_empty() => {
+            vec![("y", "allow the tool call"), ("n", "deny it"), scroll, ("q", "quit")]
+        }
+        Input::Normal => match state.mode {
+            Mode::Idle => vec![
+                ("a", "arm a command"),
+                ("t", "chat"),
+                ("c", "clear"),
+                scroll,
+                ("Tab", "pane"),
+                ("q", "quit"),
+            ],
+            Mode::CommandArmed => vec![
+                ("Enter", "execute"),
+                ("Esc", "cancel"),
+                ("e", "edit"),
+                ("c", "clear"),
+                scroll,
+                ("q", "quit"),
+            ],
+            Mode::Executing => vec![("c", "clear"), scroll, ("Tab", "pane"), ("q", "quit")],
+            Mode::Chat => {
+                vec![("t", "leave chat"), ("c", "clear"), scroll, ("Tab", "pane"), ("q", "quit")]
+            }
+        },
+    };
+    let mut spans = Vec::new();
+    if !state.is_up() {
+        spans.push(Span::styled(" not connected ", Style::new().red().bold()));
+    }
+    for (key, what) in keys {
+        spans.push(Span::styled(format!(" {key}"), Style::new().bold()));
+        spans.push(Span::styled(format!(" {what} "), dim()));
+    }
+    Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audio_times_read_as_minutes_or_hours() {
+        let check = |s: f64, expected: &str| assert_eq!(audio_time(s), expected, "{s}");
+        check(0.0, "0:00");
+        check(-1.0, "0:00");
+        check(12.48, "0:12");
+        check(61.0, "1:01");
+        check(3599.9, "59:59");
+        check(3600.0, "1:00:00");
+        check(36_061.0, "10:01:01");
+    }
+
+    #[test]
+    fn the_edit_window_keeps_the_cursor_in_view() {
+        let chars: Vec<char> = "abcdefghij".chars().collect();
+        assert_eq!(edit_window(&chars, 10, 20), 0, "it all fits");
+        assert_eq!(edit_window(&chars, 10, 5), 6, "the end, and a column for the cursor");
+        assert_eq!(edit_window(&chars, 3, 5), 0);
+        assert_eq!(edit_window(&chars, 7, 5), 3);
+    }
+
+    #[test]
+    fn a_scrolled_pane_stays_where_it_was_and_a_stuck_one_follows() {
+        assert_eq!(first_row(Scroll { top: None }, 50, 10), 40);
+        assert_eq!(first_row(Scroll { top: Some(5) }, 50, 10), 5);
+        assert_eq!(first_row(Scroll { top: Some(45) }, 50, 10), 40);
+        assert_eq!(first_row(Scroll { top: None }, 3, 10), 0);
+    }
+}

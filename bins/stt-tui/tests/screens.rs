@@ -1,0 +1,238 @@
+//! The whole screen, at 100x30, in each state that matters: snapshots (in `snapshots/`)
+//! plus checks of the colours a snapshot cannot show. Every state is built by feeding
+//! actions (wire lines, keys, replies) through `update`, as the event loop does.
+
+mod support;
+
+use ratatui::crossterm::event::KeyCode;
+use ratatui::style::{Color, Modifier};
+use stt_proto::Request;
+use stt_tui::action::Action;
+use stt_tui::state::Options;
+use support::*;
+
+fn armed() -> Vec<Action> {
+    let mut actions = connected();
+    actions.extend([
+        key('a'),
+        event(r#"{"type":"mode","mode":"command_armed"}"#),
+        event(r#"{"type":"command_text","text":"","edited":false}"#),
+        event(r#"{"type":"speech_start","seg_id":3,"start":5.0}"#),
+        event(r#"{"type":"speech_stop","seg_id":3,"end":6.6}"#),
+        event(
+            r#"{"type":"transcript","seg_id":3,"text":"what time is it","language":"en","start":5.0,"end":6.6,"duration":1.6,"speaker_id":"spk_0001","speaker_status":"matched","speaker":"Efren","speaker_score":0.9}"#,
+        ),
+        event(r#"{"type":"command_text","text":"what time is it","edited":false}"#),
+    ]);
+    actions
+}
+
+fn executing() -> Vec<Action> {
+    let mut actions = armed();
+    actions.extend([
+        press(KeyCode::Enter),
+        reply(Request::CommandExecute, r#"{"type":"ack","command":"command_execute","ok":true}"#),
+        event(r#"{"type":"mode","mode":"executing"}"#),
+    ]);
+    actions
+}
+
+#[test]
+fn idle() {
+    let (state, _) = after(connected());
+    let screen = screen(&state);
+    assert!(screen.contains("● connected to stt-assistant 0.1.0 as a viewer"), "{screen}");
+    assert!(screen.contains("0:01 [en] Efren (1.5s): turn on the lights"), "{screen}");
+    assert!(screen.contains("0:03 [de] Unknown (1.2s): wie spät ist es"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn timestamps_can_be_turned_off() {
+    let options = Options { show_timestamps: false, ..Options::default() };
+    let (state, _) = after_with(options, connected());
+    let screen = screen(&state);
+    assert!(screen.contains("│[en] Efren (1.5s): turn on the lights"), "{screen}");
+}
+
+#[test]
+fn armed_with_a_buffer() {
+    let (state, _) = after(armed());
+    let screen = screen(&state);
+    assert!(screen.contains("COMMAND ARMED"), "{screen}");
+    assert!(screen.contains("command buffer"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn editing_shows_the_cursor_in_the_buffer() {
+    let mut actions = armed();
+    actions.push(key('e'));
+    actions.extend(typing(" in Tokyo"));
+    actions.extend([press(KeyCode::Left), press(KeyCode::Left)]);
+    let (state, effects) = after(actions);
+    let screen = screen(&state);
+    // The cursor sits on the "y" of "Tokyo": two to the left of the end.
+    let text_at = find(&draw(&state), "what time is it in Tokyo").unwrap();
+    let at = "what time is it in Tok".len() as u16;
+    assert!(
+        screen.contains(&format!("cursor: column {}, row {}", text_at.0 + at, text_at.1)),
+        "{screen}"
+    );
+    assert!(!sent(&effects).iter().any(|r| matches!(r, Request::CommandEdit { .. })));
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn executing_with_a_tool_call() {
+    let mut actions = executing();
+    actions.extend([
+        event(
+            r#"{"type":"tool_call","call_id":"call_1","tool":"get_datetime","args":{},"side_effect":"read_only","requires_confirmation":false,"awaiting_confirmation":false}"#,
+        ),
+        event(
+            r#"{"type":"tool_result","call_id":"call_1","tool":"get_datetime","ok":true,"result":"2026-11-30T12:00:00+01:00 (Monday)","latency_ms":3}"#,
+        ),
+    ]);
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("EXECUTING"), "{screen}");
+    assert!(screen.contains("command: what time is it"), "{screen}");
+    assert!(screen.contains("→ get_datetime {} [read_only]"), "{screen}");
+    assert!(
+        screen.contains("← get_datetime: 2026-11-30T12:00:00+01:00 (Monday) (3 ms)"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_tool_call_waiting_for_confirmation() {
+    let mut actions = executing();
+    actions.push(event(
+        r#"{"type":"tool_call","call_id":"call_3","tool":"open_url","args":{"url":"https://example.org"},"side_effect":"external","requires_confirmation":true,"awaiting_confirmation":true}"#,
+    ));
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("confirm a tool call"), "{screen}");
+    assert!(
+        screen.contains(
+            r#"Allow open_url {"url":"https://example.org"} [external]?  y allow  n deny"#
+        ),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn chat_with_a_reply_streaming_in() {
+    let mut actions = connected();
+    actions.extend([
+        key('t'),
+        reply(Request::ChatToggle, r#"{"type":"ack","command":"chat_toggle","ok":true}"#),
+        event(r#"{"type":"mode","mode":"chat"}"#),
+        event(
+            r#"{"type":"chat_message","id":4,"role":"user","speaker":"Efren","text":"tell me a joke","partial":false}"#,
+        ),
+        event(
+            r#"{"type":"chat_message","id":5,"role":"assistant","speaker":null,"text":"Why did","partial":true}"#,
+        ),
+        event(
+            r#"{"type":"chat_message","id":5,"role":"assistant","speaker":null,"text":" the chicken","partial":true}"#,
+        ),
+        event(
+            r#"{"type":"heartbeat","seq":2,"mode":"chat","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":true}"#,
+        ),
+    ]);
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("assistant: Why did the chicken …"), "{screen}");
+    assert_eq!(screen.matches("assistant:").count(), 1, "one line that grows: {screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn an_error_line_carries_the_assistants_message() {
+    let mut actions = armed();
+    actions.extend([
+        press(KeyCode::Enter),
+        reply(
+            Request::CommandExecute,
+            r#"{"type":"error","code":"not_ready","message":"not ready: speech is still open (segment 8); execute again when it closes"}"#,
+        ),
+    ]);
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    let line = "error (not_ready): not ready: speech is still open (segment 8); execute again when it closes";
+    assert!(screen.contains(line), "{screen}");
+    insta::assert_snapshot!(screen);
+
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "error (not_ready)").unwrap();
+    let (mx, my) = find(&buffer, "not ready: speech").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Red);
+    assert_eq!(buffer[(mx, my)].fg, Color::Red);
+}
+
+#[test]
+fn disconnected_says_it_retries() {
+    let mut actions = connected();
+    actions.push(Action::LinkDown(format!(
+        "stt-assistant is not running (nothing listens on '{SOCKET}'): start it with `stt-daemon up`"
+    )));
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("✗ disconnected, retrying"), "{screen}");
+    assert!(screen.contains("stt-assistant is not running (nothing listens on"), "{screen}");
+    assert!(screen.contains("with `stt-daemon up`"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn counters_show_the_backlog_and_the_inference_queue() {
+    let mut actions = connected();
+    actions.push(event(
+        r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":3,"inference_queue":2,"inference_busy":true}"#,
+    ));
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("transcripts [seg 3]"), "{screen}");
+    assert!(screen.contains("conversation / command output [inf 2 · busy]"), "{screen}");
+    insta::assert_snapshot!(screen);
+
+    // The next heartbeat replaces the counters.
+    let mut state = state;
+    feed(
+        &mut state,
+        [event(
+            r#"{"type":"heartbeat","seq":10,"mode":"chat","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":false}"#,
+        )],
+    );
+    let screen = support::screen(&state);
+    assert!(screen.contains("transcripts [seg 0]"), "{screen}");
+    assert!(screen.contains("conversation / command output [inf 0]"), "{screen}");
+}
+
+#[test]
+fn named_speakers_are_bold_green_and_unknown_ones_bold_red() {
+    let (state, _) = after(connected());
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "Efren (1.5s)").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Green);
+    assert!(buffer[(x, y)].modifier.contains(Modifier::BOLD));
+    let (x, y) = find(&buffer, "Unknown (1.2s)").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Red);
+    assert!(buffer[(x, y)].modifier.contains(Modifier::BOLD));
+}
+
+#[test]
+fn the_screen_fits_a_small_terminal_and_a_resize() {
+    let (mut state, _) = after(armed());
+    // Tiny terminals must not panic, whatever gets cut.
+    for (width, height) in [(1, 1), (20, 5), (40, 12), (200, 60)] {
+        feed(&mut state, [Action::Resize { width, height }]);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+        terminal.draw(|frame| stt_tui::view::view(&state, frame)).unwrap();
+    }
+}
