@@ -3,6 +3,7 @@
 //! test, and waiting on conditions with deadlines instead of sleeps.
 
 pub mod llm_server;
+pub mod procs;
 pub mod speech;
 pub mod viewer;
 
@@ -87,7 +88,12 @@ impl Sandbox {
     /// A command for one of our binaries, with the sandbox's directories in its
     /// environment and nothing of the user's.
     pub fn command(&self, name: &str) -> Command {
-        let mut cmd = Command::new(bin(name));
+        self.command_for(&bin(name))
+    }
+
+    /// Like [`command`](Self::command), for any program (a copy of one of ours, a script).
+    pub fn command_for(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env_remove("XDG_RUNTIME_DIR")
             .env_remove("STT_DATA_DIR")
             .env("STT_RUNTIME_DIR", self.runtime_dir())
@@ -112,17 +118,36 @@ impl Sandbox {
         (proc, stdin)
     }
 
+    /// Like [`spawn`](Self::spawn), with its stdout written to the returned file, which can
+    /// be read while it runs.
+    pub fn spawn_with_stdout(&self, name: &str, args: &[&str]) -> (Proc, PathBuf) {
+        let path = self.root().join(format!("{name}.{}.stdout", unique()));
+        let stdout = File::create(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut cmd = self.command(name);
+        cmd.args(args).stdin(Stdio::null()).stdout(stdout);
+        (self.spawn_command(name, cmd), path)
+    }
+
+    /// Starts `program` (not necessarily one of ours, see [`command_for`](Self::command_for))
+    /// like [`spawn`](Self::spawn); `name` names it in messages.
+    pub fn spawn_program(&self, name: &str, program: &Path, args: &[&str]) -> Proc {
+        let mut cmd = self.command_for(program);
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null());
+        self.spawn_command(name, cmd)
+    }
+
     fn spawn_with(&self, name: &str, args: &[&str], stdin: Stdio) -> Proc {
+        let mut cmd = self.command(name);
+        cmd.args(args).stdin(stdin).stdout(Stdio::null());
+        self.spawn_command(name, cmd)
+    }
+
+    /// Starts `cmd` with its stderr going to a log file.
+    fn spawn_command(&self, name: &str, mut cmd: Command) -> Proc {
         let log = self.root().join(format!("{name}.{}.log", unique()));
         let stderr = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
-        let child = self
-            .command(name)
-            .args(args)
-            .stdin(stdin)
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let child =
+            cmd.stderr(stderr).spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         Proc { child, name: name.to_owned(), log }
     }
 

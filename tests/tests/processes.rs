@@ -139,8 +139,4 @@ fn the_unbuilt_parts_say_so_plainly() {
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
     assert!(out.stderr.contains("--dump"), "{}", out.stderr);
-
-    let out = sandbox.run("stt-daemon", &["up"]);
-    assert_eq!(out.code, Some(1));
-    assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
 }

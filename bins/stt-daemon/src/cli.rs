@@ -45,6 +45,11 @@ pub struct Cli {
     #[arg(long)]
     pub wait_for_subscriber: bool,
 
+    /// Open the input only when SIGUSR1 arrives (`stt-daemon up` sends it when you first arm
+    /// a command or start chat); heartbeats say `audio: "idle"` until then
+    #[arg(long)]
+    pub hold_input: bool,
+
     /// Microphone to use instead of the configured one (`stt-daemon devices` lists them)
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
@@ -68,9 +73,149 @@ pub enum Command {
         file: PathBuf,
     },
     /// Start the daemon and the assistant (and the TUI) as supervised children
-    Up {
-        /// Also run the TUI in this terminal
-        #[arg(long)]
-        with_tui: bool,
-    },
+    ///
+    /// Each starts once the one before answers on its socket; one that crashes is restarted
+    /// (250 ms, doubling to 5 s) and given up on after 5 crashes in 60 s or 3 failed starts
+    /// in a row. SIGINT, SIGTERM or quitting the TUI stops them all; none outlives `up`.
+    Up(UpArgs),
+}
+
+/// `stt-daemon up`'s flags: its own, and those it passes to the daemon (`--config` goes to
+/// every child).
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct UpArgs {
+    /// Also run the TUI in this terminal; quitting it stops everything
+    #[arg(long)]
+    pub with_tui: bool,
+
+    /// Append the children's logs (each line prefixed with its name) to FILE instead of
+    /// writing them to stderr; with --with-tui they are otherwise discarded
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
+    /// Read a WAV file, or `-` for raw PCM on stdin, instead of the microphone. It plays when
+    /// you first arm a command or start chat (or at once with --play-at-once), and the
+    /// daemon keeps serving after it ends
+    #[arg(long, value_name = "FILE|-")]
+    pub input: Option<PathBuf>,
+
+    /// With --input: play it as soon as the assistant follows the daemon, instead of
+    /// waiting for the first arm or chat
+    #[arg(long, requires = "input")]
+    pub play_at_once: bool,
+
+    /// Raw PCM sample format on stdin: s16le, s32le, f32le or u8
+    #[arg(long, value_name = "FORMAT", default_value = "s16le")]
+    pub format: String,
+
+    /// Raw PCM sample rate on stdin, in Hz
+    #[arg(long, value_name = "HZ", default_value_t = 16_000)]
+    pub rate: u32,
+
+    /// Raw PCM channel count on stdin
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub channels: u16,
+
+    /// Feed a file as fast as transcription takes it instead of at real time
+    #[arg(long)]
+    pub fast: bool,
+
+    /// Microphone to use instead of the configured one (`stt-daemon devices` lists them)
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+
+    /// Whisper model file to use instead of the configured one
+    #[arg(long, value_name = "PATH")]
+    pub model: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The daemon's own flags given before a subcommand, by name: `up` takes its flags after
+    /// `up`, so these would be silently ignored there.
+    pub fn daemon_flags_given(&self) -> Vec<&'static str> {
+        let given = [
+            ("--socket", self.socket.is_some()),
+            ("--input", self.input.is_some()),
+            ("--format", self.format != "s16le"),
+            ("--rate", self.rate != 16_000),
+            ("--channels", self.channels != 1),
+            ("--fast", self.fast),
+            ("--stay", self.stay),
+            ("--wait-for-subscriber", self.wait_for_subscriber),
+            ("--hold-input", self.hold_input),
+            ("--device", self.device.is_some()),
+            ("--model", self.model.is_some()),
+        ];
+        given.into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn the_defaults_count_as_no_daemon_flags() {
+        assert!(parse(&["stt-daemon"]).daemon_flags_given().is_empty());
+        assert!(parse(&["stt-daemon", "up", "--input", "a.wav"]).daemon_flags_given().is_empty());
+    }
+
+    #[test]
+    fn daemon_flags_before_up_are_named() {
+        let cli = parse(&["stt-daemon", "--input", "a.wav", "--fast", "--rate", "8000", "up"]);
+        assert_eq!(cli.daemon_flags_given(), ["--input", "--rate", "--fast"]);
+    }
+
+    #[test]
+    fn up_takes_the_flags_it_passes_on_and_the_common_config() {
+        let cli = parse(&[
+            "stt-daemon",
+            "up",
+            "--with-tui",
+            "--input",
+            "-",
+            "--format",
+            "f32le",
+            "--rate",
+            "48000",
+            "--channels",
+            "2",
+            "--fast",
+            "--device",
+            "USB",
+            "--model",
+            "m.bin",
+            "--config",
+            "c.toml",
+            "--log",
+            "up.log",
+        ]);
+        let Some(Command::Up(up)) = cli.command else { panic!("not up: {cli:?}") };
+        assert_eq!(
+            up,
+            UpArgs {
+                with_tui: true,
+                log: Some("up.log".into()),
+                input: Some("-".into()),
+                play_at_once: false,
+                format: "f32le".into(),
+                rate: 48_000,
+                channels: 2,
+                fast: true,
+                device: Some("USB".into()),
+                model: Some("m.bin".into()),
+            }
+        );
+        assert_eq!(cli.common.config, Some("c.toml".into()));
+    }
+
+    #[test]
+    fn play_at_once_needs_an_input() {
+        assert!(Cli::try_parse_from(["stt-daemon", "up", "--play-at-once"]).is_err());
+    }
 }

@@ -4,14 +4,16 @@
 //!
 //! Modules, in reading order: [`cli`] (flags and subcommands), [`settings`] (config →
 //! the library crates' settings), [`pipeline`] (the threads and what each publishes),
-//! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`).
+//! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
+//! that runs the daemon, the assistant and the TUI as children).
 
 pub mod cli;
 pub mod pipeline;
 pub mod settings;
 pub mod transcribe;
+pub mod up;
 
-pub use cli::{Cli, Command};
+pub use cli::{Cli, Command, UpArgs};
 
 use anyhow::Context;
 
@@ -21,10 +23,17 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Devices) => devices(),
         Some(Command::Transcribe { file }) => transcribe::run(&config, &cli, file),
-        Some(Command::Up { .. }) => anyhow::bail!(
-            "`stt-daemon up` (the supervisor) is not built yet: start `stt-daemon` and \
-             `stt-assistant` in two terminals, or run scripts/run"
-        ),
+        Some(Command::Up(up)) => {
+            let misplaced = cli.daemon_flags_given();
+            if !misplaced.is_empty() {
+                anyhow::bail!(
+                    "{} before `up` would be ignored: put `up`'s flags after it, as in \
+                     `stt-daemon up --input talk.wav` (`stt-daemon up --help` lists them)",
+                    misplaced.join(", ")
+                );
+            }
+            up::run(&config, &cli.common, up)
+        }
         None => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)

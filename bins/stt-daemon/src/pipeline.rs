@@ -41,6 +41,14 @@ const AUDIO_QUEUE: usize = 64;
 /// is published (unless `--stay`).
 pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let mut terminate = stt_app::signals::Terminate::catch()?;
+    // Caught before the socket answers, so `up`'s SIGUSR1 can never find the default action
+    // (which would end the process).
+    let mut release = if cli.hold_input {
+        let usr1 = tokio::signal::unix::SignalKind::user_defined1();
+        Some(tokio::signal::unix::signal(usr1).context("cannot catch SIGUSR1")?)
+    } else {
+        None
+    };
     let socket_path = match &cli.socket {
         Some(path) => path.clone(),
         None => stt_config::dirs::daemon_socket(&config)?,
@@ -75,17 +83,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         Hello::new("stt-daemon"),
         shutdown.clone(),
     ));
-    if cli.wait_for_subscriber {
-        tracing::info!("waiting for a subscriber before opening the input");
-        while publisher.subscribers() == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    let stop = StopFlag::new();
-    let (sink, audio_rx) = Sink::channel(AUDIO_QUEUE);
-    let input = stt_audio::start(source, sink, stop.clone())?;
-
+    // Heartbeats start before the input opens, so a held daemon still shows it is alive.
     let heartbeat = tokio::spawn(heartbeats(
         Arc::clone(&heart),
         Arc::clone(&worker),
@@ -93,6 +91,24 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         Duration::from_millis(config.daemon.heartbeat_interval_ms),
         shutdown.clone(),
     ));
+    let open = tokio::select! {
+        () = terminate.recv() => false,
+        () = wait_to_open(release.as_mut(), cli.wait_for_subscriber, &publisher) => true,
+    };
+    if !open {
+        tracing::info!("shutting down before the input opened");
+        let idle = Arc::clone(&worker);
+        let _ = tokio::task::spawn_blocking(move || idle.finish()).await;
+        shutdown.cancel();
+        let _ = heartbeat.await;
+        let _ = server.await;
+        return Ok(());
+    }
+
+    let stop = StopFlag::new();
+    let (sink, audio_rx) = Sink::channel(AUDIO_QUEUE);
+    let input = stt_audio::start(source, sink, stop.clone())?;
+
     let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
     let vad_thread = {
         let (worker, heart, publisher) = (Arc::clone(&worker), Arc::clone(&heart), publisher);
@@ -124,6 +140,26 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let _ = heartbeat.await;
     let _ = server.await;
     result
+}
+
+/// Resolves when the input may open: after SIGUSR1 when held (`--hold-input`), then once a
+/// subscriber is connected (`--wait-for-subscriber`).
+async fn wait_to_open(
+    release: Option<&mut tokio::signal::unix::Signal>,
+    wait_for_subscriber: bool,
+    publisher: &Publisher,
+) {
+    if let Some(release) = release {
+        tracing::info!("holding the input until SIGUSR1");
+        release.recv().await;
+        tracing::info!("SIGUSR1: opening the input");
+    }
+    if wait_for_subscriber {
+        tracing::info!("waiting for a subscriber before opening the input");
+        while publisher.subscribers() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 /// Resolves when the input has ended (a file or stdin) and, unless `stay`, its segments are
