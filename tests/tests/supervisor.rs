@@ -1,5 +1,5 @@
 //! `stt-daemon up` across real processes: it starts the daemon and the assistant in order,
-//! restarts a crashed child while viewers reconnect, leaves nothing behind however it ends,
+//! restarts a crashed child while the others and viewers reconnect, leaves nothing behind however it ends,
 //! gives up on a child that keeps failing (with its last words), runs once per user, stops
 //! everything when the TUI quits, and holds a WAV input until the assistant is first armed.
 //!
@@ -103,6 +103,40 @@ fn a_killed_assistant_is_back_within_2_s_and_a_running_dump_sees_it_again() {
     assert!(dump.is_running(), "{}", dump.log());
     assert!(up.is_running(), "{}", up.log());
     assert_eq!(child_named(up.pid(), "stt-assistant").map(|c| c.pid), Some(restarted));
+}
+
+#[test]
+fn a_killed_daemon_is_restarted_and_the_assistant_follows_the_new_one() {
+    let sandbox = Sandbox::new();
+    let Up { mut up, daemon, assistant } = start_up(&sandbox, &[]);
+    kill(Pid::from_raw(daemon), Signal::SIGKILL).unwrap();
+    // The assistant forgets the old daemon's heartbeats when it loses it (at once: the kernel
+    // closes the socket), so healthy again means a heartbeat from the new one.
+    expect_within(
+        "a new daemon answers, and the same assistant is healthy again",
+        DEADLINE,
+        || {
+            let child = child_named(up.pid(), "stt-daemon").filter(|c| c.pid != daemon);
+            let s = status(&sandbox);
+            let log = up.log();
+            match child {
+                Some(c)
+                    if log
+                        .contains(&format!("stt-daemon answers on its socket (pid {})", c.pid)) =>
+                {
+                    if s["stt_healthy"] == true {
+                        Ok(())
+                    } else {
+                        Err(format!("{s}"))
+                    }
+                }
+                other => Err(format!("{other:?}: {s}\n{log}")),
+            }
+        },
+    );
+    assert!(up.log().contains("[up] stt-daemon was killed by SIGKILL; restarting it in 250 ms"));
+    assert_eq!(child_named(up.pid(), "stt-assistant").map(|c| c.pid), Some(assistant));
+    assert!(up.is_running(), "{}", up.log());
 }
 
 #[test]
