@@ -1,7 +1,8 @@
 //! `stt-daemon up` across real processes: it starts the daemon and the assistant in order,
-//! restarts a crashed child while the others and viewers reconnect, leaves nothing behind however it ends,
-//! gives up on a child that keeps failing (with its last words), runs once per user, stops
-//! everything when the TUI quits, and holds a WAV input until the assistant is first armed.
+//! restarts a crashed child while the others and viewers reconnect, leaves nothing behind
+//! however it ends, gives up on a child that keeps failing (with its last words), runs once
+//! per user, stops everything when the TUI quits, and holds a WAV input until the assistant
+//! is first armed.
 //!
 //! The daemon runs on a spoken WAV (`--input`), which `up` holds until the first arm, so no
 //! microphone is needed and nothing is transcribed unless a test arms.
