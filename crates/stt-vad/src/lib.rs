@@ -8,6 +8,9 @@
 //!   library that `scripts/fetch-models` installs). The measurements in `docs/PERFORMANCE.md`
 //!   ("Voice activity detection") found it clearly more accurate than earshot in noise, so it
 //!   is the daemon's default; earshot is the fallback that needs nothing installed.
+//! - [`silero_rs`]: [`SileroRs`], the same network written out in plain Rust, its weights read
+//!   from the same model file (through `onnx`, a minimal reader of ONNX's protobuf): no ONNX
+//!   Runtime. `tests/silero_rs.rs` checks it frame by frame against [`Silero`].
 //! - [`gate`]: [`Gated`], a noise gate in front of a classifier: frames that are only the
 //!   room's steady noise skip it (most of an open microphone's idle CPU).
 //! - [`config`]: [`VadConfig`], the thresholds, whose defaults are the measured ones.
@@ -23,9 +26,11 @@
 
 pub mod config;
 pub mod gate;
+mod onnx;
 pub mod prob;
 pub mod segmenter;
 pub mod silero;
+pub mod silero_rs;
 
 use std::path::PathBuf;
 
@@ -34,11 +39,12 @@ pub use gate::Gated;
 pub use prob::{Earshot, SpeechProb};
 pub use segmenter::{SegEvent, Segmenter};
 pub use silero::Silero;
+pub use silero_rs::SileroRs;
 
 /// The sample rate every function here expects, in Hz (mono `f32` in `[-1, 1]`).
 pub const SAMPLE_RATE: u32 = 16_000;
 
-/// A [`VadConfig`] that cannot work, or a [`Silero`] classifier that cannot load; worded with
+/// A [`VadConfig`] that cannot work, or a [`Silero`] or [`SileroRs`] classifier that cannot load; worded with
 /// what to run or the config key to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VadError {

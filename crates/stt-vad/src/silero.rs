@@ -13,6 +13,7 @@ use ort::environment::Environment;
 use ort::session::Session;
 use ort::value::TensorRef;
 
+use crate::silero_rs::Window;
 use crate::{SAMPLE_RATE, SpeechProb, VadError};
 
 /// The variable that names the ONNX Runtime library; it wins over any configured path (as it
@@ -21,39 +22,6 @@ pub const RUNTIME_ENV: &str = "ORT_DYLIB_PATH";
 
 /// The file name prefix of the ONNX Runtime library looked for next to the model.
 const RUNTIME_PREFIX: &str = "libonnxruntime.so";
-
-/// Frames and the context before each: the model's input window.
-///
-/// The window holds the last [`Silero::CONTEXT`] samples of the previous frame (zeros at the
-/// start of a stream), then the frame; each new frame shifts the old one's tail to the front.
-#[derive(Debug, Clone)]
-struct Window {
-    samples: [f32; Silero::CONTEXT + Silero::FRAME_LEN],
-}
-
-impl Window {
-    fn new() -> Self {
-        Self { samples: [0.0; Silero::CONTEXT + Silero::FRAME_LEN] }
-    }
-
-    /// The model's input for `frame`: the previous frame's tail, then `frame`, sanitised
-    /// (clamped to `[-1, 1]`, non-finite samples as 0: one NaN would poison the recurrent
-    /// state for good). A short frame is padded with zeros.
-    fn push(&mut self, frame: &[f32]) -> &[f32] {
-        self.samples.copy_within(Silero::FRAME_LEN.., 0);
-        let (_, body) = self.samples.split_at_mut(Silero::CONTEXT);
-        for (dst, &src) in body.iter_mut().zip(frame) {
-            *dst = if src.is_finite() { src.clamp(-1.0, 1.0) } else { 0.0 };
-        }
-        let n = frame.len().min(Silero::FRAME_LEN);
-        body[n..].fill(0.0);
-        &self.samples
-    }
-
-    fn reset(&mut self) {
-        self.samples.fill(0.0);
-    }
-}
 
 /// The Silero VAD: a small convolutional + LSTM network, 32 ms frames, about 0.1 ms of CPU per
 /// frame on one thread.
@@ -101,7 +69,7 @@ impl Silero {
 
     /// One frame through the network: the speech probability, and the new state in `state`.
     fn run(&mut self, frame: &[f32]) -> Result<f32, ort::Error> {
-        let input = self.window.push(frame);
+        let input = &self.window.push(frame)[..];
         let sr = [i64::from(SAMPLE_RATE)];
         let outputs = self.session.run(ort::inputs![
             TensorRef::from_array_view(([1, input.len()], input))?,
@@ -262,39 +230,6 @@ fn check_signature(session: &Session) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(start: f32) -> Vec<f32> {
-        (0..Silero::FRAME_LEN).map(|i| (start + i as f32) / 4096.0).collect()
-    }
-
-    #[test]
-    fn each_frame_is_preceded_by_the_last_64_samples_of_the_one_before() {
-        let mut w = Window::new();
-        let first = frame(0.0);
-        let input = w.push(&first).to_vec();
-        assert_eq!(input.len(), 576);
-        assert!(input[..64].iter().all(|&s| s == 0.0), "no context at the start of a stream");
-        assert_eq!(input[64..], first[..]);
-
-        let second = frame(512.0);
-        let input = w.push(&second).to_vec();
-        assert_eq!(input[..64], first[448..]);
-        assert_eq!(input[64..], second[..]);
-
-        w.reset();
-        let input = w.push(&second).to_vec();
-        assert!(input[..64].iter().all(|&s| s == 0.0), "reset forgets the context");
-    }
-
-    #[test]
-    fn samples_are_sanitised_and_short_frames_padded() {
-        let mut w = Window::new();
-        w.push(&[0.5; Silero::FRAME_LEN]);
-        let input = w.push(&[3.0, -7.5, f32::NAN, f32::INFINITY, 0.25]).to_vec();
-        assert_eq!(input[..64], [0.5; 64]);
-        assert_eq!(input[64..69], [1.0, -1.0, 0.0, 0.0, 0.25]);
-        assert!(input[69..].iter().all(|&s| s == 0.0));
-    }
 
     #[test]
     fn the_runtime_library_is_found_by_variable_then_configuration_then_next_to_the_model() {
