@@ -212,7 +212,9 @@ impl Executor {
             (Some(false), Ok(())) => {
                 tracing::info!(endpoint = %client.endpoint().url, "the model answers again");
             }
-            (None, Ok(())) => tracing::debug!(endpoint = %client.endpoint().url, "the model answers"),
+            (None, Ok(())) => {
+                tracing::debug!(endpoint = %client.endpoint().url, "the model answers")
+            }
             _ => {}
         }
     }
