@@ -1,13 +1,14 @@
 //! The bus benchmark: how long an event takes from `Publisher::publish` in the daemon to a
 //! parsed message in a subscriber, with 1, 10 and 50 subscribers at 1000 events/s of about
-//! 300 bytes each; how long one control round trip takes; and how long the whole
+//! 300 bytes each; the same through the real `stt-assistant` to 50 viewers (daemon →
+//! assistant → viewer); how long one control round trip takes; and how long the whole
 //! `stt-ctl status` command takes, from spawn to exit.
 //!
 //! Run it with `scripts/bench-bus`, which builds `stt-ctl` first and writes the figures into
 //! `docs/PERFORMANCE.md`. By hand:
 //!
 //! ```text
-//! cargo build --release -p stt-ctl
+//! cargo build --release -p stt-ctl -p stt-assistant
 //! cargo bench -p stt-tests --bench bus                                  # print only
 //! STT_BENCH_WRITE=docs/PERFORMANCE.md cargo bench -p stt-tests --bench bus
 //! ```
@@ -21,6 +22,10 @@
 //!   `transcript` whose `start` carries the publisher's `CLOCK_MONOTONIC` at publish time (a
 //!   clock both processes share); the subscriber takes the clock again once the event is
 //!   parsed. Each subscriber checks it got every `seg_id` in order, and no error.
+//! - **daemon → assistant → viewer.** The release `stt-assistant` (model off) follows the
+//!   same publisher and relays each transcript to 50 viewers in the second process
+//!   (`STT_BENCH_ROLE=viewers`), which subscribe with `viewer: true` and time each relay as
+//!   above: the `start` field survives the relay untouched.
 //! - **ctl round trip.** A `ControlServer` with a small handler answering `status`, on a
 //!   runtime shaped like the assistant's; `stt_bus::request` from a current-thread runtime
 //!   on another thread, as `stt-ctl` does it: connect, hello + request, hello, ack, reply.
@@ -63,6 +68,8 @@ const WARMUP: &str = "STT_BENCH_WARMUP";
 
 /// Subscriber counts measured, at [`RATE`] events per second.
 const COUNTS: [usize; 3] = [1, 10, 50];
+/// Viewers of the assistant in the relay run.
+const RELAY_VIEWERS: usize = 50;
 const RATE: u64 = 1000;
 /// Bytes per event line, newline included (about).
 const LINE_BYTES: usize = 300;
@@ -73,9 +80,16 @@ const WARMUP_EVENTS: u64 = 200;
 const TARGET_MS: f64 = 1.5;
 
 fn main() -> ExitCode {
-    if std::env::var(ROLE).as_deref() == Ok("subscribers") {
-        subscribers_main();
-        return ExitCode::SUCCESS;
+    match std::env::var(ROLE).as_deref() {
+        Ok("subscribers") => {
+            subscribers_main(Service::DAEMON);
+            return ExitCode::SUCCESS;
+        }
+        Ok("viewers") => {
+            subscribers_main(Service::ASSISTANT);
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
     }
     bench_main()
 }
@@ -193,7 +207,9 @@ struct Seen {
     latencies_us: Vec<f64>,
 }
 
-fn subscribers_main() {
+/// The subscriber process: `n` connections to `service`'s socket, each reading every event
+/// (for the assistant, as a subscribed viewer).
+fn subscribers_main(service: Service) {
     let socket = PathBuf::from(std::env::var(SOCKET).expect(SOCKET));
     let n = env_num(SUBSCRIBERS, 1) as usize;
     let events = env_num(EVENTS, 1000);
@@ -208,13 +224,24 @@ fn subscribers_main() {
     let seen: Vec<Seen> = runtime.block_on(async move {
         let mut conns = Vec::with_capacity(n);
         for _ in 0..n {
-            let conn = Connection::open(&socket, Service::DAEMON, "stt-bench")
+            let mut conn = Connection::open(&socket, service, "stt-bench")
                 .await
                 .unwrap_or_else(|e| panic!("subscriber cannot connect: {e}"));
+            if service == Service::ASSISTANT {
+                subscribe_as_viewer(&mut conn).await;
+            }
             conns.push(conn);
         }
-        let tasks: Vec<_> =
-            conns.into_iter().map(|conn| tokio::spawn(follow(conn, events, warmup))).collect();
+        let tasks: Vec<_> = conns
+            .into_iter()
+            .map(|conn| {
+                if service == Service::ASSISTANT {
+                    tokio::spawn(follow::<AssistantEvent>(conn, events, warmup))
+                } else {
+                    tokio::spawn(follow::<DaemonEvent>(conn, events, warmup))
+                }
+            })
+            .collect();
         println!("ready");
         std::io::stdout().flush().expect("stdout");
         let mut seen = Vec::with_capacity(n);
@@ -262,30 +289,77 @@ fn subscribers_main() {
     println!("{report}");
 }
 
-async fn follow(mut conn: Connection, events: u64, warmup: u64) -> Seen {
+/// `subscribe{viewer: true}`, and its ack.
+async fn subscribe_as_viewer(conn: &mut Connection) {
+    conn.send(&Request::Subscribe { viewer: true }).await.expect("send subscribe");
+    loop {
+        match conn.recv::<AssistantEvent>().await {
+            Ok(Some(AssistantEvent::Ack(ack))) if ack.command == "subscribe" => return,
+            Ok(Some(AssistantEvent::Error(e))) => panic!("subscribe refused: {e}"),
+            Ok(Some(_)) => {}
+            other => panic!("no ack to subscribe: {other:?}"),
+        }
+    }
+}
+
+/// What the subscriber makes of one message.
+enum Item {
+    /// A timed transcript: its `seg_id` and the publisher's clock at publish time.
+    Timed(u64, f64),
+    Problem(String),
+    Other,
+}
+
+/// The events a subscriber reads: the daemon's, or the assistant's relay of them.
+trait Timed: stt_proto::Message {
+    fn item(self) -> Item;
+}
+
+impl Timed for DaemonEvent {
+    fn item(self) -> Item {
+        match self {
+            Self::Transcript(t) => Item::Timed(t.seg_id, t.start),
+            Self::Error(e) => Item::Problem(e.to_string()),
+            _ => Item::Other,
+        }
+    }
+}
+
+impl Timed for AssistantEvent {
+    fn item(self) -> Item {
+        match self {
+            Self::Transcript(t) => Item::Timed(t.seg_id, t.start),
+            Self::Error(e) => Item::Problem(e.to_string()),
+            _ => Item::Other,
+        }
+    }
+}
+
+/// Reads until the end marker: the transcript with `seg_id == events`.
+async fn follow<M: Timed>(mut conn: Connection, events: u64, warmup: u64) -> Seen {
     let mut seen = Seen { latencies_us: Vec::with_capacity(events as usize), ..Seen::default() };
     let mut next = 0u64;
     loop {
-        match conn.recv::<DaemonEvent>().await {
-            Ok(Some(DaemonEvent::Transcript(t))) => {
-                let now = mono_s();
-                if t.seg_id != next {
-                    seen.out_of_order += 1;
-                }
-                next = t.seg_id + 1;
-                seen.received += 1;
-                if t.seg_id >= warmup {
-                    seen.latencies_us.push((now - t.start) * 1e6);
-                }
-            }
-            Ok(Some(DaemonEvent::SegmentDone(d))) if d.seg_id == events => {
+        match conn.recv::<M>().await.map(|m| m.map(Timed::item)) {
+            Ok(Some(Item::Timed(seg_id, _))) if seg_id == events => {
                 seen.done = true;
                 break;
             }
-            Ok(Some(DaemonEvent::Error(e))) => seen.problems.push(e.to_string()),
-            Ok(Some(_)) => {}
+            Ok(Some(Item::Timed(seg_id, sent))) => {
+                let now = mono_s();
+                if seg_id != next {
+                    seen.out_of_order += 1;
+                }
+                next = seg_id + 1;
+                seen.received += 1;
+                if seg_id >= warmup {
+                    seen.latencies_us.push((now - sent) * 1e6);
+                }
+            }
+            Ok(Some(Item::Problem(p))) => seen.problems.push(p),
+            Ok(Some(Item::Other)) => {}
             Ok(None) => {
-                seen.problems.push("the daemon closed the connection".to_owned());
+                seen.problems.push("the server closed the connection".to_owned());
                 break;
             }
             Err(e) => {
@@ -337,22 +411,38 @@ fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Who reads the events in a run.
+#[derive(Debug, Clone, Copy)]
+enum Readers<'a> {
+    /// Subscribers on the daemon socket itself.
+    Daemon,
+    /// Viewers of a real `stt-assistant` (serving `socket`) that follows the daemon socket
+    /// and relays every transcript.
+    Assistant { socket: &'a Path },
+}
+
 fn bus_run(
     daemon: &Runtime,
     publisher: &Publisher,
     socket: &Path,
+    readers: Readers<'_>,
     subscribers: usize,
     events: u64,
     text: &str,
 ) -> BusRun {
     // A subscriber that left is noticed when a write to it fails, so keep publishing (as the
-    // daemon's heartbeat does) until the previous run's are gone.
+    // daemon's heartbeat does) until the previous run's are gone; the assistant stays.
+    let (role, socket, daemon_subscribers) = match readers {
+        Readers::Daemon => ("subscribers", socket, subscribers),
+        Readers::Assistant { socket } => ("viewers", socket, 1),
+    };
+    let others = daemon_subscribers - if role == "subscribers" { subscribers } else { 0 };
     wait_for("the previous subscribers to leave", Duration::from_secs(10), || {
         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: u64::MAX }));
-        publisher.subscribers() == 0
+        publisher.subscribers() == others
     });
     let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-        .env(ROLE, "subscribers")
+        .env(ROLE, role)
         .env(SOCKET, socket)
         .env(SUBSCRIBERS, subscribers.to_string())
         .env(EVENTS, events.to_string())
@@ -374,8 +464,9 @@ fn bus_run(
     });
     let ready = lines.recv_timeout(Duration::from_secs(30));
     assert_eq!(ready.as_deref(), Ok("ready"), "the subscriber process did not get ready");
-    wait_for("every subscriber to attach", Duration::from_secs(10), || {
-        publisher.subscribers() == subscribers
+    wait_for("every subscriber to attach", Duration::from_secs(10), || match readers {
+        Readers::Daemon => publisher.subscribers() == subscribers,
+        Readers::Assistant { socket } => viewers(daemon, socket) == subscribers,
     });
 
     let publisher = publisher.clone();
@@ -389,12 +480,12 @@ fn bus_run(
             for seg_id in 0..events {
                 tick.tick().await;
                 let reached = publisher.publish(&transcript(seg_id, &text, mono_s()));
-                if reached != subscribers {
+                if reached != daemon_subscribers {
                     short += 1;
                 }
             }
             let elapsed = started.elapsed();
-            publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: events }));
+            publisher.publish(&transcript(events, "end", mono_s()));
             (elapsed, short)
         });
         publishing.await.expect("the publishing task failed")
@@ -413,7 +504,8 @@ fn bus_run(
         .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
         .unwrap_or_default();
     if short > 0 {
-        problems.push(format!("{short} events reached fewer than {subscribers} subscribers"));
+        problems
+            .push(format!("{short} events reached fewer than {daemon_subscribers} subscribers"));
     }
     BusRun {
         subscribers,
@@ -423,6 +515,43 @@ fn bus_run(
         problems,
         latency: Stats::from_json(&report["latency_us"]).scaled(1000.0),
     }
+}
+
+/// The assistant's viewer count, from `status`.
+fn viewers(runtime: &Runtime, socket: &Path) -> usize {
+    let reply = runtime.block_on(stt_bus::request(
+        socket,
+        "stt-bench",
+        &Request::Status,
+        Duration::from_secs(3),
+    ));
+    match reply.map(|r| r.event) {
+        Ok(AssistantEvent::Status(s)) => s.viewers as usize,
+        _ => usize::MAX,
+    }
+}
+
+/// The release `stt-assistant`, started to follow `daemon_socket` and serve `socket`, with
+/// the model off (nothing here is a command) and its data under `dir`.
+fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> std::process::Child {
+    let binary = release_binary("stt-assistant");
+    let config = dir.join("assistant.toml");
+    std::fs::write(&config, "[llm]\nenabled = false\n[assistant]\naudit = false\n")
+        .expect("write the assistant config");
+    Command::new(&binary)
+        .arg("--config")
+        .arg(&config)
+        .arg("--socket")
+        .arg(socket)
+        .arg("--daemon-socket")
+        .arg(daemon_socket)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("STT_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()))
 }
 
 /// Answers `status` the way the assistant does; acks anything else.
@@ -495,9 +624,14 @@ fn stt_ctl_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("STT_BENCH_CTL").filter(|p| !p.is_empty()) {
         return PathBuf::from(path);
     }
+    release_binary("stt-ctl")
+}
+
+/// A binary of the workspace next to this benchmark's (`target/release/NAME`).
+fn release_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe.parent().and_then(Path::parent).expect("target/release").to_path_buf();
-    dir.join("stt-ctl")
+    dir.join(name)
 }
 
 fn bench_main() -> ExitCode {
@@ -537,8 +671,27 @@ fn bench_main() -> ExitCode {
     let mut runs = Vec::new();
     for n in COUNTS {
         eprintln!("bench-bus: publish → receive, {n} subscribers, {events} events…");
-        runs.push(bus_run(&daemon, &publisher, &daemon_socket, n, events, &text));
+        let readers = Readers::Daemon;
+        runs.push(bus_run(&daemon, &publisher, &daemon_socket, readers, n, events, &text));
     }
+
+    // Through the real assistant: daemon → assistant → viewers.
+    let relay_socket = dir.path().join("relay.sock");
+    let mut relay = start_assistant(dir.path(), &daemon_socket, &relay_socket);
+    wait_for("the assistant to follow the daemon", Duration::from_secs(30), || {
+        // Publishing is what notices the last run's subscribers are gone.
+        publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: u64::MAX }));
+        publisher.subscribers() == 1 && viewers(&daemon, &relay_socket) == 0
+    });
+    eprintln!("bench-bus: daemon → assistant → {RELAY_VIEWERS} viewers, {events} events…");
+    let readers = Readers::Assistant { socket: &relay_socket };
+    let relayed =
+        bus_run(&daemon, &publisher, &daemon_socket, readers, RELAY_VIEWERS, events, &text);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(relay.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = relay.wait();
 
     // The assistant side: the real control server with a stand-in handler.
     let assistant = service_runtime();
@@ -574,7 +727,7 @@ fn bench_main() -> ExitCode {
     drop(daemon);
     drop(assistant);
 
-    let report = Report { runs, ctl, whole, floor, line_bytes, events, true_bin };
+    let report = Report { runs, relayed, ctl, whole, floor, line_bytes, events, true_bin };
     let section = report.markdown();
     println!("{section}");
     if let Ok(target) = std::env::var("STT_BENCH_WRITE") {
@@ -583,7 +736,7 @@ fn bench_main() -> ExitCode {
         write_section(&path, &section);
         eprintln!("bench-bus: wrote {}", path.display());
     }
-    if report.runs.iter().all(BusRun::lossless) {
+    if report.runs.iter().chain([&report.relayed]).all(BusRun::lossless) {
         ExitCode::SUCCESS
     } else {
         eprintln!("bench-bus: events were lost or reordered; see the problems above");
@@ -597,6 +750,8 @@ fn bench_main() -> ExitCode {
 #[derive(Debug)]
 struct Report {
     runs: Vec<BusRun>,
+    /// Through the real assistant, to [`RELAY_VIEWERS`] viewers.
+    relayed: BusRun,
     ctl: Stats,
     whole: Stats,
     floor: Stats,
@@ -616,7 +771,7 @@ impl Report {
         let _ = writeln!(
             s,
             "Measured {} on {}, release build. Reproduce with `scripts/bench-bus` (it runs \
-             `cargo build --release -p stt-ctl`, then \
+             `cargo build --release -p stt-ctl -p stt-assistant`, then \
              `STT_BENCH_WRITE=docs/PERFORMANCE.md cargo bench -p stt-tests --bench bus`, which \
              rewrites this section); the benchmark is `tests/benches/bus.rs`.\n",
             today(),
@@ -632,6 +787,14 @@ impl Report {
              event after the first {WARMUP_EVENTS}. Every subscriber must get every event, in \
              order.",
             self.events, self.line_bytes
+        );
+        let _ = writeln!(
+            s,
+            "- **daemon → assistant → viewer**: the same publisher, followed by the release \
+             `stt-assistant` (model off), whose {RELAY_VIEWERS} viewers (`subscribe` with \
+             `viewer: true`, in the second process) read its relay of each transcript. \
+             Latency is from the daemon's publish to the parsed relay in the viewer: two \
+             socket hops, the assistant's parse, speaker resolution and re-encode."
         );
         let _ = writeln!(
             s,
@@ -670,11 +833,28 @@ impl Report {
                 &delivery,
             );
         }
+        let relayed = &self.relayed;
+        row(
+            &mut s,
+            &format!(
+                "daemon → assistant → viewer, {} viewers ({:.0} events/s)",
+                relayed.subscribers, relayed.rate
+            ),
+            relayed.latency,
+            &if relayed.lossless() {
+                format!("all {} events to all, in order", relayed.events)
+            } else {
+                format!(
+                    "**LOSS**: {} of {} viewers complete",
+                    relayed.complete, relayed.subscribers
+                )
+            },
+        );
         row(&mut s, "ctl round trip (`stt_bus::request`, status)", self.ctl, "");
         row(&mut s, "whole `stt-ctl status`, spawn → exit", self.whole, "");
         row(&mut s, &format!("floor: `{}`, spawn → exit", self.true_bin), self.floor, "");
         let _ = writeln!(s);
-        for run in self.runs.iter().filter(|r| !r.problems.is_empty()) {
+        for run in self.runs.iter().chain([&self.relayed]).filter(|r| !r.problems.is_empty()) {
             let _ = writeln!(s, "Problems with {} subscribers:\n", run.subscribers);
             for p in &run.problems {
                 let _ = writeln!(s, "- {p}");
@@ -696,6 +876,17 @@ impl Report {
                 if run.lossless() { "no loss, no reordering" } else { "events lost" }
             );
         }
+        let met = relayed.lossless() && relayed.latency.p99 <= TARGET_MS;
+        let _ = writeln!(
+            s,
+            "- daemon → assistant → viewer p99 ≤ {TARGET_MS} ms with {} viewers at {RATE} \
+             events/s, no loss: **{}** (p99 {:.3} ms, max {:.3} ms; {}).",
+            relayed.subscribers,
+            if met { "met" } else { "not met" },
+            relayed.latency.p99,
+            relayed.latency.max,
+            if relayed.lossless() { "no loss, no reordering" } else { "events lost" }
+        );
         let verdict = if self.whole.p99 <= TARGET_MS {
             "met"
         } else if self.whole.p50 <= TARGET_MS {
