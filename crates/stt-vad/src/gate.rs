@@ -12,9 +12,11 @@
 //! Speech always rises well above the floor at its onset, so nothing spoken is skipped there;
 //! the hold keeps the classifier running through the pauses inside an utterance and its
 //! hangover, so segment ends are scored exactly as without the gate. When the gate opens after
-//! a skipped stretch, the classifier starts a fresh stream (as it would at the start of a
-//! file) and is first run over the [`Gated::WARM_FRAMES`] frames before the opening one, so
-//! its recurrent state has settled by the time the speech begins. `docs/PERFORMANCE.md`
+//! a skipped stretch, the classifier first runs over the [`Gated::WARM_FRAMES`] frames before
+//! the opening one, so its input context is the audio just before the speech. Its recurrent
+//! state is kept: it last ran on the same room noise through the hold, which is what it would
+//! hold had it run all along (a fresh state instead scores the first syllables lower, moving
+//! the segment's start and, with it, what whisper hears). `docs/PERFORMANCE.md`
 //! ("Voice activity detection") measures the gate against the classifier alone.
 
 use std::collections::VecDeque;
@@ -122,7 +124,6 @@ impl<P: SpeechProb> SpeechProb for Gated<P> {
         self.hold -= 1;
         if self.shut {
             self.shut = false;
-            self.inner.reset();
             for warm in self.recent.drain(..) {
                 self.inner.prob(&warm);
                 self.ran += 1;
@@ -205,7 +206,7 @@ mod tests {
         let p = g.prob(&frame(0.1, 0.5));
         assert_eq!(p, 0.5, "the opening frame is scored by the classifier");
         let probe = g.inner();
-        assert_eq!(probe.resets, 2, "a fresh stream after the skipped stretch");
+        assert_eq!(probe.resets, 0, "the classifier's stream goes on: no reset");
         let tags = [tag(HOLD + 7), tag(HOLD + 8), tag(HOLD + 9), 0.5];
         assert_eq!(probe.seen[before..], tags, "the last 3 quiet frames warm it up");
     }
