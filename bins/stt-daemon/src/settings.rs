@@ -22,20 +22,14 @@ pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {
 /// The segmenter the daemon runs, with whichever classifier `[daemon].vad` names.
 pub type VadSegmenter = Segmenter<Box<dyn SpeechProb + Send>>;
 
-/// The segmenter, its classifier loaded now, so that a missing Silero model or ONNX Runtime
-/// is reported at start, with the fix.
+/// The segmenter, its classifier loaded now, so that a missing or broken Silero model is
+/// reported at start, with the fix.
 pub fn segmenter(config: &Config) -> anyhow::Result<VadSegmenter> {
     let d = &config.daemon;
     let prob: Box<dyn SpeechProb + Send> = match d.vad {
         VadEngine::Silero => {
             let model = stt_config::dirs::model_path(&d.vad_model)?;
-            let runtime = if d.onnxruntime.as_os_str().is_empty() {
-                None
-            } else {
-                Some(stt_config::dirs::model_path(&d.onnxruntime)?)
-            };
-            let silero = Silero::load(&model, runtime.as_deref())?;
-            Box::new(Gated::new(silero, d.vad_gate_db))
+            Box::new(Gated::new(Silero::load(&model)?, d.vad_gate_db))
         }
         // Earshot is cheap enough to run on every frame, and a gate makes it clip words in
         // white noise (docs/PERFORMANCE.md, "Voice activity detection").

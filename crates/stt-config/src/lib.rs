@@ -191,8 +191,8 @@ mod tests {
     fn valid_configs_parse() {
         let table = [
             "[daemon]\nlanguage = \"auto\"\nbeam_size = 5\nsocket = \"/run/x.sock\"\n",
-            "[daemon]\nvad = \"earshot\"\nvad_model = \"\"\nonnxruntime = \"\"\n",
-            "[daemon]\nvad_model = \"~/vad.onnx\"\nonnxruntime = \"/usr/lib/libonnxruntime.so\"\n",
+            "[daemon]\nvad = \"earshot\"\nvad_model = \"\"\n",
+            "[daemon]\nvad_model = \"~/vad.onnx\"\n",
             "assistant.max_context_tokens = 8192\nassistant.max_tokens = 2048\n",
             "[assistant]\ncompaction_trigger_ratio = 1.0\ncompaction_keep_turns = 0\n",
             "[llm]\nenabled = false\nendpoint = \"\"\n",

@@ -54,9 +54,6 @@ pub struct DaemonConfig {
     pub vad: VadEngine,
     /// Silero VAD model (ONNX): a path, or a file name looked up in `<data_dir>/models`.
     pub vad_model: PathBuf,
-    /// ONNX Runtime library for Silero: a path, or a file name looked up in
-    /// `<data_dir>/models`; empty means the newest `libonnxruntime.so*` next to `vad_model`.
-    pub onnxruntime: PathBuf,
     /// Speech probability above which a frame counts as speech (0..1, exclusive).
     pub vad_threshold: f64,
     /// Noise gate: the classifier runs only on audio this many dB above the noise floor (and
@@ -90,7 +87,6 @@ impl Default for DaemonConfig {
             audio_ctx: 0,
             vad: VadEngine::Silero,
             vad_model: PathBuf::from("silero_vad.onnx"),
-            onnxruntime: PathBuf::from("libonnxruntime.so.1.31.1"),
             vad_threshold: 0.5,
             vad_gate_db: 6.0,
             vad_pre_roll_ms: 300,
@@ -108,8 +104,8 @@ impl Default for DaemonConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VadEngine {
-    /// The Silero VAD network in ONNX Runtime: accurate in noise; needs `vad_model` and
-    /// `onnxruntime` (installed by `scripts/fetch-models`).
+    /// The Silero VAD network (plain Rust): accurate in noise; reads `vad_model` (installed
+    /// by `scripts/fetch-models`).
     Silero,
     /// earshot: pure Rust with its weights built in, nothing to install; takes loud noise
     /// for speech more often.

@@ -6,8 +6,8 @@
 //! cargo run --release -p stt-vad --example measure_vad -- WORK_DIR [--write docs/PERFORMANCE.md]
 //! ```
 //!
-//! Both classifiers run here: earshot, and Silero through this crate's [`Silero`] (the model
-//! and ONNX Runtime that `scripts/fetch-models` installs, found where the daemon finds them).
+//! Both classifiers run here: earshot, and Silero through this crate's [`Silero`] (plain Rust,
+//! the model that `scripts/fetch-models` installs, found where the daemon finds it).
 //! The probabilities Silero's own Python wrapper gave (`WORK_DIR/silero/`, one per 512-sample
 //! chunk) are the reference the Rust ones are checked against. Both go through the same code:
 //! the raw boundaries use the segmenter's onset, hangover and hysteresis without pre-roll or
@@ -209,10 +209,10 @@ fn gated(clips: &[Clip], e: &Vad) -> Vad {
 
 fn silero(clips: &[Clip]) -> Result<Vad> {
     let model = stt_config::dirs::model_path(Path::new("silero_vad.onnx"))?;
-    let mut vad = Silero::load(&model, None)?;
+    let mut vad = Silero::load(&model)?;
     let (probs, cpu, cpu_noise) = run_vad(clips, &mut vad);
     Ok(Vad {
-        name: "Silero 6.2.3 (`stt_vad::Silero`, ONNX Runtime 1.31.1)",
+        name: "Silero 6.2.3 (`stt_vad::Silero`, plain Rust)",
         short: "Silero",
         frame_len: Silero::FRAME_LEN,
         probs,
@@ -225,7 +225,7 @@ fn silero(clips: &[Clip]) -> Result<Vad> {
 /// runs by default.
 fn silero_gated(clips: &[Clip]) -> Result<Vad> {
     let model = stt_config::dirs::model_path(Path::new("silero_vad.onnx"))?;
-    let mut vad = Gated::new(Silero::load(&model, None)?, GATE_DB);
+    let mut vad = Gated::new(Silero::load(&model)?, GATE_DB);
     let (probs, cpu, cpu_noise) = run_vad(clips, &mut vad);
     let (ran, skipped) = vad.counts();
     eprintln!("measure_vad: the gate skipped {skipped} of {} Silero frames", ran + skipped);
@@ -661,8 +661,7 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> Result
         o,
         "\nBoth are timed in this process around `SpeechProb::prob`, frame by frame as the \
          daemon calls it, with the thread's CPU time (`/proc/thread-self/schedstat`, so other \
-         load on the machine does not count); Silero runs with one ONNX Runtime thread, on the \
-         calling thread."
+         load on the machine does not count); Silero runs on the calling thread."
     )?;
     writeln!(o, "\n{}", conclusion())?;
     writeln!(o, "{END}")?;

@@ -1,4 +1,5 @@
-//! Compares [`SileroRs`] (plain Rust) with [`Silero`] (ONNX Runtime): probabilities, CPU per
+//! Compares [`Silero`] (plain Rust) with the same model in ONNX Runtime (the reference of
+//! `tests/common/onnx_runtime.rs`): probabilities, CPU per
 //! frame and resident memory. Each classifier is measured in its own process, because ONNX
 //! Runtime's memory stays once it is loaded:
 //!
@@ -24,7 +25,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use stt_vad::{Silero, SileroRs, SpeechProb};
+use common::onnx_runtime::OrtSilero;
+use stt_vad::{Silero, SpeechProb};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -39,8 +41,8 @@ fn main() -> Result<()> {
         None => stt_config::dirs::model_path(Path::new("silero_vad.onnx"))?,
     };
     match mode.as_str() {
-        "rs" => measure("pure Rust (SileroRs)", &model, |m| Ok(Box::new(SileroRs::load(m)?))),
-        "ort" => measure("ONNX Runtime (Silero)", &model, |m| Ok(Box::new(Silero::load(m, None)?))),
+        "rs" => measure("pure Rust (stt_vad::Silero)", &model, |m| Ok(Box::new(Silero::load(m)?))),
+        "ort" => measure("ONNX Runtime", &model, |m| Ok(Box::new(OrtSilero::load(m)?))),
         "diff" => diff(&model),
         _ => Err("usage: silero_compare rs|ort|diff [MODEL]".into()),
     }
@@ -100,10 +102,10 @@ fn measure(name: &str, model: &Path, load: Load) -> Result<()> {
 
 fn diff(model: &Path) -> Result<()> {
     let (audio, real) = common::mixture();
-    let mut ours = SileroRs::load(model)?;
-    let mut reference = Silero::load(model, None)?;
+    let mut ours = Silero::load(model)?;
+    let mut reference = OrtSilero::load(model)?;
     let (mut max, mut at, mut sum, mut flips, mut speech) = (0.0f32, 0, 0.0f64, 0, 0);
-    let frames = audio.chunks_exact(SileroRs::FRAME_LEN);
+    let frames = audio.chunks_exact(Silero::FRAME_LEN);
     let n = frames.len();
     for (i, frame) in frames.enumerate() {
         let (a, b) = (ours.prob(frame), reference.prob(frame));

@@ -4,13 +4,13 @@
 //! Modules, in reading order:
 //! - [`prob`]: the [`SpeechProb`] trait (one speech probability per fixed-size frame) and
 //!   [`Earshot`]: pure Rust, its weights compiled in, no runtime library and no model file.
-//! - [`silero`]: [`Silero`], the Silero VAD network in ONNX Runtime (a model file and a shared
-//!   library that `scripts/fetch-models` installs). The measurements in `docs/PERFORMANCE.md`
-//!   ("Voice activity detection") found it clearly more accurate than earshot in noise, so it
-//!   is the daemon's default; earshot is the fallback that needs nothing installed.
-//! - [`silero_rs`]: [`SileroRs`], the same network written out in plain Rust, its weights read
-//!   from the same model file (through `onnx`, a minimal reader of ONNX's protobuf): no ONNX
-//!   Runtime. `tests/silero_rs.rs` checks it frame by frame against [`Silero`].
+//! - [`silero`]: [`Silero`], the Silero VAD network written out in plain Rust, its weights
+//!   read from `silero_vad.onnx` (which `scripts/fetch-models` installs) through `onnx`, a
+//!   minimal reader of ONNX's protobuf. No ONNX Runtime: `tests/silero.rs` checks it frame by
+//!   frame against ONNX Runtime running the same file. The measurements in
+//!   `docs/PERFORMANCE.md` ("Voice activity detection") found Silero clearly more accurate
+//!   than earshot in noise, so it is the daemon's default; earshot is the fallback that needs
+//!   no model file.
 //! - [`gate`]: [`Gated`], a noise gate in front of a classifier: frames that are only the
 //!   room's steady noise skip it (most of an open microphone's idle CPU).
 //! - [`config`]: [`VadConfig`], the thresholds, whose defaults are the measured ones.
@@ -21,7 +21,7 @@
 //!   `max_segment_s`.
 //!
 //! Everything here is synchronous and bounded in memory: the daemon calls it on its VAD
-//! thread (per second of audio, earshot takes about 0.5 ms of CPU and Silero about 4 ms, on one
+//! thread (per second of audio, earshot takes about 0.5 ms of CPU and Silero about 3.5 ms, on one
 //! thread), and it never holds more than one maximal segment plus the pre-roll ring.
 
 pub mod config;
@@ -30,7 +30,6 @@ mod onnx;
 pub mod prob;
 pub mod segmenter;
 pub mod silero;
-pub mod silero_rs;
 
 use std::path::PathBuf;
 
@@ -39,12 +38,11 @@ pub use gate::Gated;
 pub use prob::{Earshot, SpeechProb};
 pub use segmenter::{SegEvent, Segmenter};
 pub use silero::Silero;
-pub use silero_rs::SileroRs;
 
 /// The sample rate every function here expects, in Hz (mono `f32` in `[-1, 1]`).
 pub const SAMPLE_RATE: u32 = 16_000;
 
-/// A [`VadConfig`] that cannot work, or a [`Silero`] or [`SileroRs`] classifier that cannot load; worded with
+/// A [`VadConfig`] that cannot work, or a [`Silero`] classifier that cannot load; worded with
 /// what to run or the config key to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VadError {
@@ -76,30 +74,4 @@ pub enum VadError {
          to reinstall silero_vad.onnx, or set [daemon].vad = \"earshot\""
     )]
     BadModel { path: PathBuf, reason: String },
-
-    #[error(
-        "no ONNX Runtime library (libonnxruntime.so*) in '{dir}', next to the Silero model: run \
-         scripts/fetch-models, or set [daemon].vad = \"earshot\""
-    )]
-    NoRuntime { dir: PathBuf },
-
-    #[error(
-        "cannot load ONNX Runtime from '{path}'{} ({reason}): {}",
-        via(from),
-        runtime_fix(from)
-    )]
-    Runtime { path: PathBuf, from: &'static str, reason: String },
-}
-
-/// Where a runtime path came from, when that is not the config file.
-fn via(from: &str) -> String {
-    if from == silero::RUNTIME_ENV { format!(", named by ${from}") } else { String::new() }
-}
-
-fn runtime_fix(from: &str) -> String {
-    if from == silero::RUNTIME_ENV {
-        format!("point ${from} at libonnxruntime.so.1.24 or newer, or unset it")
-    } else {
-        "run scripts/fetch-models, or set [daemon].vad = \"earshot\"".to_owned()
-    }
 }

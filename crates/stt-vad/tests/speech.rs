@@ -3,9 +3,9 @@
 //! `scripts/setup`; a test fails with what to install if they are missing.
 //!
 //! Every test runs once with [`Earshot`] and once with [`Silero`] (modules `earshot` and
-//! `silero` below). Silero needs the model and ONNX Runtime that `scripts/fetch-models`
-//! installs, found where the daemon finds them (`$STT_MODELS_DIR`, else
-//! `<data_dir>/models`); without them its tests fail saying so.
+//! `silero` below). Silero needs the model that `scripts/fetch-models` installs, found where
+//! the daemon finds it (`$STT_MODELS_DIR`, else `<data_dir>/models`); without it its tests
+//! fail saying so.
 
 #![allow(clippy::unwrap_used, reason = "a test: a failure should panic")]
 
@@ -89,8 +89,7 @@ impl Vad {
             Self::Earshot => Box::new(Earshot::new()),
             Self::Silero => {
                 let model = stt_config::dirs::model_path(Path::new("silero_vad.onnx")).unwrap();
-                // The ONNX Runtime library next to it, as scripts/fetch-models installs it.
-                Box::new(Silero::load(&model, None).unwrap_or_else(|e| panic!("{e}")))
+                Box::new(Silero::load(&model).unwrap_or_else(|e| panic!("{e}")))
             }
         }
     }

@@ -1,10 +1,13 @@
 //! Audio for comparing two classifiers frame by frame: sentences spoken by espeak-ng (when it
 //! is installed) clean, in white and pink noise, clipped and very quiet, with silence and
-//! noise alone between. Shared by `tests/silero_rs.rs` and `examples/silero_compare.rs`.
+//! noise alone between; and the reference Silero in ONNX Runtime ([`onnx_runtime`]). Shared by
+//! `tests/silero.rs` and `examples/silero_compare.rs`.
 //!
 //! Everything but espeak-ng is made here, from a fixed seed, so a run is the same every time.
 
 #![allow(dead_code, reason = "each user takes what it needs")]
+
+pub mod onnx_runtime;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,18 +1,21 @@
-//! [`SileroRs`] (the network in plain Rust) against [`Silero`] (the same model file run by
-//! ONNX Runtime), frame by frame on speech and noise (`common::mixture`).
+//! [`Silero`] (the network in plain Rust) against the same model file run by ONNX Runtime
+//! (`common::onnx_runtime`, the reference), frame by frame on speech and noise
+//! (`common::mixture`).
 //!
-//! Both need what `scripts/fetch-models` installs, found where the daemon finds it
-//! (`$STT_MODELS_DIR`, else `<data_dir>/models`): the model for both, ONNX Runtime for the
-//! reference. Without them a test passes having printed why it was skipped (CI installs both,
-//! so it runs there).
+//! The model is found where the daemon finds it (`$STT_MODELS_DIR`, else `<data_dir>/models`);
+//! without it a test passes having printed why it was skipped. The ONNX Runtime library is
+//! looked for next to it: once the model is there, a missing library fails the comparison with
+//! the command that installs it (`scripts/test` does), so it cannot be skipped by accident.
 
 #![allow(clippy::unwrap_used, clippy::print_stderr, reason = "a test: a failure should panic")]
 
 mod common;
 
+use common::onnx_runtime::OrtSilero;
+
 use std::path::{Path, PathBuf};
 
-use stt_vad::{Silero, SileroRs, SpeechProb, VadError};
+use stt_vad::{Silero, SpeechProb};
 
 /// Largest difference allowed between the two probabilities of a frame.
 const TOLERANCE: f32 = 1e-4;
@@ -39,15 +42,8 @@ fn probs(vad: &mut dyn SpeechProb, audio: &[f32]) -> Vec<f32> {
 fn pure_rust_silero_matches_onnx_runtime_frame_by_frame() {
     let test = "pure_rust_silero_matches_onnx_runtime_frame_by_frame";
     let Some(model) = model(test) else { return };
-    let mut reference = match Silero::load(&model, None) {
-        Ok(silero) => silero,
-        Err(e @ (VadError::NoRuntime { .. } | VadError::Runtime { .. })) => {
-            eprintln!("{test}: SKIPPED, no ONNX Runtime for the reference: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
-    };
-    let mut ours = SileroRs::load(&model).unwrap_or_else(|e| panic!("{e}"));
+    let mut reference = OrtSilero::load(&model).unwrap_or_else(|e| panic!("{e}"));
+    let mut ours = Silero::load(&model).unwrap_or_else(|e| panic!("{e}"));
     let (audio, real_speech) = common::mixture();
 
     let expected = probs(&mut reference, &audio);
@@ -92,7 +88,7 @@ fn reset_starts_a_fresh_stream() {
     let Some(model) = model("reset_starts_a_fresh_stream") else { return };
     let mut noise = common::Noise::new(7);
     let audio: Vec<f32> = [noise.pink(1.0, -20.0), noise.white(1.0, -30.0)].concat();
-    let mut fresh = SileroRs::load(&model).unwrap();
+    let mut fresh = Silero::load(&model).unwrap();
     let first = probs(&mut fresh, &audio);
     // After a stream, reset, the same audio gives bit for bit the same probabilities.
     let _ = probs(&mut fresh, &noise.pink(2.0, -10.0));
@@ -105,7 +101,7 @@ fn silence_scores_low_and_out_of_range_input_is_survived() {
     let Some(model) = model("silence_scores_low_and_out_of_range_input_is_survived") else {
         return;
     };
-    let mut vad = SileroRs::load(&model).unwrap();
+    let mut vad = Silero::load(&model).unwrap();
     assert_eq!(vad.frame_len(), 512);
     for p in probs(&mut vad, &common::silence(1.0)) {
         assert!(p < 0.1, "{p}");
