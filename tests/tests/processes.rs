@@ -133,10 +133,10 @@ fn a_bad_config_names_the_key_and_line_and_exits_1() {
 }
 
 #[test]
-fn the_unbuilt_parts_say_so_plainly() {
+fn the_tui_without_a_terminal_points_to_the_dump() {
     let sandbox = Sandbox::new();
     let out = sandbox.run("stt-tui", &[]);
     assert_eq!(out.code, Some(1));
-    assert!(out.stderr.contains("not built yet"), "{}", out.stderr);
+    assert!(out.stderr.contains("needs a terminal"), "{}", out.stderr);
     assert!(out.stderr.contains("--dump"), "{}", out.stderr);
 }
