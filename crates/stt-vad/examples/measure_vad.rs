@@ -538,8 +538,8 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> Result
          (which follows the energy down at once and rises 0.5 dB/s). *Silero + gate* is what \
          the daemon runs: `stt_vad::Gated` in front of Silero skips the network on frames \
          less than {GATE_DB} dB above a noise floor (down at once, up 1 dB/s), keeps it running \
-         1.5 s after the last louder frame, and restarts it on the 3 frames before one (each \
-         clip starts with the gate open).\n",
+         1.5 s after the last louder frame, and on opening first runs it over the 3 frames before \
+         (state kept; each clip starts with the gate open).\n",
         cfg.onset_ms,
         cfg.hangover_ms,
         cfg.threshold,
