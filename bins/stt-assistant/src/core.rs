@@ -6,7 +6,7 @@
 //! (publish an event, start a command, send a chat turn), so the rules are tested here
 //! without sockets or a model.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use stt_proto::{
@@ -27,7 +27,7 @@ pub enum Effect {
     DropQueuedChat,
     /// Wipe the LLM conversation.
     ClearHistory,
-    /// Record a speaker's new name (audit log).
+    /// A speaker was named: audit it, and save [`Core::names`] for the next run.
     NameSpeaker { speaker_id: String, name: String },
 }
 
@@ -57,6 +57,9 @@ pub struct Core {
     /// Segments closed but without their segment_done yet.
     unfinished: BTreeSet<u64>,
     roster: Speakers,
+    /// Names given with `speaker_name`, by speaker id. The daemon only publishes (it takes no
+    /// input), so they live here and win over the names in its rosters.
+    names: BTreeMap<String, String>,
     next_chat_id: u64,
 }
 
@@ -73,8 +76,30 @@ impl Core {
             open_speech: None,
             unfinished: BTreeSet::new(),
             roster: Speakers { speakers: Vec::new() },
+            names: BTreeMap::new(),
             next_chat_id: 1,
         }
+    }
+
+    /// Starts with the names given in earlier runs (see [`Effect::NameSpeaker`]).
+    pub fn with_names(mut self, names: BTreeMap<String, String>) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// The names given with `speaker_name`, by speaker id.
+    pub fn names(&self) -> &BTreeMap<String, String> {
+        &self.names
+    }
+
+    /// `roster` with the names given here written over the daemon's.
+    fn named(&self, mut roster: Speakers) -> Speakers {
+        for speaker in &mut roster.speakers {
+            if let Some(name) = self.names.get(&speaker.id) {
+                speaker.name = Some(name.clone());
+            }
+        }
+        roster
     }
 
     pub fn mode(&self) -> Mode {
@@ -85,7 +110,7 @@ impl Core {
         (&self.buffer, self.edited)
     }
 
-    /// The speaker roster, as the daemon last sent it.
+    /// The speaker roster, as the daemon last sent it, with the names given here.
     pub fn roster(&self) -> &Speakers {
         &self.roster
     }
@@ -155,8 +180,8 @@ impl Core {
             }
             DaemonEvent::Transcript(transcript) => self.transcript(transcript),
             DaemonEvent::Speakers(roster) => {
-                self.roster = roster.clone();
-                vec![Effect::Publish(AssistantEvent::Speakers(roster))]
+                self.roster = self.named(roster);
+                vec![Effect::Publish(AssistantEvent::Speakers(self.roster.clone()))]
             }
             DaemonEvent::Error(error) => vec![Effect::Publish(AssistantEvent::Error(error))],
             DaemonEvent::Hello(_) => vec![],
@@ -328,10 +353,11 @@ impl Core {
                         format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
                     ));
                 }
-                effects.push(Effect::NameSpeaker {
-                    speaker_id: speaker_id.clone(),
-                    name: name.trim().into(),
-                });
+                let name = name.trim().to_owned();
+                self.names.insert(speaker_id.clone(), name.clone());
+                self.roster = self.named(self.roster.clone());
+                effects.push(Effect::NameSpeaker { speaker_id: speaker_id.clone(), name });
+                effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
                 Ok(())
             }
             Request::Status
@@ -745,9 +771,25 @@ mod tests {
             None,
             "",
         );
+        let Some(Effect::Publish(AssistantEvent::Speakers(renamed))) = effects.get(1) else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(renamed.speakers[0].name.as_deref(), Some("Ef"), "viewers get the new name");
         assert_eq!(
-            effects,
-            vec![Effect::NameSpeaker { speaker_id: "spk_0001".into(), name: "Ef".into() }]
+            effects[0],
+            Effect::NameSpeaker { speaker_id: "spk_0001".into(), name: "Ef".into() }
         );
+        t.speaker_id = Some("spk_0001".into());
+        assert_eq!(core.speaker_display(&t), "Ef", "transcripts show it at once");
+
+        // The daemon's next roster does not know the name; the given one still wins, and it
+        // outlives the process (the assistant saves `names()` and starts `with_names`).
+        let mut unnamed = core.roster().clone();
+        unnamed.speakers[0].name = None;
+        core.daemon_event(DaemonEvent::Speakers(unnamed.clone()), now);
+        assert_eq!(core.speaker_display(&t), "Ef");
+        let mut next = ready().0.with_names(core.names().clone());
+        next.daemon_event(DaemonEvent::Speakers(unnamed), now);
+        assert_eq!(next.speaker_display(&t), "Ef");
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod core;
 pub mod exec;
+pub mod names;
 pub mod queue;
 
 use std::path::PathBuf;
@@ -105,6 +106,8 @@ pub struct Assistant {
     llm_endpoint: String,
     /// Connections subscribed as viewers, counted by the control server.
     viewers: Arc<AtomicUsize>,
+    /// Where the names given with `speaker_name` are kept.
+    names_file: PathBuf,
 }
 
 impl Assistant {
@@ -146,11 +149,12 @@ impl Assistant {
             compaction_system_prompt: a.compaction_system_prompt.clone(),
             trim_block_turns: a.trim_block_turns,
         };
+        let names_file = stt_config::dirs::data_dir()?.join(names::FILE);
+        let core = Core::new(a.require_viewer, Duration::from_millis(a.stt_stale_after_ms))
+            .with_names(names::load(&names_file));
         Ok(Self {
-            core: Mutex::new(Core::new(
-                a.require_viewer,
-                Duration::from_millis(a.stt_stale_after_ms),
-            )),
+            core: Mutex::new(core),
+            names_file,
             queue: InferenceQueue::new(a.inference_queue_size as usize),
             exec: Executor::new(client, registry, publisher.clone(), audit, settings),
             publisher,
@@ -220,6 +224,17 @@ impl Assistant {
                 Effect::ClearHistory => self.exec.clear(),
                 Effect::NameSpeaker { speaker_id, name } => {
                     self.exec.audit_speaker(&speaker_id, &name);
+                    let names = self.core().names().clone();
+                    if let Err(e) = names::save(&self.names_file, &names) {
+                        self.publish_error(
+                            ErrorCode::Internal,
+                            format!(
+                                "{speaker_id} is named {name} until the assistant restarts: \
+                                 cannot save it to {}: {e}",
+                                self.names_file.display()
+                            ),
+                        );
+                    }
                 }
             }
         }
