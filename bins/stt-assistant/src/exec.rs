@@ -213,7 +213,7 @@ impl Executor {
                 tracing::info!(endpoint = %client.endpoint().url, "the model answers again");
             }
             (None, Ok(())) => {
-                tracing::debug!(endpoint = %client.endpoint().url, "the model answers")
+                tracing::debug!(endpoint = %client.endpoint().url, "the model answers");
             }
             _ => {}
         }
