@@ -5,6 +5,7 @@
 pub mod llm_server;
 pub mod procs;
 pub mod speech;
+pub mod tmux;
 pub mod viewer;
 
 use std::fs::File;

@@ -1,0 +1,150 @@
+//! The real thing in a real terminal: `stt-daemon up --with-tui` runs in tmux on a spoken
+//! command (a WAV, which `up` plays once the assistant is first armed) against the scripted
+//! model. A person's keys arm the command (`a`), run it (Enter) and quit (`q`); the screen
+//! shows the transcript, the tool's call and result and the answer; and once `q` is
+//! pressed `up` exits 0 with none of its processes left.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use stt_tests::llm_server::{LlmServer, Script};
+use stt_tests::procs::{self, left_behind};
+use stt_tests::speech::{Format, Line, Part, Speech};
+use stt_tests::tmux::{Tmux, panel};
+use stt_tests::{Sandbox, expect_within};
+
+/// For anything that loads a model or transcribes (whisper in a debug build, the machine
+/// shared with other tests).
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// What is said, and what the model answers once the tool has run.
+const SAID: &str = "what time is it";
+const ANSWER: &str = "It is noon.";
+
+/// The spoken command at 16 kHz: half a second of silence, the words, then a second and a
+/// half of silence, over the VAD's hangover, so the segment ends while the file plays.
+fn command_wav() -> PathBuf {
+    let speech = Speech::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("speech"));
+    let said = Line { text: SAID, voice: "en-us" };
+    speech.clip(&[Part::Silence(0.5), Part::Say(said), Part::Silence(1.5)], Format::wav(16_000, 1))
+}
+
+/// The model calls `get_datetime` for the command, and answers once it sees the result.
+fn scripted_model() -> LlmServer {
+    let llm = LlmServer::start();
+    llm.respond_with(|request: &Value| {
+        let last = request["messages"].as_array().and_then(|m| m.last());
+        if last.is_some_and(|m| m["role"] == "tool") {
+            Script::Text(ANSWER.into())
+        } else {
+            Script::ToolCalls(vec![("get_datetime".into(), json!({}))])
+        }
+    });
+    llm
+}
+
+/// Whether `text` holds the spoken command, in whatever case and punctuation whisper
+/// wrote it, across rows where a panel wraps it.
+fn says_the_command(text: &str) -> bool {
+    let words = stt_tests::speech::words(text).join(" ");
+    words.contains(SAID)
+}
+
+/// Presses Enter until the command runs. Until its last segment is finished the assistant
+/// answers `not_ready`, and a person presses again: once per refusal on screen, ten times at
+/// most.
+fn execute(tmux: &Tmux) {
+    tmux.send("Enter");
+    let mut presses = 1;
+    expect_within("Enter runs the command", DEADLINE, || {
+        let screen = tmux.screen();
+        if screen.contains("command: ") || screen.contains("EXECUTING") {
+            return Ok(());
+        }
+        let refused = screen.matches("error (not_ready)").count();
+        if refused >= presses && presses < 10 {
+            tmux.send("Enter");
+            presses += 1;
+        }
+        Err(tmux.seen(&screen))
+    });
+}
+
+/// Waits until none of `pids`, their children or their process groups is alive.
+fn expect_nothing_left(pids: &[i32]) {
+    expect_within("no process of up's left", Duration::from_secs(10), || {
+        let left = left_behind(pids);
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    });
+}
+
+#[test]
+fn a_spoken_command_runs_from_the_tui_in_tmux_and_q_stops_everything() {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model();
+    let config = sandbox.config_file();
+    let settings = format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url());
+    std::fs::write(&config, settings).unwrap();
+    let log = sandbox.root().join("up.log");
+    let mut command = sandbox.command("stt-daemon");
+    command.args(["up", "--with-tui", "--input"]).arg(command_wav());
+    command.arg("--config").arg(&config).arg("--log").arg(&log);
+    let tmux = Tmux::start(&command, 120, 40).showing(&log);
+    let up = expect_within("up starts in tmux", DEADLINE, || {
+        tmux.pid().ok_or_else(|| tmux.seen(&tmux.screen()))
+    });
+
+    tmux.wait_for("the TUI connected, idle", DEADLINE, |s| {
+        s.contains("● connected to stt-assistant") && s.contains("mode idle")
+    });
+    let children = expect_within("up's daemon, assistant and TUI", DEADLINE, || {
+        let children = procs::children(up);
+        let mut names: Vec<&str> = children.iter().map(|c| c.comm.as_str()).collect();
+        names.sort_unstable();
+        if names == ["stt-assistant", "stt-daemon", "stt-tui"] {
+            Ok(children.iter().map(|c| c.pid).collect::<Vec<_>>())
+        } else {
+            Err(format!("{children:?}"))
+        }
+    });
+
+    // Arming plays the file into the command: the words reach the transcripts and the
+    // command buffer, which waits for Enter.
+    tmux.send("a");
+    tmux.wait_for("the spoken command in the command buffer, still armed", DEADLINE, |s| {
+        let heard = |title| panel(s, title).is_some_and(|text| says_the_command(&text));
+        s.contains("COMMAND ARMED") && heard("command buffer") && heard("transcripts")
+    });
+
+    execute(&tmux);
+    let screen = tmux.wait_for("the tool's call and result, and the answer", DEADLINE, |s| {
+        s.contains("→ get_datetime {}")
+            && s.contains("← get_datetime:")
+            && s.contains(&format!("assistant: {ANSWER}"))
+            && s.contains("mode idle")
+    });
+    let output = panel(&screen, "conversation / command output").unwrap_or_default();
+    let command = output.lines().find(|l| l.starts_with("command: ")).unwrap_or_default();
+    assert!(says_the_command(command), "{}", tmux.seen(&screen));
+    // Refusals while the segment was unfinished are expected; nothing else went wrong.
+    let errors = output.lines().filter(|l| l.starts_with("error") && !l.contains("not_ready"));
+    assert_eq!(errors.count(), 0, "{}", tmux.seen(&screen));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+
+    tmux.send("q");
+    let status = expect_within("up exits once the TUI quits", DEADLINE, || {
+        tmux.exit_status().ok_or_else(|| tmux.seen(&tmux.screen()))
+    });
+    assert_eq!(status, 0, "{}", tmux.seen(&tmux.screen()));
+    let mut pids = children;
+    pids.push(up);
+    expect_nothing_left(&pids);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("[up] stopped"), "{log}");
+    assert!(!sandbox.daemon_socket().exists(), "the daemon did not clean up:\n{log}");
+    assert!(!sandbox.assistant_socket().exists(), "the assistant did not clean up:\n{log}");
+}
