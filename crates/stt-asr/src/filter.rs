@@ -5,7 +5,8 @@
 //! phrase. Annotations in brackets are never speech and are always removed. A stock phrase
 //! is dropped only when whisper itself doubts there was speech (its no-speech probability)
 //! or the audio is very quiet, so a person who really says "thank you" is still heard.
-//! A phrase repeated three or more times in a row is kept once.
+//! A phrase repeated three or more times in a row is kept once. A text that is one phrase said
+//! exactly twice is [`said_twice`]: the transcriber decodes it again with the full window.
 
 /// Phrases whisper produces from silence and noise, compared without case and punctuation.
 const STOCK_PHRASES: &[&str] = &[
@@ -101,6 +102,16 @@ fn is_stock_phrase(text: &str) -> bool {
     STOCK_PHRASES.contains(&norm.as_str())
 }
 
+/// Whether the whole of `text` is one phrase of two or more words, said twice in a row
+/// (case and punctuation aside): what whisper produces from a short window on some short
+/// sentences, and what a person rarely says.
+pub fn said_twice(text: &str) -> bool {
+    let words: Vec<String> = text.split_whitespace().map(normalize).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).filter(|w| !w.is_empty()).collect();
+    let half = words.len() / 2;
+    words.len() % 2 == 0 && half >= 2 && words[..half] == words[half..]
+}
+
 /// Keeps one copy of a run of three or more identical consecutive phrases (sentences, or
 /// word n-grams of up to eight words).
 fn collapse_repeats(text: &str) -> String {
@@ -173,6 +184,17 @@ mod tests {
         );
         check("very very good", 0.0, 0.1, Some("very very good"));
         check("one two one two one two three", 0.0, 0.1, Some("one two three"));
+    }
+
+    #[test]
+    fn a_sentence_said_twice_is_noticed() {
+        assert!(said_twice("What time is it? What time is it?"));
+        assert!(said_twice(" what time is it what time, is it "));
+        assert!(!said_twice("What time is it?"));
+        assert!(!said_twice("No, no."), "one word twice is how people talk");
+        assert!(!said_twice("What time is it? What time was it?"));
+        assert!(!said_twice("a b c a b"));
+        assert!(!said_twice(""));
     }
 
     #[test]

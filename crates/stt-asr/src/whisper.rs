@@ -140,15 +140,45 @@ impl Whisper {
                 patience: -1.0,
             },
         };
-        let mut params = FullParams::new(strategy);
-        params.set_n_threads(i32::try_from(self.config.threads.max(1)).unwrap_or(1));
         let language = if self.config.language == "auto" && self.multilingual {
             None
         } else if self.multilingual {
-            Some(self.config.language.as_str())
+            Some(self.config.language.as_str().to_owned())
         } else {
-            Some("en")
+            Some("en".to_owned())
         };
+        let audio_ctx = self.audio_ctx_for(audio.len());
+        let (mut raw, mut no_speech_prob) =
+            self.decode(strategy.clone(), language.as_deref(), audio, audio_ctx)?;
+        // A window cut to the segment sometimes makes whisper say a short sentence twice
+        // ("What time is it? What time is it?"); the full window does not. Decode such a
+        // segment again with it: it costs time only when this happens.
+        if audio_ctx < FULL_AUDIO_CTX && filter::said_twice(&raw) {
+            tracing::debug!(%raw, "repeated with a short window: decoding again with the full one");
+            (raw, no_speech_prob) =
+                self.decode(strategy, language.as_deref(), audio, FULL_AUDIO_CTX)?;
+        }
+        let language = match language {
+            Some(lang) => lang,
+            None => whisper_rs::get_lang_str(self.state.full_lang_id_from_state())
+                .unwrap_or("en")
+                .to_owned(),
+        };
+        let text = filter::clean(&Heard { text: &raw, no_speech_prob, rms: filter::rms(samples) });
+        Ok(Transcription { text, raw: raw.trim().to_owned(), language, no_speech_prob })
+    }
+
+    /// One decoding pass over `audio` with an encoder window of `audio_ctx` frames: the raw
+    /// text and the highest no-speech probability.
+    fn decode(
+        &mut self,
+        strategy: SamplingStrategy,
+        language: Option<&str>,
+        audio: &[f32],
+        audio_ctx: i32,
+    ) -> Result<(String, f32), AsrError> {
+        let mut params = FullParams::new(strategy);
+        params.set_n_threads(i32::try_from(self.config.threads.max(1)).unwrap_or(1));
         params.set_language(language);
         params.set_detect_language(false);
         // Each segment stands alone: conditioning on the previous text is how whisper falls
@@ -168,7 +198,7 @@ impl Whisper {
         params.set_print_progress(false);
         params.set_print_realtime(false);
         params.set_print_timestamps(false);
-        params.set_audio_ctx(self.audio_ctx_for(audio.len()));
+        params.set_audio_ctx(audio_ctx);
         // Bound the work on a segment: nobody says more than about five tokens a second,
         // and a model stuck repeating itself would otherwise run to the context limit.
         params.set_max_tokens(max_tokens_for(audio.len()));
@@ -183,14 +213,7 @@ impl Whisper {
             }
             no_speech_prob = no_speech_prob.max(segment.no_speech_probability());
         }
-        let language = match language {
-            Some(lang) => lang.to_owned(),
-            None => whisper_rs::get_lang_str(self.state.full_lang_id_from_state())
-                .unwrap_or("en")
-                .to_owned(),
-        };
-        let text = filter::clean(&Heard { text: &raw, no_speech_prob, rms: filter::rms(samples) });
-        Ok(Transcription { text, raw: raw.trim().to_owned(), language, no_speech_prob })
+        Ok((raw, no_speech_prob))
     }
 
     /// The encoder window for `n` samples: the configured one, or the audio's own length
