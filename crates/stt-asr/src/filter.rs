@@ -109,7 +109,7 @@ pub fn said_twice(text: &str) -> bool {
     let words: Vec<String> = text.split_whitespace().map(normalize).collect();
     let words: Vec<&str> = words.iter().map(String::as_str).filter(|w| !w.is_empty()).collect();
     let half = words.len() / 2;
-    words.len() % 2 == 0 && half >= 2 && words[..half] == words[half..]
+    words.len().is_multiple_of(2) && half >= 2 && words[..half] == words[half..]
 }
 
 /// Keeps one copy of a run of three or more identical consecutive phrases (sentences, or
