@@ -21,6 +21,30 @@ pub struct Cli {
     #[arg(long, value_name = "FILE|-")]
     pub input: Option<PathBuf>,
 
+    /// Keep serving after a file or stdin ends, instead of exiting
+    #[arg(long)]
+    pub stay: bool,
+
+    /// Open the input only once a subscriber is connected, so it sees every event of a file
+    #[arg(long)]
+    pub wait_for_subscriber: bool,
+
+    /// Open the input only when SIGUSR1 arrives (`stt-daemon up` sends it when you first arm
+    /// a command or start chat); heartbeats say `audio: "idle"` until then
+    #[arg(long)]
+    pub hold_input: bool,
+
+    #[command(flatten)]
+    pub source: Source,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// How the daemon reads its input and which model it runs: flags of the daemon that
+/// `stt-daemon up` takes too and passes on.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct Source {
     /// Raw PCM sample format on stdin: s16le, s32le, f32le or u8
     #[arg(long, value_name = "FORMAT", default_value = "s16le")]
     pub format: String,
@@ -37,19 +61,6 @@ pub struct Cli {
     #[arg(long)]
     pub fast: bool,
 
-    /// Keep serving after a file or stdin ends, instead of exiting
-    #[arg(long)]
-    pub stay: bool,
-
-    /// Open the input only once a subscriber is connected, so it sees every event of a file
-    #[arg(long)]
-    pub wait_for_subscriber: bool,
-
-    /// Open the input only when SIGUSR1 arrives (`stt-daemon up` sends it when you first arm
-    /// a command or start chat); heartbeats say `audio: "idle"` until then
-    #[arg(long)]
-    pub hold_input: bool,
-
     /// Microphone to use instead of the configured one (`stt-daemon devices` lists them)
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
@@ -57,9 +68,20 @@ pub struct Cli {
     /// Whisper model file to use instead of the configured one
     #[arg(long, value_name = "PATH")]
     pub model: Option<PathBuf>,
+}
 
-    #[command(subcommand)]
-    pub command: Option<Command>,
+impl Default for Source {
+    /// What the flags are when none is given.
+    fn default() -> Self {
+        Self {
+            format: "s16le".to_owned(),
+            rate: 16_000,
+            channels: 1,
+            fast: false,
+            device: None,
+            model: None,
+        }
+    }
 }
 
 /// Subcommands; without one, the daemon runs.
@@ -104,29 +126,8 @@ pub struct UpArgs {
     #[arg(long, requires = "input")]
     pub play_at_once: bool,
 
-    /// Raw PCM sample format on stdin: s16le, s32le, f32le or u8
-    #[arg(long, value_name = "FORMAT", default_value = "s16le")]
-    pub format: String,
-
-    /// Raw PCM sample rate on stdin, in Hz
-    #[arg(long, value_name = "HZ", default_value_t = 16_000)]
-    pub rate: u32,
-
-    /// Raw PCM channel count on stdin
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub channels: u16,
-
-    /// Feed a file as fast as transcription takes it instead of at real time
-    #[arg(long)]
-    pub fast: bool,
-
-    /// Microphone to use instead of the configured one (`stt-daemon devices` lists them)
-    #[arg(long, value_name = "NAME")]
-    pub device: Option<String>,
-
-    /// Whisper model file to use instead of the configured one
-    #[arg(long, value_name = "PATH")]
-    pub model: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: Source,
 }
 
 impl Cli {
@@ -136,15 +137,15 @@ impl Cli {
         let given = [
             ("--socket", self.socket.is_some()),
             ("--input", self.input.is_some()),
-            ("--format", self.format != "s16le"),
-            ("--rate", self.rate != 16_000),
-            ("--channels", self.channels != 1),
-            ("--fast", self.fast),
+            ("--format", self.source.format != "s16le"),
+            ("--rate", self.source.rate != 16_000),
+            ("--channels", self.source.channels != 1),
+            ("--fast", self.source.fast),
             ("--stay", self.stay),
             ("--wait-for-subscriber", self.wait_for_subscriber),
             ("--hold-input", self.hold_input),
-            ("--device", self.device.is_some()),
-            ("--model", self.model.is_some()),
+            ("--device", self.source.device.is_some()),
+            ("--model", self.source.model.is_some()),
         ];
         given.into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
     }
@@ -203,12 +204,14 @@ mod tests {
                 log: Some("up.log".into()),
                 input: Some("-".into()),
                 play_at_once: false,
-                format: "f32le".into(),
-                rate: 48_000,
-                channels: 2,
-                fast: true,
-                device: Some("USB".into()),
-                model: Some("m.bin".into()),
+                source: Source {
+                    format: "f32le".into(),
+                    rate: 48_000,
+                    channels: 2,
+                    fast: true,
+                    device: Some("USB".into()),
+                    model: Some("m.bin".into()),
+                },
             }
         );
         assert_eq!(cli.common.config, Some("c.toml".into()));

@@ -182,24 +182,24 @@ async fn wait_for_end(
 
 /// The audio source the flags ask for, and what to do when transcription falls behind.
 fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
-    let pace = if cli.fast { Pace::Fast } else { Pace::RealTime };
+    let pace = if cli.source.fast { Pace::Fast } else { Pace::RealTime };
     Ok(match cli.input.as_deref() {
         Some(path) if path.as_os_str() == "-" => (
             Source::Pcm {
                 reader: Box::new(std::io::stdin()),
-                format: cli.format.parse()?,
-                rate: cli.rate,
-                channels: cli.channels,
+                format: cli.source.format.parse()?,
+                rate: cli.source.rate,
+                channels: cli.source.channels,
                 name: "stdin".into(),
             },
             QueuePolicy::Block,
         ),
         Some(path) => (Source::Wav { path: path.to_owned(), pace }, QueuePolicy::Block),
         None => {
-            let device = cli
-                .device
-                .clone()
-                .or_else(|| Some(config.daemon.device.clone()).filter(|d| !d.trim().is_empty()));
+            let device =
+                cli.source.device.clone().or_else(|| {
+                    Some(config.daemon.device.clone()).filter(|d| !d.trim().is_empty())
+                });
             (Source::Microphone { device }, QueuePolicy::DropOldest)
         }
     })

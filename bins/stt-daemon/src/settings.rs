@@ -9,7 +9,7 @@ use crate::Cli;
 /// Whisper's settings, with the model path resolved (`--model` wins over the config).
 pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {
     let d = &config.daemon;
-    let configured = cli.model.as_deref().unwrap_or(&d.model);
+    let configured = cli.source.model.as_deref().unwrap_or(&d.model);
     Ok(AsrConfig {
         model: stt_config::dirs::model_path(configured)?,
         language: d.language.clone(),

@@ -327,21 +327,21 @@ pub fn daemon_args(config_args: &[OsString], args: &UpArgs) -> Vec<OsString> {
     if let Some(input) = &args.input {
         flag("--input", Some(input.into()));
         if input.as_os_str() == "-" {
-            flag("--format", Some(args.format.clone().into()));
-            flag("--rate", Some(args.rate.to_string().into()));
-            flag("--channels", Some(args.channels.to_string().into()));
+            flag("--format", Some(args.source.format.clone().into()));
+            flag("--rate", Some(args.source.rate.to_string().into()));
+            flag("--channels", Some(args.source.channels.to_string().into()));
         }
         flag("--stay", None);
         flag("--hold-input", None);
         flag("--wait-for-subscriber", None);
     }
-    if args.fast {
+    if args.source.fast {
         flag("--fast", None);
     }
-    if let Some(device) = &args.device {
+    if let Some(device) = &args.source.device {
         flag("--device", Some(device.into()));
     }
-    if let Some(model) = &args.model {
+    if let Some(model) = &args.source.model {
         flag("--model", Some(model.into()));
     }
     out
@@ -403,6 +403,7 @@ impl Signals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Source;
 
     fn strings(args: &[OsString]) -> Vec<&str> {
         args.iter().map(|a| a.to_str().unwrap()).collect()
@@ -411,12 +412,13 @@ mod tests {
     #[test]
     fn the_microphone_daemon_gets_only_what_was_given() {
         assert!(daemon_args(&[], &UpArgs::default()).is_empty());
-        let args = UpArgs {
+        let source = Source {
             fast: true,
             device: Some("USB Mic".into()),
             model: Some("ggml-base.bin".into()),
-            ..UpArgs::default()
+            ..Source::default()
         };
+        let args = UpArgs { source, ..UpArgs::default() };
         let config = config_args(&CommonArgs { config: Some("/c.toml".into()) });
         assert_eq!(
             strings(&daemon_args(&config, &args)),
@@ -435,13 +437,9 @@ mod tests {
 
     #[test]
     fn stdin_input_passes_the_raw_format() {
-        let args = UpArgs {
-            input: Some("-".into()),
-            format: "f32le".into(),
-            rate: 48_000,
-            channels: 2,
-            ..UpArgs::default()
-        };
+        let source =
+            Source { format: "f32le".into(), rate: 48_000, channels: 2, ..Source::default() };
+        let args = UpArgs { input: Some("-".into()), source, ..UpArgs::default() };
         assert_eq!(
             strings(&daemon_args(&[], &args)),
             [
