@@ -433,7 +433,10 @@ def run_latency(binary: str, model: str, session: Path, clips: list[dict], work:
         per_clip[c["n"]] = r
     rss = max((s.get("VmRSS", 0) for s in d.samples), default=0)
     hwm = max((s.get("VmHWM", 0) for s in d.samples), default=0)
-    return {"clips": per_clip, "rss": rss, "hwm": hwm, "segments": len(segs),
+    # The last sample: after the last transcript (the file ends GAP_S after the speech), once
+    # the whisper worker, idle, has given its decoding buffers back.
+    rss_end = d.samples[-1].get("VmRSS", 0) if d.samples else 0
+    return {"clips": per_clip, "rss": rss, "hwm": hwm, "rss_end": rss_end, "segments": len(segs),
             "exit": d.proc.returncode}
 
 
@@ -689,10 +692,14 @@ def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_m
     row("RSS idle, model loaded (VmRSS)", lambda r: mb(r["rss"]))
     row("… anonymous / file-backed (code, libraries)", lambda r: f"{mb(r['anon'])} / {mb(r['file'])}")
     row("peak RSS transcribing every clip (VmHWM)", lambda r: mb(r["peak"]))
+    row("RSS after the last transcript (VmRSS)", lambda r: mb(r["rss_end"]) if "rss_end" in r else "–")
     w("")
     w(f"Peak RSS is from the latency run for the default config, and from a run of the same session "
       f"with `--fast` for the others; it grows with the segment (whisper's buffers are touched as far as "
-      f"the encoder window goes), so a 20 s segment would take more than these clips of ≤ {max(c['clip_s'] for c in clips):.1f} s. Model file: "
+      f"the encoder window goes), so a 20 s segment would take more than these clips of ≤ {max(c['clip_s'] for c in clips):.1f} s. "
+      f"Whenever its queue empties, the whisper worker makes its decoding state anew (about 20 ms), "
+      f"which gives those buffers back: the RSS after the last transcript is what the daemon holds "
+      f"between utterances. Model file: "
       f"{mb(model_size)}; the target's limit, model + 60 MB: {mb(model_size + 60_000_000)}.\n")
 
     w("### Targets\n")
@@ -821,6 +828,7 @@ def main() -> None:
     with Phase("idle"):
         idle = run_idle(a.daemon, a.model, work, a.idle_seconds, a.idle_settle)
     idle["peak"] = lat["hwm"]
+    idle["rss_end"] = lat["rss_end"]
     idle_alt = {}
     for v in [v for v in a.idle_vads.split(",") if v]:
         log(f"daemon idle for {a.idle_seconds:.0f} s with vad = {v}")

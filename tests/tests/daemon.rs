@@ -129,6 +129,24 @@ fn no_word_is_clipped_at_the_segment_edges() {
 }
 
 #[test]
+fn whisper_hears_the_same_after_giving_its_buffers_back() {
+    let _turn = one_at_a_time();
+    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
+        model: stt_tests::models_dir().join("ggml-tiny.en.bin"),
+        ..stt_asr::AsrConfig::default()
+    })
+    .unwrap();
+    let single = speech().clip(&speech::spoken(&LINES[..1]), Format::wav(16_000, 1));
+    let samples = stt_audio::read_wav_16k_mono(&single).unwrap();
+    let before = whisper.transcribe(&samples).unwrap().text;
+    assert!(before.as_deref().is_some_and(|t| !t.is_empty()), "{before:?}");
+    // The worker sheds whenever its queue empties; twice in a row must be harmless too.
+    whisper.shed().unwrap();
+    whisper.shed().unwrap();
+    assert_eq!(whisper.transcribe(&samples).unwrap().text, before);
+}
+
+#[test]
 fn stdin_gives_the_same_transcripts_as_the_file() {
     let from_file = segments(file_run(), "the 16 kHz mono file");
     let _turn = one_at_a_time();

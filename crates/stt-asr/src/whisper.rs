@@ -72,7 +72,8 @@ pub struct Transcription {
 /// A loaded model with its decoding state. Not thread-safe: it lives on one thread.
 pub struct Whisper {
     // Field order matters: the state must be dropped before the context it came from.
-    state: WhisperState,
+    /// `None` only inside [`Whisper::shed`], or after it failed (the next segment retries).
+    state: Option<WhisperState>,
     _ctx: WhisperContext,
     config: AsrConfig,
     multilingual: bool,
@@ -114,7 +115,27 @@ impl Whisper {
             path: config.model.clone(),
             why: format!("whisper.cpp could not prepare it: {e}"),
         })?;
-        Ok(Self { state, _ctx: ctx, config, multilingual, model_name })
+        Ok(Self { state: Some(state), _ctx: ctx, config, multilingual, model_name })
+    }
+
+    /// Gives back the memory decoding touched: whisper's compute buffers stay resident at
+    /// their high-water mark (tens of MB after a long segment) until the state is made anew,
+    /// which takes about 20 ms. Call it when idle, not between queued segments.
+    pub fn shed(&mut self) -> Result<(), AsrError> {
+        // The old state goes first, so that the two are never resident together.
+        self.state = None;
+        self.state().map(drop)
+    }
+
+    /// The decoding state, made anew if [`Whisper::shed`] dropped it.
+    fn state(&mut self) -> Result<&mut WhisperState, AsrError> {
+        if self.state.is_none() {
+            let state = self._ctx.create_state().map_err(|e| {
+                AsrError::Whisper(format!("cannot renew whisper's decoding state: {e}"))
+            })?;
+            self.state = Some(state);
+        }
+        self.state.as_mut().ok_or_else(|| AsrError::Whisper("no decoding state".into()))
     }
 
     /// The model's file name, for heartbeats and logs.
@@ -160,7 +181,7 @@ impl Whisper {
         }
         let language = match language {
             Some(lang) => lang,
-            None => whisper_rs::get_lang_str(self.state.full_lang_id_from_state())
+            None => whisper_rs::get_lang_str(self.state()?.full_lang_id_from_state())
                 .unwrap_or("en")
                 .to_owned(),
         };
@@ -203,11 +224,12 @@ impl Whisper {
         // and a model stuck repeating itself would otherwise run to the context limit.
         params.set_max_tokens(max_tokens_for(audio.len()));
 
-        self.state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
+        let state = self.state()?;
+        state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
 
         let mut raw = String::new();
         let mut no_speech_prob: f32 = 0.0;
-        for segment in self.state.as_iter() {
+        for segment in state.as_iter() {
             if let Ok(text) = segment.to_str_lossy() {
                 raw.push_str(&text);
             }

@@ -149,6 +149,13 @@ impl Worker {
                         });
                         shared.lock().busy = false;
                         shared.changed.notify_all();
+                        // Nothing waiting: give back what decoding touched (about 20 ms;
+                        // a segment arriving meanwhile waits that long).
+                        if shared.lock().jobs.is_empty()
+                            && let Err(e) = whisper.shed()
+                        {
+                            tracing::warn!("{e}; the next segment tries again");
+                        }
                     }
                 })
                 .map_err(|e| AsrError::Whisper(format!("cannot start the whisper thread: {e}")))?
