@@ -313,6 +313,7 @@ class Daemon:
         self.events: list[tuple[float, dict]] = []
         self.hello_at: float | None = None
         self.samples: list[dict] = []
+        self.sampled_at: list[float] = []
         self.sock = self._connect(self.runtime / "stt-daemon.sock")
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -359,6 +360,7 @@ class Daemon:
         st = proc_status(self.proc.pid)
         if st:
             self.samples.append(st)
+            self.sampled_at.append(time.monotonic())
 
     def wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -433,9 +435,12 @@ def run_latency(binary: str, model: str, session: Path, clips: list[dict], work:
         per_clip[c["n"]] = r
     rss = max((s.get("VmRSS", 0) for s in d.samples), default=0)
     hwm = max((s.get("VmHWM", 0) for s in d.samples), default=0)
-    # The last sample: after the last transcript (the file ends GAP_S after the speech), once
-    # the whisper worker, idle, has given its decoding buffers back.
-    rss_end = d.samples[-1].get("VmRSS", 0) if d.samples else 0
+    # Between utterances: the first sample 0.3 s after the last transcript (the worker, idle,
+    # has given its decoding buffers back by then), before the file ends GAP_S after the
+    # speech and the daemon starts shutting down.
+    last = max((at for at, ev in d.events if ev.get("type") == "transcript"), default=None)
+    after = [st for at, st in zip(d.sampled_at, d.samples) if last is not None and at >= last + 0.3]
+    rss_end = after[0].get("VmRSS", 0) if after else 0
     return {"clips": per_clip, "rss": rss, "hwm": hwm, "rss_end": rss_end, "segments": len(segs),
             "exit": d.proc.returncode}
 
