@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_bus::{Link, Subscription};
-use stt_proto::AssistantEvent;
+use stt_proto::{AssistantEvent, ToolCall, ToolResult};
 
 use crate::Sandbox;
 
@@ -59,6 +59,33 @@ pub fn watch(socket: PathBuf) -> Seen {
     seen
 }
 
+/// [`watch`]es the sandbox's assistant as a viewer and waits until `status` counts it, so
+/// nothing published after this returns is missed.
+pub fn watch_attached(sandbox: &Sandbox, deadline: Duration) -> Seen {
+    let seen = watch(sandbox.assistant_socket());
+    crate::expect_within("the viewer attaches", deadline, || {
+        let s = status(sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    seen
+}
+
+/// The tool call an event carries, for `find_map` over events.
+pub fn tool_call(event: &AssistantEvent) -> Option<ToolCall> {
+    match event {
+        AssistantEvent::ToolCall(c) => Some(c.clone()),
+        _ => None,
+    }
+}
+
+/// The tool result an event carries, for `find_map` over events.
+pub fn tool_result(event: &AssistantEvent) -> Option<ToolResult> {
+    match event {
+        AssistantEvent::ToolResult(r) => Some(r.clone()),
+        _ => None,
+    }
+}
+
 /// The events seen so far.
 pub fn events(seen: &Seen) -> Vec<AssistantEvent> {
     seen.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|(_, e)| e.clone()).collect()
@@ -86,11 +113,7 @@ pub struct SpokenCommand {
 pub fn spoken_command(sandbox: &Sandbox, text: &str, deadline: Duration) -> SpokenCommand {
     let wav = speak(sandbox.root(), "command", text);
     let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
-    crate::expect_within("the viewer attaches", deadline, || {
-        let s = status(sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
+    let seen = watch_attached(sandbox, deadline);
     let out = sandbox.run("stt-ctl", &["command-start"]);
     assert_eq!(out.code, Some(0), "{out:?}");
 

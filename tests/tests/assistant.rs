@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
 use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch};
+use stt_tests::viewer::{
+    SpokenCommand, events, spoken_command, status, tool_call, tool_result, watch_attached,
+};
 use stt_tests::{Sandbox, expect_within};
 
 const DEADLINE: Duration = Duration::from_secs(90);
@@ -37,18 +39,10 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
             if answered { Ok(events) } else { Err(format!("{events:?}\n{}", assistant.log())) }
         },
     );
-    let call = events.iter().find_map(|e| match e {
-        AssistantEvent::ToolCall(c) => Some(c.clone()),
-        _ => None,
-    });
-    let call = call.expect("a tool_call event");
+    let call = events.iter().find_map(tool_call).expect("a tool_call event");
     assert_eq!(call.tool, "get_datetime");
     assert!(!call.awaiting_confirmation);
-    let result = events.iter().find_map(|e| match e {
-        AssistantEvent::ToolResult(r) => Some(r.clone()),
-        _ => None,
-    });
-    let result = result.expect("a tool_result event");
+    let result = events.iter().find_map(tool_result).expect("a tool_result event");
     assert!(result.ok, "{result:?}");
     assert_eq!(result.call_id, call.call_id);
     let modes: Vec<_> = events
@@ -139,7 +133,7 @@ fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
     let config = format!("[llm]\nendpoint = \"{}\"\nprobe_interval_s = 1\n", llm.url());
     std::fs::write(sandbox.config_file(), config).unwrap();
     let _assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
+    let seen = watch_attached(&sandbox, DEADLINE);
     expect_within("status says the model answers", DEADLINE, || {
         let s = status(&sandbox);
         if s["llm_reachable"] == true { Ok(()) } else { Err(format!("{s}")) }
@@ -223,11 +217,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
     // No microphone here: the daemon's audio retries, but its speech recognition is up.
     let _daemon = sandbox.spawn("stt-daemon", &[]);
     let _assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
-    expect_within("the viewer attaches", DEADLINE, || {
-        let s = status(&sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
+    let seen = watch_attached(&sandbox, DEADLINE);
     let out = sandbox.run("stt-ctl", &["deny"]);
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
@@ -241,13 +231,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
         run_edited_command(&sandbox, "open example dot org");
         let call = expect_within("the call waits for confirmation", DEADLINE, || {
             let events = events(&seen)[before..].to_vec();
-            events
-                .iter()
-                .find_map(|e| match e {
-                    AssistantEvent::ToolCall(c) => Some(c.clone()),
-                    _ => None,
-                })
-                .ok_or_else(|| format!("{events:?}"))
+            events.iter().find_map(tool_call).ok_or_else(|| format!("{events:?}"))
         });
         assert!(call.requires_confirmation && call.awaiting_confirmation, "{call:?}");
         if let Some(verb) = answer {
@@ -256,13 +240,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
         }
         let result = expect_within("the result", DEADLINE, || {
             let events = events(&seen)[before..].to_vec();
-            events
-                .iter()
-                .find_map(|e| match e {
-                    AssistantEvent::ToolResult(r) => Some(r.clone()),
-                    _ => None,
-                })
-                .ok_or_else(|| format!("{events:?}"))
+            events.iter().find_map(tool_result).ok_or_else(|| format!("{events:?}"))
         });
         if !confirmed {
             assert!(

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
 use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch};
+use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
 use stt_tests::{Sandbox, expect_within, models_dir, wait_until};
 
 /// The GGUF `scripts/fetch-llm` assembles into the models directory.
@@ -305,11 +305,7 @@ fn a_model_that_repeats_a_call_is_asked_for_the_outcome_instead() {
     // No microphone here: the daemon's audio retries, but its speech recognition is up.
     let _daemon = sandbox.spawn("stt-daemon", &[]);
     let _assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch(sandbox.assistant_socket());
-    expect_within("the viewer attaches", DEADLINE, || {
-        let s = status(&sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
+    let seen = watch_attached(&sandbox, DEADLINE);
     for args in [&["command-start"][..], &["command-edit", "--text", "what time is it"]] {
         let out = sandbox.run("stt-ctl", args);
         assert_eq!(out.code, Some(0), "{out:?}");

@@ -71,7 +71,8 @@ pub struct Source {
 }
 
 impl Default for Source {
-    /// What the flags are when none is given.
+    /// What the flags are when none is given (the same as clap's defaults above: a test
+    /// holds them together).
     fn default() -> Self {
         Self {
             format: "s16le".to_owned(),
@@ -134,18 +135,19 @@ impl Cli {
     /// The daemon's own flags given before a subcommand, by name: `up` takes its flags after
     /// `up`, so these would be silently ignored there.
     pub fn daemon_flags_given(&self) -> Vec<&'static str> {
+        let (source, default) = (&self.source, Source::default());
         let given = [
             ("--socket", self.socket.is_some()),
             ("--input", self.input.is_some()),
-            ("--format", self.source.format != "s16le"),
-            ("--rate", self.source.rate != 16_000),
-            ("--channels", self.source.channels != 1),
-            ("--fast", self.source.fast),
+            ("--format", source.format != default.format),
+            ("--rate", source.rate != default.rate),
+            ("--channels", source.channels != default.channels),
+            ("--fast", source.fast),
             ("--stay", self.stay),
             ("--wait-for-subscriber", self.wait_for_subscriber),
             ("--hold-input", self.hold_input),
-            ("--device", self.source.device.is_some()),
-            ("--model", self.source.model.is_some()),
+            ("--device", source.device.is_some()),
+            ("--model", source.model.is_some()),
         ];
         given.into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
     }
@@ -158,6 +160,13 @@ mod tests {
 
     fn parse(args: &[&str]) -> Cli {
         Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn source_default_is_what_clap_gives_without_flags() {
+        assert_eq!(parse(&["stt-daemon"]).source, Source::default());
+        let Some(Command::Up(up)) = parse(&["stt-daemon", "up"]).command else { panic!() };
+        assert_eq!(up.source, Source::default());
     }
 
     #[test]

@@ -19,8 +19,6 @@
 //! the segment's start and, with it, what whisper hears). `docs/PERFORMANCE.md`
 //! ("Voice activity detection") measures the gate against the classifier alone.
 
-use std::collections::VecDeque;
-
 use crate::{SAMPLE_RATE, SpeechProb};
 
 /// A classifier behind a noise gate; see the [module docs](self).
@@ -36,8 +34,10 @@ pub struct Gated<P> {
     /// Frames the classifier still runs for after the last frame above the margin.
     hold: u32,
     hold_frames: u32,
-    /// The last frames seen while the gate was shut (at most `WARM_FRAMES`).
-    recent: VecDeque<Vec<f32>>,
+    /// The last frames seen while the gate was shut, oldest first, back to back (at most
+    /// `WARM_FRAMES` of `frame_len` samples). One buffer, reused: nothing is allocated per
+    /// frame.
+    recent: Vec<f32>,
     /// Whether the classifier skipped the previous frame (its stream is broken).
     shut: bool,
     /// Frames scored and frames skipped since creation, for the daemon's figures.
@@ -66,7 +66,7 @@ impl<P: SpeechProb> Gated<P> {
             floor_db: None,
             hold: hold_frames,
             hold_frames,
-            recent: VecDeque::with_capacity(Self::WARM_FRAMES),
+            recent: Vec::with_capacity(Self::WARM_FRAMES * inner.frame_len()),
             shut: true,
             ran: 0,
             skipped: 0,
@@ -113,10 +113,11 @@ impl<P: SpeechProb> SpeechProb for Gated<P> {
             self.hold = self.hold_frames;
         }
         if self.hold == 0 {
-            if self.recent.len() == Self::WARM_FRAMES {
-                self.recent.pop_front();
+            let len = self.inner.frame_len();
+            if self.recent.len() >= Self::WARM_FRAMES * len {
+                self.recent.drain(..len);
             }
-            self.recent.push_back(frame.to_vec());
+            self.recent.extend(frame.iter().copied().chain(std::iter::repeat(0.0)).take(len));
             self.shut = true;
             self.skipped += 1;
             return 0.0;
@@ -124,10 +125,11 @@ impl<P: SpeechProb> SpeechProb for Gated<P> {
         self.hold -= 1;
         if self.shut {
             self.shut = false;
-            for warm in self.recent.drain(..) {
-                self.inner.prob(&warm);
+            for warm in self.recent.chunks_exact(self.inner.frame_len()) {
+                self.inner.prob(warm);
                 self.ran += 1;
             }
+            self.recent.clear();
         }
         self.ran += 1;
         self.inner.prob(frame)
