@@ -311,6 +311,18 @@ fn transcribe_prints_one_line_per_segment_and_nothing_else() {
 }
 
 #[test]
+fn flash_attention_from_the_config_hears_the_sentences_too() {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox("flash_attention = true\n");
+    let file = clip(Format::wav(16_000, 1));
+    let out = run_within(&sandbox, &["transcribe", path_str(&file)], RUN_DEADLINE);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), LINES.len(), "one line per sentence: {:?}", out.stdout);
+    expect_spoken(&lines, "stt-daemon transcribe with flash_attention = true");
+}
+
+#[test]
 fn a_missing_model_or_input_or_microphone_fails_with_the_fix() {
     let sandbox = sandbox("");
     let file = clip(Format::wav(16_000, 1));

@@ -16,6 +16,7 @@ pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {
         threads: d.threads,
         beam_size: d.beam_size,
         audio_ctx: d.audio_ctx,
+        flash_attention: d.flash_attention,
     })
 }
 
@@ -52,4 +53,33 @@ fn vad(config: &Config) -> anyhow::Result<VadConfig> {
     };
     vad.validate()?;
     Ok(vad)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn whisper_gets_every_key_of_the_daemon_section() {
+        let text = "[daemon]\nmodel = \"/models/x.bin\"\nlanguage = \"de\"\nthreads = 3\n\
+                    beam_size = 5\naudio_ctx = 700\nflash_attention = true\n";
+        let config = Config::parse(text, Path::new("test.toml")).unwrap();
+        let cli = Cli::parse_from(["stt-daemon"]);
+        let expected = AsrConfig {
+            model: PathBuf::from("/models/x.bin"),
+            language: "de".into(),
+            threads: 3,
+            beam_size: 5,
+            audio_ctx: 700,
+            flash_attention: true,
+        };
+        assert_eq!(asr(&config, &cli).unwrap(), expected);
+        // --model wins over the config.
+        let cli = Cli::parse_from(["stt-daemon", "--model", "/elsewhere/y.bin"]);
+        assert_eq!(asr(&config, &cli).unwrap().model, PathBuf::from("/elsewhere/y.bin"));
+    }
 }

@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! cargo run --release -p stt-asr --example bench_asr -- MODEL [--threads N] [--reps N]
-//!     [--settings full,auto,0,32,128] [--pad-ms N] CLIP.wav...
+//!     [--settings full,auto,0,32,128] [--pad-ms N] [--flash-attention] CLIP.wav...
 //! ```
 //!
 //! Settings: `full` is the fixed 30 s window (`audio_ctx` 1500), `auto` is what the daemon
 //! ships (`audio_ctx` 0: the segment's frames plus `AUDIO_CTX_MARGIN`), a number `M` is a
 //! fixed window of the clip's frames plus `M`, and `M:F` the same but at least `F` frames.
-//! `--pad-ms N` appends N ms of silence to every clip first (to try longer tails). Clips are 16 kHz mono 16-bit PCM WAV files.
+//! `--pad-ms N` appends N ms of silence to every clip first (to try longer tails);
+//! `--flash-attention` runs every setting with whisper.cpp's flash attention. Clips are 16 kHz mono 16-bit PCM WAV files.
 //! For every clip and setting it prints one JSON line: the window, the time of each
 //! repetition (after one untimed warm-up on a freshly loaded model) and the text. Clips are
 //! the outer loop and settings the inner one, so background load hits every setting alike.
@@ -122,6 +123,7 @@ fn main() {
     let model =
         args.next().expect("usage: MODEL [--threads N] [--reps N] [--settings LIST] CLIP.wav...");
     let (mut threads, mut reps, mut pad_ms) = (2u32, 3usize, 0usize);
+    let mut flash_attention = false;
     let mut settings = vec![Setting::Full, Setting::Auto];
     let mut clips = Vec::new();
     while let Some(arg) = args.next() {
@@ -129,6 +131,7 @@ fn main() {
             "--threads" => threads = args.next().expect("--threads N").parse().expect("threads"),
             "--reps" => reps = args.next().expect("--reps N").parse().expect("reps"),
             "--pad-ms" => pad_ms = args.next().expect("--pad-ms N").parse().expect("pad-ms"),
+            "--flash-attention" => flash_attention = true,
             "--settings" => {
                 settings =
                     args.next().expect("--settings LIST").split(',').map(Setting::parse).collect();
@@ -143,6 +146,7 @@ fn main() {
             model: model.clone().into(),
             threads,
             audio_ctx,
+            flash_attention,
             ..AsrConfig::default()
         })
         .expect("load the model");

@@ -42,6 +42,9 @@ pub struct AsrConfig {
     pub beam_size: u32,
     /// Encoder window in frames: 0 = sized to each segment, otherwise fixed.
     pub audio_ctx: u32,
+    /// whisper.cpp's flash attention: the encoder's memory grows with the segment rather
+    /// than with its square, at a cost in accuracy (its CPU kernel sums in half precision).
+    pub flash_attention: bool,
 }
 
 impl Default for AsrConfig {
@@ -52,6 +55,7 @@ impl Default for AsrConfig {
             threads: 2,
             beam_size: 0,
             audio_ctx: 0,
+            flash_attention: false,
         }
     }
 }
@@ -96,12 +100,14 @@ impl Whisper {
             || config.model.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let ctx =
-            WhisperContext::new_with_params(&config.model, WhisperContextParameters::default())
-                .map_err(|e| AsrError::ModelCorrupt {
-                    path: config.model.clone(),
-                    why: format!("whisper.cpp could not load it: {e}"),
-                })?;
+        let mut params = WhisperContextParameters::default();
+        params.flash_attn(config.flash_attention);
+        let ctx = WhisperContext::new_with_params(&config.model, params).map_err(|e| {
+            AsrError::ModelCorrupt {
+                path: config.model.clone(),
+                why: format!("whisper.cpp could not load it: {e}"),
+            }
+        })?;
         let multilingual = ctx.is_multilingual();
         if config.language != "auto" {
             if whisper_rs::get_lang_id(&config.language).is_none() {
@@ -172,12 +178,18 @@ impl Whisper {
         let (mut raw, mut no_speech_prob) =
             self.decode(strategy.clone(), language.as_deref(), audio, audio_ctx)?;
         // A window cut to the segment sometimes makes whisper say a short sentence twice
-        // ("What time is it? What time is it?"); the full window does not. Decode such a
-        // segment again with it: it costs time only when this happens.
-        if audio_ctx < FULL_AUDIO_CTX && filter::said_twice(&raw) {
-            tracing::debug!(%raw, "repeated with a short window: decoding again with the full one");
+        // ("What time is it? What time is it?"); a wider one does not. Decode such a segment
+        // again with one more margin's worth of frames, and only if that repeats too with the
+        // full window: its attention matrices alone take ~80 MB, where one more margin costs
+        // a few (docs/PERFORMANCE.md, "Memory while transcribing"). It costs time only when
+        // this happens.
+        for wider in retry_windows(audio_ctx) {
+            if !filter::said_twice(&raw) {
+                break;
+            }
+            tracing::debug!(%raw, audio_ctx, wider, "said twice: decoding again with a wider window");
             (raw, no_speech_prob) =
-                self.decode(strategy, language.as_deref(), audio, FULL_AUDIO_CTX)?;
+                self.decode(strategy.clone(), language.as_deref(), audio, wider)?;
         }
         let language = match language {
             Some(lang) => lang,
@@ -257,6 +269,18 @@ pub fn audio_ctx_for_samples(n: usize) -> i32 {
     (frames + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX)
 }
 
+/// The wider encoder windows to decode again with, in order, when `audio_ctx` made whisper
+/// say the segment twice: one more margin, then the full window.
+fn retry_windows(audio_ctx: i32) -> Vec<i32> {
+    let mut windows: Vec<i32> = Vec::with_capacity(2);
+    for w in [(audio_ctx + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX), FULL_AUDIO_CTX] {
+        if w > windows.last().copied().unwrap_or(audio_ctx) {
+            windows.push(w);
+        }
+    }
+    windows
+}
+
 /// Tokens a segment of `n` samples may produce: eight a second, plus a little.
 pub fn max_tokens_for(n: usize) -> i32 {
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
@@ -293,6 +317,13 @@ mod tests {
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE), 50 + AUDIO_CTX_MARGIN);
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3), 150 + AUDIO_CTX_MARGIN);
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 60), FULL_AUDIO_CTX);
+    }
+
+    #[test]
+    fn a_repeated_sentence_is_decoded_again_wider_and_only_then_with_the_full_window() {
+        assert_eq!(retry_windows(331), vec![331 + AUDIO_CTX_MARGIN, FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(1400), vec![FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(FULL_AUDIO_CTX), Vec::<i32>::new());
     }
 
     #[test]

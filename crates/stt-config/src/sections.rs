@@ -50,6 +50,8 @@ pub struct DaemonConfig {
     pub beam_size: u32,
     /// Whisper encoder window in frames (50 per second of audio); 0 sizes it to each segment.
     pub audio_ctx: u32,
+    /// whisper.cpp's flash attention: less memory on long segments, lower accuracy.
+    pub flash_attention: bool,
     /// The voice activity detector that finds speech.
     pub vad: VadEngine,
     /// Silero VAD model (ONNX): a path, or a file name looked up in `<data_dir>/models`.
@@ -85,6 +87,7 @@ impl Default for DaemonConfig {
             threads: 2,
             beam_size: 0,
             audio_ctx: 0,
+            flash_attention: false,
             vad: VadEngine::Silero,
             vad_model: PathBuf::from("silero_vad.onnx"),
             vad_threshold: 0.5,
