@@ -295,30 +295,13 @@ fn fed_faster_than_real_time_the_backlog_rises_and_drains() {
 
 #[test]
 fn transcribe_prints_one_line_per_segment_and_nothing_else() {
-    let _turn = one_at_a_time();
-    let sandbox = sandbox("");
-    let file = clip(Format::wav(22_050, 1));
-    let out = run_within(&sandbox, &["transcribe", path_str(&file)], RUN_DEADLINE);
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
-    assert!(
-        lines.len() == LINES.len() && lines.iter().all(|l| !l.trim().is_empty()),
-        "expected {} lines, one per sentence: {:?}",
-        LINES.len(),
-        out.stdout
-    );
+    let lines = transcribe_lines("", Format::wav(22_050, 1));
     expect_spoken(&lines, "stt-daemon transcribe");
 }
 
 #[test]
 fn flash_attention_from_the_config_hears_the_sentences_too() {
-    let _turn = one_at_a_time();
-    let sandbox = sandbox("flash_attention = true\n");
-    let file = clip(Format::wav(16_000, 1));
-    let out = run_within(&sandbox, &["transcribe", path_str(&file)], RUN_DEADLINE);
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
-    assert_eq!(lines.len(), LINES.len(), "one line per sentence: {:?}", out.stdout);
+    let lines = transcribe_lines("flash_attention = true\n", Format::wav(16_000, 1));
     expect_spoken(&lines, "stt-daemon transcribe with flash_attention = true");
 }
 
@@ -355,6 +338,26 @@ fn a_missing_model_or_input_or_microphone_fails_with_the_fix() {
         }
         assert!(!sandbox.daemon_socket().exists(), "{what}: the socket was left behind");
     }
+}
+
+// ---- helpers -----------------------------------------------------------------------------
+
+/// `stt-daemon transcribe` on the clip of [`LINES`] in `format`, with `keys` in `[daemon]`:
+/// its lines, checked to be one per sentence and nothing else.
+fn transcribe_lines(keys: &str, format: Format) -> Vec<String> {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox(keys);
+    let file = clip(format);
+    let out = run_within(&sandbox, &["transcribe", path_str(&file)], RUN_DEADLINE);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
+    assert!(
+        lines.len() == LINES.len() && lines.iter().all(|l| !l.trim().is_empty()),
+        "expected {} lines, one per sentence: {:?}",
+        LINES.len(),
+        out.stdout
+    );
+    lines
 }
 
 // ---- the file run several tests compare against ------------------------------------------
