@@ -417,20 +417,7 @@ def run_latency(binary: str, model: str, session: Path, clips: list[dict], work:
     d.sample()
     total = max(c["session_end"] for c in clips) + GAP_S
     d.wait(total + 120)
-    segs: dict[int, dict] = {}
-    for at, ev in d.events:
-        sid = ev.get("seg_id")
-        if sid is None:
-            continue
-        s = segs.setdefault(sid, {})
-        kind = ev["type"]
-        s[kind + "_at"] = at
-        if kind == "speech_start":
-            s["start"] = ev["start"]
-        elif kind == "speech_stop":
-            s["end"] = ev["end"]
-        elif kind == "transcript":
-            s["text"] = ev["text"]
+    segs = segments_of(d)
     wlog = d.whisper_log()
     per_clip = {}
     for c in clips:
@@ -511,18 +498,24 @@ def settle(d: Daemon, timeout: float) -> dict[str, int]:
     return proc_status(d.proc.pid)
 
 
-def segments_of(d: Daemon) -> list[dict]:
-    """Each segment's length and transcript, in order."""
+def segments_of(d: Daemon) -> dict[int, dict]:
+    """By seg_id: when each of its events arrived (`speech_start_at`, ...), its audio `start`
+    and `end`, and its `text`."""
     segs: dict[int, dict] = {}
-    for _, ev in d.events:
-        kind, sid = ev.get("type"), ev.get("seg_id")
+    for at, ev in list(d.events):
+        sid = ev.get("seg_id")
+        if sid is None:
+            continue
+        s = segs.setdefault(sid, {})
+        kind = ev["type"]
+        s[kind + "_at"] = at
         if kind == "speech_start":
-            segs.setdefault(sid, {})["start"] = ev["start"]
+            s["start"] = ev["start"]
         elif kind == "speech_stop":
-            segs.setdefault(sid, {})["end"] = ev["end"]
+            s["end"] = ev["end"]
         elif kind == "transcript":
-            segs.setdefault(sid, {})["text"] = ev["text"]
-    return [segs[k] for k in sorted(segs)]
+            s["text"] = ev["text"]
+    return segs
 
 
 def make_lengths(work: Path) -> list[dict]:
@@ -554,7 +547,7 @@ def run_lengths(binary: str, model: str, work: Path, lengths: list[dict], flash_
         d.wait_hello()
         st = settle(d, 120)
         d.stop()
-        segs = segments_of(d)
+        segs = [seg for _, seg in sorted(segments_of(d).items())]
         heard = " ".join(x.get("text") or "" for x in segs)
         rows.append({"peak": st.get("VmHWM", 0), "after": st.get("VmRSS", 0),
                      "segs": [x["end"] - x["start"] for x in segs if "start" in x and "end" in x],

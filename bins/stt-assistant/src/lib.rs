@@ -333,13 +333,8 @@ async fn probes(assistant: Arc<Assistant>, every: Duration, shutdown: Cancellati
     if every.is_zero() {
         return;
     }
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = stt_app::Ticker::new(every, shutdown.clone());
+    while ticker.tick().await {
         tokio::select! {
             () = shutdown.cancelled() => break,
             () = assistant.exec.probe() => {}
@@ -349,13 +344,10 @@ async fn probes(assistant: Arc<Assistant>, every: Duration, shutdown: Cancellati
 
 /// Tells subscribers how things stand, about once a second.
 async fn heartbeats(assistant: Arc<Assistant>, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    for seq in 1.. {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = stt_app::Ticker::new(Duration::from_secs(1), shutdown);
+    let mut seq = 0;
+    while ticker.tick().await {
+        seq += 1;
         let (mode, stt_healthy, daemon_backlog) = {
             let core = assistant.core();
             (core.mode(), core.stt_health(Instant::now()).0, core.daemon_backlog())

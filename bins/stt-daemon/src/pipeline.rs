@@ -367,13 +367,8 @@ async fn heartbeats(
     every: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = tick.tick() => {}
-        }
+    let mut ticker = stt_app::Ticker::new(every, shutdown);
+    while ticker.tick().await {
         publisher.publish(&heart.beat(worker.backlog(), worker.is_alive()));
     }
 }

@@ -78,6 +78,31 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// Work done every so often until the process shuts down: heartbeats, checks.
+#[derive(Debug)]
+pub struct Ticker {
+    interval: tokio::time::Interval,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl Ticker {
+    /// Ticks every `period`, the first at once; a tick that comes late is delayed, not
+    /// bunched with the next. Must be made inside a tokio runtime; `period` must not be zero.
+    pub fn new(period: std::time::Duration, shutdown: tokio_util::sync::CancellationToken) -> Self {
+        let mut interval = tokio::time::interval(period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self { interval, shutdown }
+    }
+
+    /// Waits for the next tick: `true` then, `false` once shutdown is asked for.
+    pub async fn tick(&mut self) -> bool {
+        tokio::select! {
+            () = self.shutdown.cancelled() => false,
+            _ = self.interval.tick() => true,
+        }
+    }
+}
+
 /// Unix signals that end a process.
 pub mod signals {
     use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -112,5 +137,27 @@ pub mod signals {
     pub async fn terminated() -> std::io::Result<()> {
         Terminate::catch()?.recv().await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::Ticker;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ticker_ticks_at_once_then_every_period_until_shutdown() {
+        let shutdown = CancellationToken::new();
+        let mut ticker = Ticker::new(Duration::from_secs(1), shutdown.clone());
+        let start = tokio::time::Instant::now();
+        assert!(ticker.tick().await);
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert!(ticker.tick().await);
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        shutdown.cancel();
+        assert!(!ticker.tick().await);
     }
 }
