@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use stt_asr::whisper::seconds;
 use stt_bus::{Connection, Service};
 use stt_proto::{AudioState, DaemonEvent, DaemonHeartbeat};
 use stt_tests::speech::{self, Format, Line, Part, Speech, word_errors, words};
@@ -102,7 +103,8 @@ fn no_word_is_clipped_at_the_segment_edges() {
     for (line, segment) in LINES.iter().zip(&texts) {
         let single = speech().clip(&speech::spoken(&[*line]), Format::wav(16_000, 1));
         let samples = stt_audio::read_wav_16k_mono(&single).unwrap();
-        let whole = whisper.transcribe(&samples).unwrap().text.unwrap_or_default();
+        let whole =
+            whisper.transcribe(&samples, seconds(&samples)).unwrap().text.unwrap_or_default();
         report.push_str(&format!(
             "  {:?}\n    whole:   {whole:?}\n    segment: {segment:?}\n",
             line.text
@@ -138,12 +140,12 @@ fn whisper_hears_the_same_after_giving_its_buffers_back() {
     .unwrap();
     let single = speech().clip(&speech::spoken(&LINES[..1]), Format::wav(16_000, 1));
     let samples = stt_audio::read_wav_16k_mono(&single).unwrap();
-    let before = whisper.transcribe(&samples).unwrap().text;
+    let before = whisper.transcribe(&samples, seconds(&samples)).unwrap().text;
     assert!(before.as_deref().is_some_and(|t| !t.is_empty()), "{before:?}");
     // The worker sheds whenever its queue empties; twice in a row must be harmless too.
     whisper.shed().unwrap();
     whisper.shed().unwrap();
-    assert_eq!(whisper.transcribe(&samples).unwrap().text, before);
+    assert_eq!(whisper.transcribe(&samples, seconds(&samples)).unwrap().text, before);
 }
 
 #[test]

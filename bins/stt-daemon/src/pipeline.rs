@@ -227,14 +227,14 @@ fn segment(
                         start: start_s,
                     }));
                 }
-                SegEvent::End { start_s, end_s, samples, too_short } => {
+                SegEvent::End { start_s, end_s, samples, speech_s, too_short } => {
                     let seg_id = open.take().unwrap_or(next_seg_id);
                     publisher.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id, end: end_s }));
                     if too_short {
                         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
                         continue;
                     }
-                    let job = Job { seg_id, start: start_s, end: end_s, samples };
+                    let job = Job { seg_id, start: start_s, end: end_s, samples, speech_s };
                     match worker.submit(job, policy) {
                         Submitted::Queued => {}
                         Submitted::DroppedOldest(old) => {
@@ -294,6 +294,8 @@ fn publish_done(publisher: &Publisher, done: Done) {
                 elapsed_ms = done.elapsed.as_millis(),
                 waited_ms = done.waited.as_millis(),
                 raw = %transcription.raw,
+                decodes = transcription.decodes,
+                runaway = ?transcription.runaway,
                 "transcribed"
             );
             if let Some(text) = transcription.text {

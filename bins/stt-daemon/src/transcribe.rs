@@ -27,8 +27,8 @@ pub fn run(config: &Config, cli: &Cli, file: &Path) -> anyhow::Result<()> {
 
     let mut out = std::io::stdout().lock();
     let mut say = |event: SegEvent| -> anyhow::Result<()> {
-        if let SegEvent::End { samples, too_short: false, .. } = event
-            && let Some(text) = whisper.transcribe(&samples)?.text
+        if let SegEvent::End { samples, speech_s, too_short: false, .. } = event
+            && let Some(text) = whisper.transcribe(&samples, speech_s)?.text
         {
             writeln!(out, "{text}")?;
         }

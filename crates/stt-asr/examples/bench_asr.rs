@@ -186,13 +186,13 @@ fn main() {
                 }
             };
             if load_ms.is_some() {
-                let _ = whisper.transcribe(&samples).expect("warm-up");
+                let _ = whisper.transcribe(&samples, seconds).expect("warm-up");
             }
             let mut times = Vec::with_capacity(reps);
             let mut last = None;
             for _ in 0..reps {
                 let t = Instant::now();
-                let out = whisper.transcribe(&samples).expect("transcribe");
+                let out = whisper.transcribe(&samples, seconds).expect("transcribe");
                 times.push(t.elapsed().as_secs_f64() * 1000.0);
                 last = Some(out);
             }

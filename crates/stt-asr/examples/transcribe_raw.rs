@@ -22,7 +22,8 @@ fn main() {
     .expect("load");
     for _ in 0..3 {
         let t = std::time::Instant::now();
-        let out = whisper.transcribe(&samples).expect("transcribe");
+        let out =
+            whisper.transcribe(&samples, stt_asr::whisper::seconds(&samples)).expect("transcribe");
         println!("{:?} in {:?} ({:?})", out.text, t.elapsed(), out.raw);
     }
 }

@@ -5,8 +5,14 @@
 //! phrase. Annotations in brackets are never speech and are always removed. A stock phrase
 //! is dropped only when whisper itself doubts there was speech (its no-speech probability)
 //! or the audio is very quiet, so a person who really says "thank you" is still heard.
-//! A phrase repeated three or more times in a row is kept once. A text that is one phrase said
-//! exactly twice is [`said_twice`]: the transcriber decodes it again with the full window.
+//! A phrase repeated three or more times in a row is kept once.
+//!
+//! Whisper also runs away on real speech: a short command comes out with its words over and
+//! over ("10 of close 10 of close 10 of close 10 10" for "ten of clubs"), or a single digit
+//! twice. [`runaway`] says when a decoded text cannot be what was said (more words than its
+//! speech can hold, a phrase that repeats, or decoding that never reached its end), so the
+//! transcriber can decode again with a wider window; [`bound`] is the last resort that keeps
+//! a text within what its speech can hold.
 
 /// Phrases whisper produces from silence and noise, compared without case and punctuation.
 const STOCK_PHRASES: &[&str] = &[
@@ -102,31 +108,106 @@ fn is_stock_phrase(text: &str) -> bool {
     STOCK_PHRASES.contains(&norm.as_str())
 }
 
-/// Whether the whole of `text` is one phrase of two or more words, said twice in a row
-/// (case and punctuation aside): what whisper produces from a short window on some short
-/// sentences, and what a person rarely says.
-pub fn said_twice(text: &str) -> bool {
-    let words: Vec<String> = text.split_whitespace().map(normalize).collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).filter(|w| !w.is_empty()).collect();
-    let half = words.len() / 2;
-    words.len().is_multiple_of(2) && half >= 2 && words[..half] == words[half..]
+/// Words a second no person keeps up: the fastest real speech in the benchmark set is 5.8
+/// ("I have a thousand thoughts about that thing" in 1.37 s; docs/PERFORMANCE.md).
+const WORDS_PER_SECOND: f64 = 6.0;
+
+/// Words a segment's edges may add beyond its measured speech (a first or last syllable the
+/// voice detector scored low).
+const EDGE_WORDS: usize = 2;
+
+/// Periods, in words, that [`runaway`] looks for repeats of.
+const MAX_PERIOD: usize = 8;
+
+/// The most words `speech_s` seconds of speech can hold.
+pub fn word_capacity(speech_s: f64) -> usize {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let words = (speech_s.max(0.0) * WORDS_PER_SECOND).floor() as usize;
+    words + EDGE_WORDS
+}
+
+/// Why a decoded text cannot be taken as what was said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runaway {
+    /// More words than the speech can hold.
+    TooManyWords { words: usize, capacity: usize },
+    /// A phrase of `period` words followed by itself (in full, or for at least three words):
+    /// "5 5", "4. Queen of Cloves 4. Queen of". People do say "no, no", so this only asks for
+    /// a second opinion; it never cuts a text by itself.
+    Repeats { period: usize },
+    /// Decoding stopped at its token limit rather than at the end of the text.
+    NoEnd,
+}
+
+/// Whether `text`, decoded from `speech_s` seconds of speech, looks like whisper running away
+/// rather than what was said; `ended` is whether decoding reached its end-of-text token.
+pub fn runaway(text: &str, speech_s: f64, ended: bool) -> Option<Runaway> {
+    let words = words(text);
+    let capacity = word_capacity(speech_s);
+    if words.len() > capacity {
+        return Some(Runaway::TooManyWords { words: words.len(), capacity });
+    }
+    if let Some(period) = repeat_period(&words) {
+        return Some(Runaway::Repeats { period });
+    }
+    (!ended && !words.is_empty()).then_some(Runaway::NoEnd)
+}
+
+/// The shortest period at which `words` repeats itself: a stretch where each word equals
+/// the one `period` words later, at least `min(period, 3)` words long.
+fn repeat_period(words: &[String]) -> Option<usize> {
+    (1..=MAX_PERIOD).find(|&period| {
+        let need = period.min(3);
+        let mut run = 0;
+        for j in 0..words.len().saturating_sub(period) {
+            run = if words[j] == words[j + period] { run + 1 } else { 0 };
+            if run >= need {
+                return true;
+            }
+        }
+        false
+    })
+}
+
+/// `text` cut down to what `speech_s` seconds of speech can hold: unchanged when it fits;
+/// otherwise every phrase said twice or more in a row is kept once, and if that is still too
+/// long, only the first [`word_capacity`] words stay.
+pub fn bound(text: &str, speech_s: f64) -> String {
+    let capacity = word_capacity(speech_s);
+    if words(text).len() <= capacity {
+        return text.to_owned();
+    }
+    let collapsed = collapse_runs(text, 2);
+    let kept: Vec<&str> = collapsed.split_whitespace().take(capacity).collect();
+    kept.join(" ")
+}
+
+/// The words of `text` as [`runaway`] compares them (case and punctuation aside).
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(normalize).filter(|w| !w.is_empty()).collect()
 }
 
 /// Keeps one copy of a run of three or more identical consecutive phrases (sentences, or
 /// word n-grams of up to eight words).
 fn collapse_repeats(text: &str) -> String {
+    collapse_runs(text, 3)
+}
+
+/// Keeps one copy of a run of `min_reps` or more identical consecutive phrases of up to
+/// [`MAX_PERIOD`] words, the shortest phrase first ("1 1 1 1" is "1", not "1 1").
+fn collapse_runs(text: &str, min_reps: usize) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let key = |w: &str| normalize(w);
     let mut out: Vec<&str> = Vec::with_capacity(words.len());
     let mut i = 0;
     'outer: while i < words.len() {
-        for n in (1..=8).rev() {
-            if i + 3 * n > words.len() {
+        for n in 1..=MAX_PERIOD {
+            if i + min_reps * n > words.len() {
                 continue;
             }
             let same = |a: usize, b: usize| (0..n).all(|k| key(words[a + k]) == key(words[b + k]));
-            if same(i, i + n) && same(i, i + 2 * n) {
-                let mut reps = 3;
+            if (1..min_reps).all(|r| same(i, i + r * n)) {
+                let mut reps = min_reps;
                 while i + (reps + 1) * n <= words.len() && same(i, i + reps * n) {
                     reps += 1;
                 }
@@ -187,14 +268,68 @@ mod tests {
     }
 
     #[test]
-    fn a_sentence_said_twice_is_noticed() {
-        assert!(said_twice("What time is it? What time is it?"));
-        assert!(said_twice(" what time is it what time, is it "));
-        assert!(!said_twice("What time is it?"));
-        assert!(!said_twice("No, no."), "one word twice is how people talk");
-        assert!(!said_twice("What time is it? What time was it?"));
-        assert!(!said_twice("a b c a b"));
-        assert!(!said_twice(""));
+    fn runaway_decoding_is_told_from_what_people_say() {
+        // What tiny.en made of real short commands, with the speech's length.
+        let loops = [
+            ("10 of close 10 of close 10 of close 10 10", 1.08),
+            ("4. Queen of Cloves 4. Queen of", 1.90),
+            ("5 5", 0.38),
+            ("1 1 1 1 1 1 1 1 1", 0.62),
+            ("Montreal? M- M- M- M- M- M- forced, forced, a liner.", 3.60),
+            ("What time is it? What time is it?", 0.85),
+        ];
+        for (text, speech_s) in loops {
+            assert!(runaway(text, speech_s, true).is_some(), "{text:?} in {speech_s} s");
+        }
+        let said = [
+            ("Ten of clubs.", 1.08),
+            ("I have a thousand thoughts about that thing.", 1.37),
+            ("Eight of spades, four of clubs, seven of hearts.", 3.29),
+            ("Stop the music.", 0.96),
+            ("", 0.5),
+        ];
+        for (text, speech_s) in said {
+            assert_eq!(runaway(text, speech_s, true), None, "{text:?} in {speech_s} s");
+        }
+    }
+
+    #[test]
+    fn each_reason_is_named() {
+        assert_eq!(
+            runaway("one two three four five six seven", 0.5, true),
+            Some(Runaway::TooManyWords { words: 7, capacity: 5 })
+        );
+        assert_eq!(runaway("No, no.", 1.0, true), Some(Runaway::Repeats { period: 1 }));
+        assert_eq!(
+            runaway("a b c d a b c", 3.0, true),
+            Some(Runaway::Repeats { period: 4 }),
+            "a repeat cut short by the token limit"
+        );
+        assert_eq!(runaway("a b c d a b", 3.0, true), None, "two words again is not enough");
+        assert_eq!(runaway("Turn on the", 3.0, false), Some(Runaway::NoEnd));
+        assert_eq!(runaway("", 3.0, false), None);
+    }
+
+    #[test]
+    fn the_capacity_grows_with_the_speech() {
+        assert_eq!(word_capacity(0.0), 2);
+        assert_eq!(word_capacity(1.0), 8);
+        assert_eq!(word_capacity(-1.0), 2);
+        assert_eq!(word_capacity(2.5), 17);
+    }
+
+    #[test]
+    fn a_bounded_text_never_says_more_than_its_speech_holds() {
+        // Fits: unchanged, repeats and all (a person may say "five five").
+        assert_eq!(bound("5, 5.", 1.14), "5, 5.");
+        // Too long: repeats kept once, then cut to the capacity.
+        assert_eq!(bound("10 of close 10 of close 10 of close 10 10", 1.08), "10 of close 10");
+        assert_eq!(bound("1 1 1 1 1 1 1 1 1", 0.3), "1");
+        let long = "a b c d e f g h i j k l";
+        assert_eq!(bound(long, 0.5), "a b c d e");
+        for (text, s) in [("10 of close 10 of close 10 of close 10 10", 1.08), (long, 0.5)] {
+            assert!(words(&bound(text, s)).len() <= word_capacity(s));
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use whisper_rs::{
 };
 
 use crate::AsrError;
-use crate::filter::{self, Heard};
+use crate::filter::{self, Heard, Runaway};
 
 /// Samples per second whisper expects.
 pub const SAMPLE_RATE: usize = 16_000;
@@ -24,6 +24,11 @@ const FULL_AUDIO_CTX: i32 = 1500;
 /// the kitchen lights, turn on"); with 256, none of 80 clips looped. See
 /// docs/PERFORMANCE.md for the cost.
 const AUDIO_CTX_MARGIN: i32 = 256;
+
+/// The least encoder window a runaway segment is decoded again with (15 s). On the real
+/// recordings of docs/PERFORMANCE.md this window gave no runaway output, as the full one did,
+/// at half its cost; the full window stays as the retry after it.
+const RETRY_AUDIO_CTX: i32 = 750;
 
 /// whisper.cpp ignores input shorter than one second; shorter segments are padded with
 /// silence to this length.
@@ -71,6 +76,20 @@ pub struct Transcription {
     pub language: String,
     /// Whisper's no-speech probability for the segment.
     pub no_speech_prob: f32,
+    /// Decoding passes it took: 1, or more when a pass ran away and was done again wider.
+    pub decodes: u32,
+    /// Why the last pass still looked like a runaway, if it did; the text was then bounded to
+    /// what the speech can hold ([`filter::bound`]).
+    pub runaway: Option<Runaway>,
+}
+
+/// What one decoding pass produced.
+struct Decoded {
+    text: String,
+    /// The highest no-speech probability of its segments.
+    no_speech_prob: f32,
+    /// Whether it reached the end-of-text token (rather than its token limit).
+    ended: bool,
 }
 
 /// A loaded model with its decoding state. Not thread-safe: it lives on one thread.
@@ -149,8 +168,13 @@ impl Whisper {
         &self.model_name
     }
 
-    /// Transcribes one segment of 16 kHz mono audio.
-    pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcription, AsrError> {
+    /// Transcribes one segment of 16 kHz mono audio holding `speech_s` seconds of speech
+    /// (what the voice detector measured; the audio's own length where nothing measured it).
+    pub fn transcribe(
+        &mut self,
+        samples: &[f32],
+        speech_s: f64,
+    ) -> Result<Transcription, AsrError> {
         let mut padded;
         let audio = if samples.len() < MIN_SAMPLES {
             padded = samples.to_vec();
@@ -175,21 +199,20 @@ impl Whisper {
             Some("en".to_owned())
         };
         let audio_ctx = self.audio_ctx_for(audio.len());
-        let (mut raw, mut no_speech_prob) =
-            self.decode(strategy.clone(), language.as_deref(), audio, audio_ctx)?;
-        // A window cut to the segment sometimes makes whisper say a short sentence twice
-        // ("What time is it? What time is it?"); a wider one does not. Decode such a segment
-        // again with one more margin's worth of frames, and only if that repeats too with the
-        // full window: its attention matrices alone take ~80 MB, where one more margin costs
-        // a few (docs/PERFORMANCE.md, "Memory while transcribing"). It costs time only when
-        // this happens.
+        let mut decoded = self.decode(strategy.clone(), language.as_deref(), audio, audio_ctx)?;
+        let mut decodes = 1;
+        // A window cut to the segment is what makes whisper fast on short commands, and also
+        // what makes it run away on some of them ("10 of close 10 of close …" for "ten of
+        // clubs"): it was trained on 30 s windows. Such a text is decoded again with a wider
+        // window, which whisper reads as it was trained to, and the widest decode is taken.
+        // This costs time only when it happens (docs/PERFORMANCE.md, "Real speech").
+        let mut why = filter::runaway(&decoded.text, speech_s, decoded.ended);
         for wider in retry_windows(audio_ctx) {
-            if !filter::said_twice(&raw) {
-                break;
-            }
-            tracing::debug!(%raw, audio_ctx, wider, "said twice: decoding again with a wider window");
-            (raw, no_speech_prob) =
-                self.decode(strategy.clone(), language.as_deref(), audio, wider)?;
+            let Some(reason) = why else { break };
+            tracing::debug!(raw = %decoded.text, ?reason, audio_ctx, wider, "decoding again with a wider window");
+            decoded = self.decode(strategy.clone(), language.as_deref(), audio, wider)?;
+            decodes += 1;
+            why = filter::runaway(&decoded.text, speech_s, decoded.ended);
         }
         let language = match language {
             Some(lang) => lang,
@@ -197,19 +220,31 @@ impl Whisper {
                 .unwrap_or("en")
                 .to_owned(),
         };
-        let text = filter::clean(&Heard { text: &raw, no_speech_prob, rms: filter::rms(samples) });
-        Ok(Transcription { text, raw: raw.trim().to_owned(), language, no_speech_prob })
+        // The last resort: whatever the decodes said, never more than the speech can hold.
+        let bounded = filter::bound(&decoded.text, speech_s);
+        let text = filter::clean(&Heard {
+            text: &bounded,
+            no_speech_prob: decoded.no_speech_prob,
+            rms: filter::rms(samples),
+        });
+        Ok(Transcription {
+            text,
+            raw: decoded.text.trim().to_owned(),
+            language,
+            no_speech_prob: decoded.no_speech_prob,
+            decodes,
+            runaway: why,
+        })
     }
 
-    /// One decoding pass over `audio` with an encoder window of `audio_ctx` frames: the raw
-    /// text and the highest no-speech probability.
+    /// One decoding pass over `audio` with an encoder window of `audio_ctx` frames.
     fn decode(
         &mut self,
         strategy: SamplingStrategy,
         language: Option<&str>,
         audio: &[f32],
         audio_ctx: i32,
-    ) -> Result<(String, f32), AsrError> {
+    ) -> Result<Decoded, AsrError> {
         let mut params = FullParams::new(strategy);
         params.set_n_threads(i32::try_from(self.config.threads.max(1)).unwrap_or(1));
         params.set_language(language);
@@ -225,7 +260,8 @@ impl Whisper {
         params.set_suppress_blank(true);
         params.set_suppress_nst(true);
         params.set_temperature(0.0);
-        // No temperature fallback: a bounded time per segment matters more here.
+        // No temperature fallback: the same audio gives the same text, and a runaway is
+        // decoded again with a wider window instead (see `transcribe`).
         params.set_temperature_inc(0.0);
         params.set_print_special(false);
         params.set_print_progress(false);
@@ -236,18 +272,22 @@ impl Whisper {
         // and a model stuck repeating itself would otherwise run to the context limit.
         params.set_max_tokens(max_tokens_for(audio.len()));
 
+        let eot = self._ctx.token_eot();
         let state = self.state()?;
         state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
 
-        let mut raw = String::new();
-        let mut no_speech_prob: f32 = 0.0;
+        let mut decoded = Decoded { text: String::new(), no_speech_prob: 0.0, ended: false };
         for segment in state.as_iter() {
             if let Ok(text) = segment.to_str_lossy() {
-                raw.push_str(&text);
+                decoded.text.push_str(&text);
             }
-            no_speech_prob = no_speech_prob.max(segment.no_speech_probability());
+            decoded.no_speech_prob = decoded.no_speech_prob.max(segment.no_speech_probability());
+            decoded.ended |= (0..segment.n_tokens())
+                .any(|i| segment.get_token(i).is_some_and(|t| t.token_id() == eot));
         }
-        Ok((raw, no_speech_prob))
+        // Nothing decoded (whisper found no speech) ended too.
+        decoded.ended |= decoded.text.trim().is_empty();
+        Ok(decoded)
     }
 
     /// The encoder window for `n` samples: the configured one, or the audio's own length
@@ -262,6 +302,14 @@ impl Whisper {
     }
 }
 
+/// The length of 16 kHz `samples` in seconds: the speech to assume in audio no voice detector
+/// has measured.
+pub fn seconds(samples: &[f32]) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let n = samples.len() as f64;
+    n / SAMPLE_RATE as f64
+}
+
 /// Encoder frames covering `n` samples plus the margin, capped at the full window.
 pub fn audio_ctx_for_samples(n: usize) -> i32 {
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
@@ -270,10 +318,11 @@ pub fn audio_ctx_for_samples(n: usize) -> i32 {
 }
 
 /// The wider encoder windows to decode again with, in order, when `audio_ctx` made whisper
-/// say the segment twice: one more margin, then the full window.
+/// run away: at least [`RETRY_AUDIO_CTX`] frames, then the full window.
 fn retry_windows(audio_ctx: i32) -> Vec<i32> {
     let mut windows: Vec<i32> = Vec::with_capacity(2);
-    for w in [(audio_ctx + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX), FULL_AUDIO_CTX] {
+    for w in [(audio_ctx + AUDIO_CTX_MARGIN).clamp(RETRY_AUDIO_CTX, FULL_AUDIO_CTX), FULL_AUDIO_CTX]
+    {
         if w > windows.last().copied().unwrap_or(audio_ctx) {
             windows.push(w);
         }
@@ -320,8 +369,9 @@ mod tests {
     }
 
     #[test]
-    fn a_repeated_sentence_is_decoded_again_wider_and_only_then_with_the_full_window() {
-        assert_eq!(retry_windows(331), vec![331 + AUDIO_CTX_MARGIN, FULL_AUDIO_CTX]);
+    fn a_runaway_is_decoded_again_wider_and_only_then_with_the_full_window() {
+        assert_eq!(retry_windows(331), vec![RETRY_AUDIO_CTX, FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(900), vec![900 + AUDIO_CTX_MARGIN, FULL_AUDIO_CTX]);
         assert_eq!(retry_windows(1400), vec![FULL_AUDIO_CTX]);
         assert_eq!(retry_windows(FULL_AUDIO_CTX), Vec::<i32>::new());
     }

@@ -24,6 +24,8 @@ pub struct Job {
     pub end: f64,
     /// 16 kHz mono.
     pub samples: Vec<f32>,
+    /// Seconds of speech in it, as the voice detector measured them.
+    pub speech_s: f64,
 }
 
 /// A finished job.
@@ -135,7 +137,7 @@ impl Worker {
                     while let Some((job, queued_at)) = next_job(&shared) {
                         let waited = queued_at.elapsed();
                         let started = Instant::now();
-                        let outcome = whisper.transcribe(&job.samples);
+                        let outcome = whisper.transcribe(&job.samples, job.speech_s);
                         let elapsed = started.elapsed();
                         // Report before marking idle, so the backlog never reads 0 while a
                         // result is still unpublished.

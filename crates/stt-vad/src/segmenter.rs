@@ -41,6 +41,9 @@ pub enum SegEvent {
         end_s: f64,
         /// The audio from `start_s` to `end_s`: pre-roll, speech and the kept tail.
         samples: Vec<f32>,
+        /// Seconds from the first to the last speech frame in it (pauses shorter than the
+        /// hangover included): how much speech the text may hold.
+        speech_s: f64,
         /// The speech in it (first to last speech frame) is shorter than `min_speech_ms`:
         /// announce it, but do not transcribe it.
         too_short: bool,
@@ -252,6 +255,7 @@ impl<P: SpeechProb> Segmenter<P> {
             start_s: secs(open.start),
             end_s: secs(end),
             samples: open.samples,
+            speech_s: secs(speech),
             too_short,
         });
         self.prev_end = end;
@@ -403,7 +407,7 @@ mod tests {
             .iter()
             .map(|e| match e {
                 SegEvent::Start { start_s } => format!("start {}", ms(*start_s)),
-                SegEvent::End { start_s, end_s, samples, too_short } => {
+                SegEvent::End { start_s, end_s, samples, too_short, .. } => {
                     let a = (start_s * f64::from(SAMPLE_RATE)).round() as usize;
                     let b = (end_s * f64::from(SAMPLE_RATE)).round() as usize;
                     assert!(samples.len() <= max, "segment of {} samples", samples.len());

@@ -109,7 +109,7 @@ fn segments(events: &[SegEvent]) -> Vec<(usize, usize, bool)> {
     events
         .iter()
         .filter_map(|e| match e {
-            SegEvent::End { start_s, end_s, samples, too_short } => {
+            SegEvent::End { start_s, end_s, samples, too_short, .. } => {
                 let (a, b) = (at(*start_s), at(*end_s));
                 assert_eq!(samples.len(), b - a, "samples of {a}..{b}");
                 Some((a, b, *too_short))
