@@ -603,7 +603,7 @@ def setting_key(s: str) -> tuple[int, int]:
 
 def runaway(ref: str, hyp: str | None) -> bool:
     """Whisper's repetition loop: far more words out than were said."""
-    return len(normalize(hyp or "")) > 1.5 * len(normalize(ref)) + 1
+    return len(normalize(hyp or "")) > 1.5 * len(normalize(ref))
 
 
 class Ours:

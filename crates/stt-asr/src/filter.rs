@@ -153,15 +153,17 @@ pub fn runaway(text: &str, speech_s: f64, ended: bool) -> Option<Runaway> {
     (!ended && !words.is_empty()).then_some(Runaway::NoEnd)
 }
 
-/// The shortest period at which `words` repeats itself: a stretch where each word equals
-/// the one `period` words later, at least `min(period, 3)` words long.
+/// The shortest period at which `words` repeats itself: a phrase of `period` words followed
+/// at once by itself in full, or by its first three words or more at the very end of the text
+/// (a loop cut off). An echo further apart ("ask not what your country can do for you, ask
+/// what you can do for your country") is how people talk.
 fn repeat_period(words: &[String]) -> Option<usize> {
     (1..=MAX_PERIOD).find(|&period| {
-        let need = period.min(3);
         let mut run = 0;
         for j in 0..words.len().saturating_sub(period) {
             run = if words[j] == words[j + period] { run + 1 } else { 0 };
-            if run >= need {
+            let at_end = j + period + 1 == words.len();
+            if run >= period || (at_end && run >= period.min(3)) {
                 return true;
             }
         }
@@ -306,6 +308,10 @@ mod tests {
             "a repeat cut short by the token limit"
         );
         assert_eq!(runaway("a b c d a b", 3.0, true), None, "two words again is not enough");
+        assert_eq!(runaway("a b c d a b c e", 3.0, true), None, "an echo, not a loop");
+        let jfk = "And so my fellow Americans, ask not what your country can do for you, ask what \
+                   you can do for your country.";
+        assert_eq!(runaway(jfk, 10.9, true), None);
         assert_eq!(runaway("Turn on the", 3.0, false), Some(Runaway::NoEnd));
         assert_eq!(runaway("", 3.0, false), None);
     }
