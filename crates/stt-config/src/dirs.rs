@@ -379,7 +379,7 @@ mod tests {
     fn models_resolve_under_the_data_dir() {
         let e = env(&[("STT_DATA_DIR", "/d"), ("HOME", "/h")]);
         let table = [
-            ("ggml-tiny.en.bin", "/d/models/ggml-tiny.en.bin"),
+            ("ggml-tiny.en-q8_0.bin", "/d/models/ggml-tiny.en-q8_0.bin"),
             ("sub/x.bin", "/d/models/sub/x.bin"),
             ("/abs/x.bin", "/abs/x.bin"),
             ("~/m/x.bin", "/h/m/x.bin"),

@@ -300,7 +300,7 @@ mod tests {
         check("[daemon]\nthreads = 0\n", &[":2:", "daemon.threads"]);
         check("[daemon]\nvad_threshold = 1.0\n", &[":2:", "daemon.vad_threshold", "below 1"]);
         check("[daemon]\nvad_gate_db = -3.0\n", &[":2:", "daemon.vad_gate_db", "0 (no gate)"]);
-        check("[daemon]\nmodel = \"\"\n", &[":2:", "daemon.model", "ggml-tiny.en.bin"]);
+        check("[daemon]\nmodel = \"\"\n", &[":2:", "daemon.model", "ggml-tiny.en-q8_0.bin"]);
         check("[daemon]\nvad_model = \"\"\n", &[":2:", "daemon.vad_model", "silero_vad.onnx"]);
         check("[daemon]\nlanguage = \" \"\n", &[":2:", "daemon.language", "\"auto\""]);
         check(

@@ -82,7 +82,7 @@ impl Default for DaemonConfig {
         Self {
             socket: PathBuf::new(),
             device: String::new(),
-            model: PathBuf::from("ggml-tiny.en.bin"),
+            model: PathBuf::from("ggml-tiny.en-q8_0.bin"),
             language: "en".to_owned(),
             threads: 2,
             beam_size: 0,

@@ -81,9 +81,9 @@ pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
                 backlog: 1,
                 stt_healthy: true,
                 audio: AudioState::Capturing,
-                model: "ggml-tiny.en.bin".into(),
+                model: "ggml-tiny.en-q8_0.bin".into(),
             }),
-            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en.bin"}"#,
+            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en-q8_0.bin"}"#,
         ),
         (
             DaemonEvent::Error(ErrorMsg::new(
