@@ -55,6 +55,10 @@ LONG_IDS = ["jfk", "librispeech-61-70968-0000", "librivox-0870", "librivox-0920"
             "librivox-0890", "ps-forever"]
 LONG_REPS = 5
 
+# Fixed encoder windows (`[daemon].audio_ctx`) the daemon also runs with on the clean clips, to
+# compare the guard with always decoding wide: 750 frames is its first retry, 1500 whisper's own.
+FIXED_WINDOWS = [750, 1500]
+
 log = bench.log
 
 
@@ -168,8 +172,9 @@ def daemon_log(path: Path) -> dict[int, dict]:
     return out
 
 
-def run_daemon(binary: str, model: str, session: Path, clips: list[dict], work: Path, tag: str) -> dict:
-    d = bench.Daemon(binary, model, session, work, tag, extra=("--fast",))
+def run_daemon(binary: str, model: str, session: Path, clips: list[dict], work: Path, tag: str,
+               config_text: str = "") -> dict:
+    d = bench.Daemon(binary, model, session, work, tag, config_text, extra=("--fast",))
     d.wait_hello()
     d.wait(600)
     segs = bench.segments_of(d)
@@ -245,7 +250,7 @@ def pct(e: int, n: int) -> str:
     return f"{100 * e / n:.1f}%" if n else "–"
 
 
-def report(a, manifest, results, fw_versions, long, started) -> str:
+def report(a, manifest, results, fixed, baseline, fw_versions, long, started) -> str:
     fw_types = ["int8", "float32"]
     speakers = sorted({m["speaker"] for m in manifest})
     short = sum(1 for m in manifest if m["speech_s"] <= 1.5)
@@ -323,6 +328,27 @@ def report(a, manifest, results, fw_versions, long, started) -> str:
              f"| {totals['run']} / {totals['frun']['int8']} / {totals['frun']['float32']} | | |")
     L.append("")
 
+    if fixed:
+        L.append("### The guard against a fixed wide window\n")
+        L.append("The `clean` clips through the daemon with its shipped window (the segment's frames + 256, "
+                 "decoded again wider when `runaway` says so) and with `[daemon].audio_ctx` fixed, which never "
+                 "needs the guard's retry"
+                 + (f"; *before the guard* is `{a.baseline_label}`, the same window without the guard" if baseline else "")
+                 + ".\n")
+        L.append("| window | WER | runaway outputs | whisper ms in all | segments decoded again |")
+        L.append("|---|---:|---:|---:|---:|")
+        rows = [("shipped: +256, guarded", results["clean"]["ours"])] + [(f"fixed {c}", fixed[c]) for c in FIXED_WINDOWS]
+        if baseline:
+            rows.append(("before the guard: +256", baseline))
+        for label, run in rows:
+            e = n = r = ms = 0
+            for m in manifest:
+                o = run["clips"][m["id"]]
+                ee, nn = errors(m["text"], o["text"])
+                e, n, r, ms = e + ee, n + nn, r + runaway(m["text"], o["text"]), ms + o["ms"]
+            L.append(f"| {label} | {pct(e, n)} | {r} | {ms} | {run['retried']} of {run['segments']} |")
+        L.append("")
+
     L.append("### Per clip\n")
     L.append("Word errors of ours (the daemon) / fw int8 / fw float32 in the `clean` condition, then ours / fw "
              "int8 in each other condition; times in ms for `clean` (ours: whisper's time for the clip's "
@@ -398,6 +424,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--conditions", default=",".join(c for c, _ in CONDITIONS))
     p.add_argument("--clips", type=int, default=0, help="only the first N clips (a quick look)")
+    p.add_argument("--baseline", help="another stt-daemon build to run on the clean clips, for comparison")
+    p.add_argument("--baseline-label", default="an earlier build", help="what --baseline is, for the report")
     p.add_argument("--write")
     a = p.parse_args()
     started = time.monotonic()
@@ -439,11 +467,24 @@ def main() -> None:
                     fw[t][c["id"]] = {"ms": ms, "text": text}
         results[name] = {"ours": ours, "fw": fw}
     models.clear()
+    fixed = {}
+    if "clean" in results:
+        for ctx in FIXED_WINDOWS:
+            log(f"real speech, clean: the daemon with a fixed window of {ctx} frames")
+            with bench.Phase("daemon"):
+                fixed[ctx] = run_daemon(a.daemon, a.model, Path(sets["clean:session"][0]["path"]), sets["clean"],
+                                        work, f"real-clean-{ctx}", f"[daemon]\naudio_ctx = {ctx}\n")
+    baseline = None
+    if a.baseline and "clean" in results:
+        log(f"real speech, clean: {a.baseline_label}")
+        with bench.Phase("daemon"):
+            baseline = run_daemon(a.baseline, a.model, Path(sets["clean:session"][0]["path"]), sets["clean"], work,
+                                  "real-clean-baseline")
     log(f"long recording: ours and faster-whisper's whole process, {LONG_REPS} times each")
     with bench.Phase("long"):
         long = run_long(a.daemon, a.model, sys.executable, a.ct2, work, speech, {m["id"]: m for m in everything})
 
-    body = report(a, manifest, results, fw_versions, long, started)
+    body = report(a, manifest, results, fixed, baseline, fw_versions, long, started)
     print(body)
     for m in manifest:  # the transcripts, to check the WER by eye
         print(f"{m['id']}: {m['text']}", file=sys.stderr)

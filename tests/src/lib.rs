@@ -4,6 +4,7 @@
 
 pub mod llm_server;
 pub mod procs;
+pub mod real_speech;
 pub mod speech;
 pub mod tmux;
 pub mod viewer;
@@ -42,7 +43,7 @@ pub fn models_dir() -> PathBuf {
             .join("models")
     });
     assert!(
-        dir.join("ggml-tiny.en.bin").is_file(),
+        dir.join("ggml-tiny.en-q8_0.bin").is_file(),
         "no whisper model in {}: run scripts/fetch-models",
         dir.display()
     );
