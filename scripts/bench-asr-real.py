@@ -166,9 +166,11 @@ def daemon_log(path: Path) -> dict[int, dict]:
     out = {}
     for line in path.read_text(errors="replace").splitlines():
         if "transcribed" in line:
-            m = re.search(r"seg_id=(\d+).*?elapsed_ms=(\d+).*?decodes=(\d+)", line)
+            m = re.search(r"seg_id=(\d+).*?elapsed_ms=(\d+)", line)
             if m:
-                out[int(m.group(1))] = {"elapsed_ms": int(m.group(2)), "decodes": int(m.group(3))}
+                passes = re.search(r"decodes=(\d+)", line)  # logged since the runaway guard
+                out[int(m.group(1))] = {"elapsed_ms": int(m.group(2)),
+                                        "decodes": int(passes.group(1)) if passes else 1}
     return out
 
 
