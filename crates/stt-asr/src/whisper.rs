@@ -20,9 +20,10 @@ const FRAMES_PER_SECOND: f64 = 50.0;
 const FULL_AUDIO_CTX: i32 = 1500;
 
 /// Extra encoder frames (of silence) beyond the audio itself, so the model sees where the
-/// speech ends. With 64, tiny.en repeated the end of a sentence on most test clips ("turn on
-/// the kitchen lights, turn on"); with 256, none of 80 clips looped. See
-/// docs/PERFORMANCE.md for the cost.
+/// speech ends. With 64, tiny.en repeated the end of a sentence on most espeak clips ("turn on
+/// the kitchen lights, turn on"); with 256, none of 80 did, but short real commands still do,
+/// and the runaway guard in `transcribe` decodes those again. Smaller margins with the guard
+/// were slower and worse on real speech (more segments decoded twice; docs/PERFORMANCE.md).
 const AUDIO_CTX_MARGIN: i32 = 256;
 
 /// The least encoder window a runaway segment is decoded again with (15 s). On the real
@@ -254,8 +255,7 @@ impl Whisper {
         params.set_no_context(true);
         params.set_single_segment(true);
         // No timestamp tokens: with them whisper sometimes drops the end of a command
-        // ("…into the Arc"); the 256-frame margin alone keeps it from looping (measured over
-        // 80 clips in docs/PERFORMANCE.md, bench-asr).
+        // ("…into the Arc"); loops are the runaway guard's to catch (see `transcribe`).
         params.set_no_timestamps(true);
         params.set_suppress_blank(true);
         params.set_suppress_nst(true);
