@@ -58,7 +58,8 @@ fn sandbox(keys: &str) -> Sandbox {
 }
 
 /// Whisper takes every core it is given: tests that run it take turns, so that each one's
-/// deadline measures its own work. (Never held while calling [`file_run`], which takes it.)
+/// deadline measures its own work. (Never held while calling [`file_run`] or [`run_file`],
+/// which take it.)
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
     TURN.lock().unwrap_or_else(PoisonError::into_inner)
@@ -354,16 +355,7 @@ fn real_short_commands_come_through_the_daemon_without_loops() {
     assert!(clips.len() >= 10, "the test set has {} clips", clips.len());
     let session = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-short-commands.wav");
     let spans = real_speech::session(&clips, 1.5, &session);
-    let events = {
-        let _turn = one_at_a_time();
-        let sandbox = sandbox("");
-        let mut daemon = sandbox.spawn(
-            "stt-daemon",
-            &["--input", path_str(&session), "--fast", "--wait-for-subscriber"],
-        );
-        let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
-        run_to_the_end(&sandbox, &mut daemon, &subscriber)
-    };
+    let events = run_file(&session);
     let texts = segment_texts(&events, clips.len(), "the real short commands");
     let starts: Vec<f64> = events
         .iter()
@@ -427,15 +419,18 @@ fn transcribe_lines(keys: &str, format: Format) -> Vec<String> {
 /// needs it. The run exited 0 and removed its socket.
 fn file_run() -> &'static [DaemonEvent] {
     static RUN: OnceLock<Vec<DaemonEvent>> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let _turn = one_at_a_time();
-        let sandbox = sandbox("");
-        let file = clip(Format::wav(16_000, 1));
-        let mut daemon = sandbox
-            .spawn("stt-daemon", &["--input", path_str(&file), "--fast", "--wait-for-subscriber"]);
-        let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
-        run_to_the_end(&sandbox, &mut daemon, &subscriber)
-    })
+    RUN.get_or_init(|| run_file(&clip(Format::wav(16_000, 1))))
+}
+
+/// What a daemon with the shipped defaults publishes on `file`, read as fast as it goes, to
+/// the end (see [`run_to_the_end`]).
+fn run_file(file: &Path) -> Vec<DaemonEvent> {
+    let _turn = one_at_a_time();
+    let sandbox = sandbox("");
+    let mut daemon = sandbox
+        .spawn("stt-daemon", &["--input", path_str(file), "--fast", "--wait-for-subscriber"]);
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    run_to_the_end(&sandbox, &mut daemon, &subscriber)
 }
 
 /// Waits for a daemon reading a file or stdin to publish everything and close the socket,
