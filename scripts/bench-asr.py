@@ -167,7 +167,7 @@ def make_clips(work: Path, utterances: list[tuple[str, int, str]]) -> tuple[list
         raw = work / f"espeak{i:02}.wav"
         conv = work / f"conv{i:02}.wav"
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-w", str(raw), text], check=True)
-        subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", str(conv)], check=True)
+        subprocess.run(["sox", "-R", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", str(conv)], check=True)
         x = read_wav(conv)
         loud = np.flatnonzero(np.abs(x) >= SILENT)
         speech = x[loud[0] : loud[-1] + 1]
@@ -525,7 +525,7 @@ def make_lengths(work: Path) -> list[dict]:
         text = " ".join(words[:n])
         raw, conv = work / f"long{n}-espeak.wav", work / f"long{n}-conv.wav"
         subprocess.run(["espeak-ng", "-v", "en-us", "-s", "160", "-w", str(raw), text], check=True)
-        subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", str(conv)], check=True)
+        subprocess.run(["sox", "-R", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", str(conv)], check=True)
         x = read_wav(conv)
         loud = np.flatnonzero(np.abs(x) >= SILENT)
         speech = x[loud[0] : loud[-1] + 1]

@@ -98,21 +98,24 @@ impl Speech {
         Self { dir }
     }
 
-    /// A clip of `parts` in `format`.
+    /// A clip of `parts` in `format`. Raw PCM is the WAV clip of the same rate and channels
+    /// without its header, so the two hold the same samples (a test compares their transcripts).
     pub fn clip(&self, parts: &[Part], format: Format) -> PathBuf {
         let ext = if format.raw { "raw" } else { "wav" };
         let path = self.dir.join(format!("clip-{:016x}.{ext}", key(&(parts, format))));
         if path.is_file() {
             return path;
         }
-        let inputs: Vec<PathBuf> = parts.iter().map(|part| self.part(part)).collect();
         let tmp = temporary(&path);
-        let mut sox = Command::new("sox");
-        sox.args(&inputs).args(["-b", "16", "-e", "signed-integer"]);
+        let mut sox = sox();
         if format.raw {
-            sox.args(["-t", "raw", "-L"]);
+            let wav = self.clip(parts, Format { raw: false, ..format });
+            sox.arg(wav).args(["-t", "raw", "-L", "-e", "signed-integer", "-b", "16"]);
+        } else {
+            let inputs: Vec<PathBuf> = parts.iter().map(|part| self.part(part)).collect();
+            sox.args(&inputs).args(["-b", "16", "-e", "signed-integer"]);
+            sox.arg("-r").arg(format.rate.to_string()).arg("-c").arg(format.channels.to_string());
         }
-        sox.arg("-r").arg(format.rate.to_string()).arg("-c").arg(format.channels.to_string());
         sox.arg(&tmp);
         run(&mut sox);
         publish(&tmp, &path);
@@ -137,20 +140,20 @@ impl Speech {
                     .arg(&spoken)
                     .arg(line.text));
                 // espeak-ng writes 22.05 kHz for its own voices; make sure, so parts join.
-                run(Command::new("sox")
+                run(sox()
                     .arg(&spoken)
                     .args(["-b", "16", "-c", "1", "-r", &rate])
                     .arg(&tmp));
                 let _ = std::fs::remove_file(&spoken);
             }
             Part::Silence(seconds) => {
-                run(Command::new("sox")
+                run(sox()
                     .args(["-n", "-b", "16", "-c", "1", "-r", &rate])
                     .arg(&tmp)
                     .args(["trim", "0", &seconds.to_string()]));
             }
             Part::Noise { kind, seconds, amplitude } => {
-                run(Command::new("sox")
+                run(sox()
                     .args(["-n", "-b", "16", "-c", "1", "-r", &rate])
                     .arg(&tmp)
                     .args(["synth", &seconds.to_string(), kind, "vol", &amplitude.to_string()]));
@@ -161,9 +164,22 @@ impl Speech {
     }
 }
 
+/// sox in repeatable mode: its dither and noise come from a fixed seed, so a clip holds the
+/// same samples on every machine and in every run (by default sox seeds them from the clock,
+/// and two clips of the same speech differed by their dither).
+fn sox() -> Command {
+    let mut sox = Command::new("sox");
+    sox.arg("-R");
+    sox
+}
+
+/// How clips are made; a change to it must change every cache key.
+const RECIPE: u32 = 2;
+
 /// A cache key for `value`, including the espeak-ng version (a new one speaks differently).
 fn key(value: &impl Hash) -> u64 {
     let mut hasher = DefaultHasher::new();
+    RECIPE.hash(&mut hasher);
     espeak_version().hash(&mut hasher);
     value.hash(&mut hasher);
     hasher.finish()

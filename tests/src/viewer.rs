@@ -22,7 +22,9 @@ pub fn speak(dir: &Path, name: &str, text: &str) -> PathBuf {
         .arg(text)
         .status();
     assert!(status.is_ok_and(|s| s.success()), "espeak-ng failed: install it (scripts/setup)");
+    // -R: dither from a fixed seed, so the same text gives the same samples on every run.
     let status = Command::new("sox")
+        .arg("-R")
         .arg(&raw)
         .args(["-r", "16000", "-c", "1", "-b", "16"])
         .arg(&out)
