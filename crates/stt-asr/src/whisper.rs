@@ -23,13 +23,33 @@ const FULL_AUDIO_CTX: i32 = 1500;
 /// speech ends. With 64, tiny.en repeated the end of a sentence on most espeak clips ("turn on
 /// the kitchen lights, turn on"); with 256, none of 80 did, but short real commands still do,
 /// and the runaway guard in `transcribe` decodes those again. Smaller margins with the guard
-/// were slower and worse on real speech (more segments decoded twice; docs/PERFORMANCE.md).
+/// were slower and worse on short real speech (more segments decoded twice;
+/// docs/PERFORMANCE.md). Segments longer than [`SHORT_FRAMES`] get less (see
+/// [`audio_ctx_for_samples`]).
 const AUDIO_CTX_MARGIN: i32 = 256;
 
-/// The least encoder window a runaway segment is decoded again with (15 s). On the real
+/// Segments up to this many frames (3 s: most spoken commands) get the whole
+/// [`AUDIO_CTX_MARGIN`]. Longer ones get a window at least as wide as such a segment's and
+/// [`LONG_MARGIN`] beyond their audio: the long segments of a file cost a fifth less, with the
+/// same words on the real recordings (docs/PERFORMANCE.md, "Where `stt-daemon transcribe`'s
+/// time goes").
+const SHORT_FRAMES: i32 = 150;
+
+/// The margin of segments longer than [`SHORT_FRAMES`] (2.6 s).
+const LONG_MARGIN: i32 = 128;
+
+/// The least encoder window a runaway segment is decoded again with (15 s, a multiple of
+/// [`WINDOW_STEP`]). On the real
 /// recordings of docs/PERFORMANCE.md this window gave no runaway output, as the full one did,
 /// at half its cost; the full window stays as the retry after it.
-const RETRY_AUDIO_CTX: i32 = 750;
+const RETRY_AUDIO_CTX: i32 = 752;
+
+/// Windows are made a whole number of these frames. The encoder's attention multiplies the
+/// window by itself, and ggml gives such products to its tiled kernels (llamafile's tinyBLAS)
+/// only when the window is a multiple of 16 (the AVX-512 width; 8 and 4 on narrower CPUs);
+/// otherwise it falls back to one dot product at a time, which took a fifth of the cycles of a
+/// whole-file transcription (docs/PERFORMANCE.md, "Where `stt-daemon transcribe`'s time goes").
+const WINDOW_STEP: i32 = 16;
 
 /// whisper.cpp ignores input shorter than one second; shorter segments are padded with
 /// silence to this length.
@@ -310,19 +330,25 @@ pub fn seconds(samples: &[f32]) -> f64 {
     n / SAMPLE_RATE as f64
 }
 
-/// Encoder frames covering `n` samples plus the margin, capped at the full window.
+/// Encoder frames covering `n` samples plus the margin ([`AUDIO_CTX_MARGIN`] up to
+/// [`SHORT_FRAMES`], then never narrower than that and [`LONG_MARGIN`] beyond the audio),
+/// rounded up to [`WINDOW_STEP`] and capped at the full window.
 pub fn audio_ctx_for_samples(n: usize) -> i32 {
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
     let frames = (n as f64 / SAMPLE_RATE as f64 * FRAMES_PER_SECOND).ceil() as i32;
-    (frames + AUDIO_CTX_MARGIN).min(FULL_AUDIO_CTX)
+    window((frames.min(SHORT_FRAMES) + AUDIO_CTX_MARGIN).max(frames + LONG_MARGIN))
+}
+
+/// `frames` rounded up to a whole number of [`WINDOW_STEP`]s, at most the full window.
+fn window(frames: i32) -> i32 {
+    ((frames.max(1) + WINDOW_STEP - 1) / WINDOW_STEP * WINDOW_STEP).min(FULL_AUDIO_CTX)
 }
 
 /// The wider encoder windows to decode again with, in order, when `audio_ctx` made whisper
 /// run away: at least [`RETRY_AUDIO_CTX`] frames, then the full window.
 fn retry_windows(audio_ctx: i32) -> Vec<i32> {
     let mut windows: Vec<i32> = Vec::with_capacity(2);
-    for w in [(audio_ctx + AUDIO_CTX_MARGIN).clamp(RETRY_AUDIO_CTX, FULL_AUDIO_CTX), FULL_AUDIO_CTX]
-    {
+    for w in [window((audio_ctx + AUDIO_CTX_MARGIN).max(RETRY_AUDIO_CTX)), FULL_AUDIO_CTX] {
         if w > windows.last().copied().unwrap_or(audio_ctx) {
             windows.push(w);
         }
@@ -363,15 +389,23 @@ mod tests {
 
     #[test]
     fn the_encoder_window_follows_the_audio() {
-        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE), 50 + AUDIO_CTX_MARGIN);
-        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3), 150 + AUDIO_CTX_MARGIN);
+        // 50 frames a second, the margin, then up to a multiple of 16.
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE), 320);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3), 416);
+        // Past 3 s: the 3 s window, until 128 frames beyond the audio is wider.
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 3 + 1), 416);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 5), 416);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 7), 480);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 7 + 640), 480);
+        assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 7 + 641), 496);
         assert_eq!(audio_ctx_for_samples(SAMPLE_RATE * 60), FULL_AUDIO_CTX);
     }
 
     #[test]
     fn a_runaway_is_decoded_again_wider_and_only_then_with_the_full_window() {
-        assert_eq!(retry_windows(331), vec![RETRY_AUDIO_CTX, FULL_AUDIO_CTX]);
-        assert_eq!(retry_windows(900), vec![900 + AUDIO_CTX_MARGIN, FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(336), vec![RETRY_AUDIO_CTX, FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(896), vec![896 + AUDIO_CTX_MARGIN, FULL_AUDIO_CTX]);
+        assert_eq!(retry_windows(900), vec![1168, FULL_AUDIO_CTX]);
         assert_eq!(retry_windows(1400), vec![FULL_AUDIO_CTX]);
         assert_eq!(retry_windows(FULL_AUDIO_CTX), Vec::<i32>::new());
     }
