@@ -627,6 +627,13 @@ class Ours:
         return self.row[(clip["path"], s)]["text"]
 
 
+def auto_window(frames: int) -> int:
+    """The encoder window the daemon gives a segment of `frames` (`audio_ctx_for_samples` in
+    crates/stt-asr/src/whisper.rs)."""
+    w = max(min(frames, 150) + 256, frames + 128)
+    return min(1500, -(-w // 16) * 16)
+
+
 def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_margin: int,
            fw, lat, idle, idle_alt, fw_versions, vad: str, lengths, mem, long_run) -> str:
     fw_types = list(fw.keys())
@@ -684,7 +691,8 @@ def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_m
     w("## Speech recognition (`scripts/bench-asr`)\n")
     w(f"Measured {dt.date.today().isoformat()} on {cpu_model()} ({os.cpu_count()} CPUs available), Linux "
       f"{platform.release()}, release build, whisper `{Path(a.model).name}` ({mb(model_size)}) on {a.threads} "
-      f"threads, greedy, shipped encoder window `auto` = the segment's frames + {auto_margin}. Reproduce with "
+      f"threads, greedy, shipped encoder window `auto` = the segment's frames + 256 up to 3 s of audio, past that "
+      f"at least the 3 s window and the frames + 128, rounded up to a multiple of 16. Reproduce with "
       f"`scripts/bench-asr` (about {a.total_s / 60:.0f} minutes; it needs espeak-ng, sox and python3, builds "
       f"`stt-daemon` and `crates/stt-asr/examples/bench_asr.rs` in release, and installs faster-whisper "
       f"{fw_versions} into `${{XDG_CACHE_HOME:-~/.cache}}/stt/bench-venv`); `scripts/bench-asr.py` does the "
@@ -761,7 +769,7 @@ def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_m
     w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in settings:
         x = ctx[s]
-        label = {"auto": f"`auto` (+{auto_margin}, shipped)", "fa": "`auto`, flash attention"}.get(s, f"`{s}`")
+        label = {"auto": "`auto` (shipped)", "fa": "`auto`, flash attention"}.get(s, f"`{s}`")
         w(f"| {label} | {x['reps']} | {x['window']:.0f} | {x['total']:.0f} | {x['median']:.0f} | "
           f"{x['total'] / 1000 / sum_audio:.3f} | {x['wer']:.1%} | {x['loops']} | {x['differ']} |")
     w("")
@@ -817,7 +825,7 @@ def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_m
     w("| words | speech s | segments s | encoder window | peak RSS | … with flash attention | RSS after | word errors / with flash attention |")
     w("|---:|---:|---|---:|---:|---:|---:|---|")
     for u, d, f in zip(lengths, mem["default"], mem["fa"]):
-        window = " + ".join(str(min(1500, int(np.ceil(x * 50)) + auto_margin)) for x in d["segs"]) or "–"
+        window = " + ".join(str(auto_window(int(np.ceil(x * 50)))) for x in d["segs"]) or "–"
         w(f"| {u['words']} | {u['speech_s']:.1f} | {' + '.join(f'{x:.1f}' for x in d['segs']) or '–'} | {window} | "
           f"{mb(d['peak'])} | {mb(f['peak'])} | {mb(d['after'])} | {d['errors'][0]} / {f['errors'][0]} of {d['errors'][1]} |")
     w("")
@@ -923,8 +931,11 @@ def main() -> None:
 
     fw_versions = f"{faster_whisper.__version__} (CTranslate2 {ctranslate2.__version__})"
 
-    # The shipped margin, so a fixed margin equal to it is not run twice.
+    # The shipped window, checked against auto_window; a fixed margin equal to it is not run twice.
     probe = run_ours(a.example, a.model, clips[-1:], ["auto"], a.threads)[0]
+    if probe["audio_ctx"] != auto_window(probe["frames"]):
+        sys.exit(f"bench-asr.py: auto_window({probe['frames']}) is {auto_window(probe['frames'])} but the daemon "
+                 f"gives {probe['audio_ctx']}: update auto_window to match crates/stt-asr/src/whisper.rs")
     auto_margin = probe["audio_ctx"] - probe["frames"]
     main_settings = ["full", "auto"] + ([f"+{a.candidate}"] if a.candidate != auto_margin else [])
     sweep = [f"+{x}" for x in dict.fromkeys(a.sweep.split(",")) if x and x not in (str(auto_margin), str(a.candidate))]
