@@ -574,6 +574,7 @@ impl Handler for BenchAssistant {
                 command_buffer: String::new(),
                 command_edited: false,
                 version: env!("CARGO_PKG_VERSION").to_owned(),
+                timers: Vec::new(),
             }),
             other => AssistantEvent::Ack(Ack { command: other.kind().to_owned(), ok: true }),
         }

@@ -140,23 +140,24 @@ impl Speech {
                     .arg(&spoken)
                     .arg(line.text));
                 // espeak-ng writes 22.05 kHz for its own voices; make sure, so parts join.
-                run(sox()
-                    .arg(&spoken)
-                    .args(["-b", "16", "-c", "1", "-r", &rate])
-                    .arg(&tmp));
+                run(sox().arg(&spoken).args(["-b", "16", "-c", "1", "-r", &rate]).arg(&tmp));
                 let _ = std::fs::remove_file(&spoken);
             }
             Part::Silence(seconds) => {
-                run(sox()
-                    .args(["-n", "-b", "16", "-c", "1", "-r", &rate])
-                    .arg(&tmp)
-                    .args(["trim", "0", &seconds.to_string()]));
+                run(sox().args(["-n", "-b", "16", "-c", "1", "-r", &rate]).arg(&tmp).args([
+                    "trim",
+                    "0",
+                    &seconds.to_string(),
+                ]));
             }
             Part::Noise { kind, seconds, amplitude } => {
-                run(sox()
-                    .args(["-n", "-b", "16", "-c", "1", "-r", &rate])
-                    .arg(&tmp)
-                    .args(["synth", &seconds.to_string(), kind, "vol", &amplitude.to_string()]));
+                run(sox().args(["-n", "-b", "16", "-c", "1", "-r", &rate]).arg(&tmp).args([
+                    "synth",
+                    &seconds.to_string(),
+                    kind,
+                    "vol",
+                    &amplitude.to_string(),
+                ]));
             }
         }
         publish(&tmp, &path);

@@ -68,13 +68,16 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
     );
     assert_eq!(requests[1]["messages"].as_array().unwrap().last().unwrap()["role"], "tool");
 
-    // One audit line, with exactly the seed's fields.
+    // One audit line, with exactly the seed's fields (written off the assistant's loop, so
+    // it may land a moment after the answer).
     let audit_dir = sandbox.root().join("data/stt/audit");
+    let lines = expect_within("the audit line", DEADLINE, || {
+        let lines = audit_lines(&sandbox);
+        if lines.is_empty() { Err("no audit line yet".to_owned()) } else { Ok(lines) }
+    });
     let files: Vec<_> = std::fs::read_dir(&audit_dir).unwrap().collect();
     assert_eq!(files.len(), 1, "one day's file in {}", audit_dir.display());
-    let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     let record = &lines[0];
     let mut keys: Vec<&str> = record.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
@@ -253,12 +256,179 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
             if s["mode"] == "idle" { Ok(()) } else { Err(format!("{s}")) }
         });
     }
-    let records = audit_lines(&sandbox);
+    let records = expect_within("three audit lines", DEADLINE, || {
+        let records = audit_lines(&sandbox);
+        if records.len() >= 3 { Ok(records) } else { Err(format!("{records:?}")) }
+    });
     let confirmed: Vec<&Value> = records.iter().map(|r| &r["confirmed"]).collect();
     assert_eq!(confirmed, [&json!(false), &json!(false), &json!(true)], "{records:?}");
     assert!(
         records
             .iter()
             .all(|r| r["requires_confirmation"] == true && r["side_effect"] == "external")
+    );
+}
+
+#[test]
+fn cancel_stops_a_running_command_before_its_tool_runs() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    // The call waits for a yes or no (for a minute, by default): the command is running.
+    llm.push(Script::ToolCalls(vec![("open_url".into(), json!({"url": "https://example.org"}))]));
+    run_edited_command(&sandbox, "open example dot org");
+    let call = expect_within("the call waits for confirmation", DEADLINE, || {
+        events(&seen).iter().find_map(tool_call).ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(call.awaiting_confirmation, "{call:?}");
+    assert_eq!(status(&sandbox)["mode"], "executing");
+
+    let out = sandbox.run("stt-ctl", &["command-cancel"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    expect_within("back to idle, with a note", DEADLINE, || {
+        let cancelled = events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "command cancelled"));
+        let s = status(&sandbox);
+        if cancelled && s["mode"] == "idle" { Ok(()) } else { Err(format!("{s}")) }
+    });
+    // The call is no longer waiting, it never ran, and the model was not asked again.
+    let out = sandbox.run("stt-ctl", &["confirm", "--call-id", &call.call_id]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
+    assert!(!events(&seen).iter().any(|e| tool_result(e).is_some()), "{:?}", events(&seen));
+    assert_eq!(llm.requests().len(), 1);
+    assert!(audit_lines(&sandbox).is_empty(), "nothing ran, nothing audited");
+
+    // The next command runs as ever.
+    llm.push(Script::Text("Hello again.".into()));
+    run_edited_command(&sandbox, "say hello");
+    expect_within("the next command's answer", DEADLINE, || {
+        let answered = events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "Hello again."));
+        if answered { Ok(()) } else { Err(assistant.log()) }
+    });
+}
+
+#[test]
+fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let mut first = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let answered = |text: &str| {
+        let (text, seen) = (text.to_owned(), seen.clone());
+        move || {
+            let events = events(&seen);
+            let found = events.iter().any(
+                |e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == text && !m.partial),
+            );
+            if found { Ok(()) } else { Err(format!("{events:?}")) }
+        }
+    };
+    llm.push(Script::Text("The first answer.".into()));
+    run_edited_command(&sandbox, "say one thing");
+    expect_within("the first answer", DEADLINE, answered("The first answer."));
+
+    // As the supervisor does when the assistant dies: a new one, the viewer reconnecting.
+    first.signal_and_wait(nix::sys::signal::Signal::SIGKILL);
+    let _second = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the viewer is back", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    llm.push(Script::Text("The second answer.".into()));
+    run_edited_command(&sandbox, "say another thing");
+    expect_within("the second answer", DEADLINE, answered("The second answer."));
+
+    let events = events(&seen);
+    let ids: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            AssistantEvent::ChatMessage(m) => Some(m.id),
+            _ => None,
+        })
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "an id was used twice: {ids:?}");
+    // What a TUI that stayed up shows: both answers, each on its own line.
+    let mut tui = stt_tui::state::State::new("stt-assistant.sock", Default::default());
+    for event in events {
+        stt_tui::update::update(&mut tui, stt_tui::action::Action::Event(event));
+    }
+    let lines: Vec<&str> = tui
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            stt_tui::state::Entry::Chat { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lines, ["The first answer.", "The second answer."]);
+}
+
+#[test]
+fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let set = |minutes: f64, label: &str| {
+        llm.push(Script::ToolCalls(vec![(
+            "set_timer".into(),
+            json!({"minutes": minutes, "label": label}),
+        )]));
+        llm.push(Script::Text("Timer set.".into()));
+        run_edited_command(&sandbox, "set a timer");
+        expect_within("back to idle", DEADLINE, || {
+            let s = status(&sandbox);
+            if s["mode"] == "idle" { Ok(()) } else { Err(format!("{s}")) }
+        });
+    };
+    set(30.0, "tea");
+    let timers = status(&sandbox)["timers"].clone();
+    assert_eq!(timers.as_array().map(Vec::len), Some(1), "{timers}");
+    assert_eq!(timers[0]["label"], "tea");
+    let remaining = timers[0]["remaining_s"].as_f64().unwrap();
+    assert!(remaining > 1700.0 && remaining <= 1800.0, "{remaining}");
+    let id = timers[0]["id"].as_u64().unwrap().to_string();
+    let out = sandbox.run("stt-ctl", &["timer-cancel", &id]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(status(&sandbox)["timers"], json!([]));
+    let out = sandbox.run("stt-ctl", &["timer-cancel", &id]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
+
+    // A short one fires: a note under the timer's id, and it leaves the list.
+    set(0.02, "oven");
+    let id = status(&sandbox)["timers"][0]["id"].as_u64();
+    expect_within("the timer fires", DEADLINE, || {
+        let fired = events(&seen).iter().find_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.text == "⏰ oven" => Some(m.id),
+            _ => None,
+        });
+        match fired {
+            Some(fired) if Some(fired) == id || id.is_none() => Ok(()),
+            other => Err(format!("{other:?} for timer {id:?}")),
+        }
+    });
+    assert_eq!(status(&sandbox)["timers"], json!([]));
+    assert!(
+        !events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text.contains("tea")))
     );
 }

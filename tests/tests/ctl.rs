@@ -11,7 +11,7 @@ use std::time::Duration;
 use stt_bus::{BoundSocket, ConnInfo, ControlServer, Handler, Publisher};
 use stt_proto::{
     Ack, AssistantEvent, ErrorCode, ErrorMsg, Mode, Request, Speaker, SpeakerState, Speakers,
-    Status,
+    Status, TimerInfo,
 };
 use stt_tests::{Output, Sandbox};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +39,11 @@ impl Handler for Recorder {
                 command_buffer: "turn on the lights".into(),
                 command_edited: true,
                 version: "0.1.0".into(),
+                timers: vec![TimerInfo {
+                    id: 1_764_581_534_000_001,
+                    label: "tea".into(),
+                    remaining_s: 42.4,
+                }],
             }),
             Request::SpeakerList => AssistantEvent::SpeakerList(Speakers {
                 speakers: vec![Speaker {
@@ -153,6 +158,12 @@ fn every_verb_sends_its_message_and_prints_the_reply() {
         Request::Deny { call_id: Some("call_3".into()) },
         "denied",
     );
+    check(
+        &s,
+        &["timer-cancel", "1764581534000001"],
+        Request::TimerCancel { timer_id: 1_764_581_534_000_001 },
+        "timer cancelled",
+    );
 }
 
 #[test]
@@ -165,6 +176,7 @@ fn status_for_a_person_shows_every_field() {
         "llm:        http://localhost:9931/v1/chat/completions (answering)",
         "inference:  2 queued, busy",
         "viewers:    1",
+        "timer:      tea in 42 s (id 1764581534000001)",
     ] {
         assert!(out.stdout.contains(needle), "{:?} lacks {needle:?}", out.stdout);
     }

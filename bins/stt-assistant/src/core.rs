@@ -1,5 +1,6 @@
 //! The assistant's state and rules, with no I/O: modes, the two-press command flow, the
-//! readiness gate, what transcripts do in each mode, and the speaker roster.
+//! readiness gate, what transcripts do in each mode, the tool calls waiting for a yes or no,
+//! and the speaker roster.
 //!
 //! Everything that happens comes in as a method call ([`Core::request`],
 //! [`Core::daemon_event`], …) and goes out as [`Effect`]s for the caller to carry out
@@ -13,6 +14,8 @@ use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg,
     Mode, Request, SpeakerStatus, Speakers, Transcript,
 };
+
+use crate::ids::Ids;
 
 /// Something the caller must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +32,11 @@ pub enum Effect {
     ClearHistory,
     /// A speaker was named: audit it, and save [`Core::names`] for the next run.
     NameSpeaker { speaker_id: String, name: String },
+    /// Stop the running command (`command_cancel` while executing); its end comes back as
+    /// [`Core::execution_finished`].
+    CancelCommand,
+    /// Tell the tool call `call_id` its answer.
+    Answer { call_id: String, allow: bool },
 }
 
 /// What the caller tells the core about the world that the core does not track itself.
@@ -60,7 +68,9 @@ pub struct Core {
     /// Names given with `speaker_name`, by speaker id. The daemon only publishes (it takes no
     /// input), so they live here and win over the names in its rosters.
     names: BTreeMap<String, String>,
-    next_chat_id: u64,
+    /// Tool calls waiting for a yes or no, oldest first.
+    awaiting: Vec<String>,
+    ids: Ids,
 }
 
 impl Core {
@@ -77,8 +87,15 @@ impl Core {
             unfinished: BTreeSet::new(),
             roster: Speakers { speakers: Vec::new() },
             names: BTreeMap::new(),
-            next_chat_id: 1,
+            awaiting: Vec::new(),
+            ids: Ids::starting_at(1),
         }
+    }
+
+    /// Hands out ids from `ids` (the assistant's, unique across its restarts).
+    pub fn with_ids(mut self, ids: Ids) -> Self {
+        self.ids = ids;
+        self
     }
 
     /// Starts with the names given in earlier runs (see [`Effect::NameSpeaker`]).
@@ -120,11 +137,26 @@ impl Core {
         self.last_heartbeat.as_ref().map_or(0, |(_, beat)| beat.backlog)
     }
 
-    /// A fresh id for a chat line.
-    pub fn next_chat_id(&mut self) -> u64 {
-        let id = self.next_chat_id;
-        self.next_chat_id += 1;
-        id
+    /// A fresh id for a chat line or a timer.
+    pub fn next_id(&mut self) -> u64 {
+        self.ids.fresh()
+    }
+
+    /// A tool call started waiting for a yes or no.
+    pub fn confirmation_requested(&mut self, call_id: &str) {
+        if !self.awaiting.iter().any(|id| id == call_id) {
+            self.awaiting.push(call_id.to_owned());
+        }
+    }
+
+    /// A tool call stopped waiting (answered, timed out, or its command ended).
+    pub fn confirmation_over(&mut self, call_id: &str) {
+        self.awaiting.retain(|id| id != call_id);
+    }
+
+    /// The tool calls waiting for a yes or no, oldest first.
+    pub fn awaiting(&self) -> &[String] {
+        &self.awaiting
     }
 
     /// Whether speech recognition is usable, and if not why, for a person.
@@ -225,7 +257,7 @@ impl Core {
                 effects.push(self.command_text());
             }
             Mode::Chat if !text.is_empty() => {
-                let id = self.next_chat_id();
+                let id = self.next_id();
                 effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
                     id,
                     role: ChatRole::User,
@@ -257,6 +289,8 @@ impl Core {
     /// The command finished (or failed): back to idle.
     pub fn execution_finished(&mut self) -> Vec<Effect> {
         let mut effects = Vec::new();
+        // Its calls wait no more.
+        self.awaiting.clear();
         if self.mode == Mode::Executing {
             self.buffer.clear();
             self.edited = false;
@@ -315,8 +349,13 @@ impl Core {
                 Ok(())
             }
             Request::CommandCancel => {
+                if self.mode == Mode::Executing {
+                    // Idle once the command has stopped (`execution_finished`).
+                    effects.push(Effect::CancelCommand);
+                    return Ok(());
+                }
                 if self.mode != Mode::CommandArmed {
-                    return Err(wrong_mode("no armed command to cancel"));
+                    return Err(wrong_mode("no command armed or running to cancel"));
                 }
                 self.buffer.clear();
                 self.edited = false;
@@ -360,13 +399,38 @@ impl Core {
                 effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
                 Ok(())
             }
+            // The owner answers these itself (it holds the timers, and `status` is all of it).
             Request::Status
             | Request::SpeakerList
+            | Request::TimerCancel { .. }
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
-            Request::Confirm { .. } | Request::Deny { .. } => Err(ErrorMsg::new(
+            Request::Confirm { call_id } | Request::Deny { call_id } => {
+                let call_id = self.waiting_call(call_id.as_deref())?;
+                self.confirmation_over(&call_id);
+                let allow = matches!(request, Request::Confirm { .. });
+                effects.push(Effect::Answer { call_id, allow });
+                Ok(())
+            }
+        }
+    }
+
+    /// The call a `confirm` or `deny` answers: the one named, or the only one waiting.
+    fn waiting_call(&self, call_id: Option<&str>) -> Result<String, ErrorMsg> {
+        match (call_id, self.awaiting.as_slice()) {
+            (Some(id), waiting) if waiting.iter().any(|w| w == id) => Ok(id.to_owned()),
+            (Some(id), _) => Err(ErrorMsg::new(
+                ErrorCode::NothingPending,
+                format!("no tool call '{id}' is waiting for confirmation"),
+            )),
+            (None, []) => Err(ErrorMsg::new(
                 ErrorCode::NothingPending,
                 "no tool call is waiting for confirmation",
+            )),
+            (None, [only]) => Ok(only.clone()),
+            (None, waiting) => Err(ErrorMsg::new(
+                ErrorCode::BadMessage,
+                format!("{} tool calls are waiting: name one with --call-id", waiting.len()),
             )),
         }
     }
@@ -532,6 +596,57 @@ mod tests {
         core.execution_finished();
         assert_eq!(core.mode(), Mode::Idle);
         assert_eq!(core.buffer(), ("", false));
+    }
+
+    #[test]
+    fn cancel_while_executing_stops_the_command_and_idles_once_it_has_stopped() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        say(&mut core, now, 1, "delete my files");
+        check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        let effects = check(&mut core, now, Request::CommandCancel, OUT, None, "");
+        assert_eq!(effects, [Effect::CancelCommand]);
+        assert_eq!(core.mode(), Mode::Executing, "running until the job says it stopped");
+        let effects = core.execution_finished();
+        assert_eq!(effects, [Effect::Publish(AssistantEvent::Mode { mode: Mode::Idle })]);
+        check(
+            &mut core,
+            now,
+            Request::CommandCancel,
+            OUT,
+            Some(ErrorCode::WrongMode),
+            "no command armed or running",
+        );
+    }
+
+    #[test]
+    fn confirm_and_deny_answer_the_call_waiting_and_only_it() {
+        let (mut core, now) = ready();
+        let confirm = |id: Option<&str>| Request::Confirm { call_id: id.map(str::to_owned) };
+        let deny = |id: Option<&str>| Request::Deny { call_id: id.map(str::to_owned) };
+        let none = ErrorCode::NothingPending;
+        check(&mut core, now, confirm(None), OUT, Some(none), "no tool call is waiting");
+
+        core.confirmation_requested("call_1");
+        check(&mut core, now, deny(Some("call_9")), OUT, Some(none), "no tool call 'call_9'");
+        let effects = check(&mut core, now, confirm(None), OUT, None, "");
+        assert_eq!(effects, [Effect::Answer { call_id: "call_1".into(), allow: true }]);
+        check(&mut core, now, confirm(None), OUT, Some(none), "no tool call is waiting");
+
+        core.confirmation_requested("call_2");
+        core.confirmation_requested("call_3");
+        let two = ErrorCode::BadMessage;
+        check(&mut core, now, deny(None), OUT, Some(two), "2 tool calls are waiting");
+        let effects = check(&mut core, now, deny(Some("call_3")), OUT, None, "");
+        assert_eq!(effects, [Effect::Answer { call_id: "call_3".into(), allow: false }]);
+        assert_eq!(core.awaiting(), ["call_2"]);
+        // A call that timed out waits no more.
+        core.confirmation_over("call_2");
+        check(&mut core, now, confirm(Some("call_2")), OUT, Some(none), "'call_2'");
+        // Nor do the calls of a command that ended.
+        core.confirmation_requested("call_4");
+        core.execution_finished();
+        assert!(core.awaiting().is_empty());
     }
 
     #[test]

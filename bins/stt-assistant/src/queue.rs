@@ -2,11 +2,11 @@
 //! there is one model server. Commands jump ahead of chat turns; a full queue refuses a
 //! command (`busy`) and gives up its oldest waiting chat turn; leaving chat drops the chat
 //! turns still waiting.
+//!
+//! Plain data: the assistant's loop owns it, takes the next job when none is running and
+//! marks it done when the job reports back.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use tokio::sync::Notify;
 
 /// One model call to make.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,109 +15,87 @@ pub enum Job {
     Chat { text: String },
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    jobs: VecDeque<Job>,
-    busy: bool,
-}
-
 /// The bounded queue in front of the worker.
 #[derive(Debug)]
 pub struct InferenceQueue {
-    inner: Mutex<Inner>,
-    ready: Notify,
+    jobs: VecDeque<Job>,
+    busy: bool,
     capacity: usize,
 }
 
 impl InferenceQueue {
     pub fn new(capacity: usize) -> Self {
-        Self { inner: Mutex::default(), ready: Notify::new(), capacity: capacity.max(1) }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        Self { jobs: VecDeque::new(), busy: false, capacity: capacity.max(1) }
     }
 
     /// Jobs waiting (not counting the one running).
     pub fn depth(&self) -> u32 {
-        u32::try_from(self.lock().jobs.len()).unwrap_or(u32::MAX)
+        u32::try_from(self.jobs.len()).unwrap_or(u32::MAX)
     }
 
     /// Whether a job is running.
     pub fn busy(&self) -> bool {
-        self.lock().busy
+        self.busy
     }
 
     pub fn has_room(&self) -> bool {
-        self.lock().jobs.len() < self.capacity
+        self.jobs.len() < self.capacity
     }
 
     /// Queues a command ahead of every chat turn. Full: refused, and the oldest waiting chat
     /// turn is dropped (returned), so the next try finds room.
-    pub fn push_command(&self, text: String, edited: bool) -> Result<(), Option<Job>> {
-        let mut inner = self.lock();
-        if inner.jobs.len() >= self.capacity {
-            return Err(drop_oldest_chat(&mut inner.jobs));
+    pub fn push_command(&mut self, text: String, edited: bool) -> Result<(), Option<Job>> {
+        if self.jobs.len() >= self.capacity {
+            return Err(drop_oldest_chat(&mut self.jobs));
         }
-        let at = inner
+        let at = self
             .jobs
             .iter()
             .position(|job| matches!(job, Job::Chat { .. }))
-            .unwrap_or(inner.jobs.len());
-        inner.jobs.insert(at, Job::Command { text, edited });
-        drop(inner);
-        self.ready.notify_one();
+            .unwrap_or(self.jobs.len());
+        self.jobs.insert(at, Job::Command { text, edited });
         Ok(())
     }
 
     /// Queues a chat turn; when full, the oldest waiting chat turn makes room (and is
     /// returned). With only commands waiting and no room, the turn itself is dropped.
-    pub fn push_chat(&self, text: String) -> Option<Job> {
-        let mut inner = self.lock();
+    pub fn push_chat(&mut self, text: String) -> Option<Job> {
         let mut dropped = None;
-        if inner.jobs.len() >= self.capacity {
-            dropped = drop_oldest_chat(&mut inner.jobs);
+        if self.jobs.len() >= self.capacity {
+            dropped = drop_oldest_chat(&mut self.jobs);
             if dropped.is_none() {
                 return Some(Job::Chat { text });
             }
         }
-        inner.jobs.push_back(Job::Chat { text });
-        drop(inner);
-        self.ready.notify_one();
+        self.jobs.push_back(Job::Chat { text });
         dropped
     }
 
     /// Drops the oldest waiting chat turn, if any (a command was refused for lack of room).
-    pub fn drop_oldest_chat(&self) -> Option<Job> {
-        drop_oldest_chat(&mut self.lock().jobs)
+    pub fn drop_oldest_chat(&mut self) -> Option<Job> {
+        drop_oldest_chat(&mut self.jobs)
     }
 
     /// Drops every waiting chat turn; returns how many.
-    pub fn drop_chat(&self) -> usize {
-        let mut inner = self.lock();
-        let before = inner.jobs.len();
-        inner.jobs.retain(|job| !matches!(job, Job::Chat { .. }));
-        before - inner.jobs.len()
+    pub fn drop_chat(&mut self) -> usize {
+        let before = self.jobs.len();
+        self.jobs.retain(|job| !matches!(job, Job::Chat { .. }));
+        before - self.jobs.len()
     }
 
-    /// Waits for the next job and marks the worker busy.
-    pub async fn next(&self) -> Job {
-        loop {
-            let notified = self.ready.notified();
-            {
-                let mut inner = self.lock();
-                if let Some(job) = inner.jobs.pop_front() {
-                    inner.busy = true;
-                    return job;
-                }
-            }
-            notified.await;
+    /// The next job, if none is running; the worker is then busy until [`Self::done`].
+    pub fn start_next(&mut self) -> Option<Job> {
+        if self.busy {
+            return None;
         }
+        let job = self.jobs.pop_front()?;
+        self.busy = true;
+        Some(job)
     }
 
     /// The running job finished.
-    pub fn done(&self) {
-        self.lock().busy = false;
+    pub fn done(&mut self) {
+        self.busy = false;
     }
 }
 
@@ -138,46 +116,42 @@ mod tests {
         Job::Command { text: text.into(), edited: false }
     }
 
-    fn drain(queue: &InferenceQueue) -> Vec<Job> {
+    fn drain(queue: &mut InferenceQueue) -> Vec<Job> {
         let mut jobs = Vec::new();
-        while queue.depth() > 0 {
-            jobs.push(futures_now(queue.next()));
+        while let Some(job) = queue.start_next() {
+            jobs.push(job);
             queue.done();
         }
         jobs
     }
 
-    fn futures_now<T>(future: impl std::future::Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
-    }
-
     #[test]
     fn commands_jump_ahead_of_chat() {
-        let queue = InferenceQueue::new(8);
+        let mut queue = InferenceQueue::new(8);
         queue.push_chat("a".into());
         queue.push_chat("b".into());
         queue.push_command("lights".into(), false).unwrap();
-        assert_eq!(drain(&queue), vec![command("lights"), chat("a"), chat("b")]);
+        assert_eq!(drain(&mut queue), vec![command("lights"), chat("a"), chat("b")]);
     }
 
     #[test]
     fn a_full_queue_refuses_a_command_and_drops_the_oldest_chat_turn() {
-        let queue = InferenceQueue::new(2);
+        let mut queue = InferenceQueue::new(2);
         queue.push_chat("a".into());
         queue.push_chat("b".into());
         assert_eq!(queue.push_command("lights".into(), false), Err(Some(chat("a"))));
         assert_eq!(queue.depth(), 1);
         queue.push_command("lights".into(), false).unwrap();
-        assert_eq!(drain(&queue), vec![command("lights"), chat("b")]);
+        assert_eq!(drain(&mut queue), vec![command("lights"), chat("b")]);
     }
 
     #[test]
     fn a_full_queue_makes_room_for_a_new_chat_turn() {
-        let queue = InferenceQueue::new(2);
+        let mut queue = InferenceQueue::new(2);
         queue.push_chat("a".into());
         queue.push_chat("b".into());
         assert_eq!(queue.push_chat("c".into()), Some(chat("a")));
-        assert_eq!(drain(&queue), vec![chat("b"), chat("c")]);
+        assert_eq!(drain(&mut queue), vec![chat("b"), chat("c")]);
 
         queue.push_command("x".into(), false).unwrap();
         queue.push_command("y".into(), false).unwrap();
@@ -186,22 +160,25 @@ mod tests {
 
     #[test]
     fn leaving_chat_drops_waiting_turns_only() {
-        let queue = InferenceQueue::new(8);
+        let mut queue = InferenceQueue::new(8);
         queue.push_chat("a".into());
         queue.push_command("x".into(), false).unwrap();
         queue.push_chat("b".into());
         assert_eq!(queue.drop_chat(), 2);
-        assert_eq!(drain(&queue), vec![command("x")]);
+        assert_eq!(drain(&mut queue), vec![command("x")]);
     }
 
     #[test]
-    fn the_worker_is_busy_between_next_and_done() {
-        let queue = InferenceQueue::new(2);
+    fn the_worker_is_busy_between_start_and_done_and_runs_one_job_at_a_time() {
+        let mut queue = InferenceQueue::new(2);
         queue.push_chat("a".into());
+        queue.push_chat("b".into());
         assert!(!queue.busy());
-        futures_now(queue.next());
+        assert_eq!(queue.start_next(), Some(chat("a")));
         assert!(queue.busy());
+        assert_eq!(queue.start_next(), None, "one job at a time");
         queue.done();
         assert!(!queue.busy());
+        assert_eq!(queue.start_next(), Some(chat("b")));
     }
 }

@@ -4,19 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use stt_assistant::exec::{Executor, Settings, estimate_tokens};
-use stt_bus::Publisher;
+use stt_assistant::lane::Sink;
+use stt_assistant::llm::{self, Chat, Lane, Report, Settings, estimate_tokens};
 use stt_llm::{Client, Endpoint};
-use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
+use stt_proto::{AssistantEvent, ErrorCode};
 use stt_tests::llm_server::{LlmServer, Script};
 
 const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;
 
-fn executor(server: &LlmServer, publisher: &Publisher) -> Executor {
+fn lane(server: &LlmServer) -> Lane {
     let client = Client::new(Endpoint {
         url: server.url(),
         model: String::new(),
@@ -39,8 +40,73 @@ fn executor(server: &LlmServer, publisher: &Publisher) -> Executor {
         compaction_system_prompt: SUMMARIZE.into(),
         trim_block_turns: 2,
     };
-    let registry = stt_tools::Registry::new(&[]).unwrap();
-    Executor::new(Some(client), registry, publisher.clone(), None, settings)
+    Lane {
+        client: Some(client),
+        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
+        settings: Arc::new(settings),
+    }
+}
+
+/// What the assistant's loop does with a chat job's reports, for one conversation: keeps
+/// the conversation each turn leaves, and everything else it was told.
+struct Conversation {
+    lane: Lane,
+    chat: Chat,
+    reports: Arc<Mutex<Vec<Report>>>,
+}
+
+impl Conversation {
+    fn new(server: &LlmServer) -> Self {
+        Self { lane: lane(server), chat: Chat::default(), reports: Arc::default() }
+    }
+
+    async fn turn(&mut self, text: &str) {
+        let reports = Arc::clone(&self.reports);
+        let out = Sink::new(move |r| reports.lock().unwrap().push(r));
+        llm::chat::turn(&self.lane, text, self.chat.clone(), &out).await;
+        let left = self.reports.lock().unwrap().iter().rev().find_map(|r| match r {
+            Report::Conversation(chat) => Some(chat.clone()),
+            _ => None,
+        });
+        if let Some(chat) = left {
+            self.chat = chat;
+        }
+        // The next turn's conversation is the one this one left, not an older report.
+        self.reports.lock().unwrap().retain(|r| !matches!(r, Report::Conversation(_)));
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let reports = self.reports.lock().unwrap();
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Note(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn errors(&self) -> Vec<ErrorCode> {
+        let reports = self.reports.lock().unwrap();
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Publish(AssistantEvent::Error(e)) => Some(e.code),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn final_replies(&self) -> Vec<String> {
+        let reports = self.reports.lock().unwrap();
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Reply { text, partial: false } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 fn request_tokens(request: &Value) -> usize {
@@ -56,28 +122,10 @@ fn is_summary_request(request: &Value) -> bool {
     request["messages"][0]["content"] == SUMMARIZE
 }
 
-fn drain(rx: &mut tokio::sync::broadcast::Receiver<bytes::Bytes>) -> Vec<AssistantEvent> {
-    let mut events = Vec::new();
-    while let Ok(line) = rx.try_recv() {
-        events.push(stt_proto::parse::<AssistantEvent>(&line[..line.len() - 1]).unwrap());
-    }
-    events
-}
-
-fn notes(events: &[AssistantEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note => Some(m.text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-async fn long_chat(executor: &Executor) {
+async fn long_chat(conversation: &mut Conversation) {
     for n in 0..14 {
-        executor
-            .run_chat(&format!("Unknown: this is turn number {n} of a long conversation about the weather and the garden"))
+        conversation
+            .turn(&format!("Unknown: this is turn number {n} of a long conversation about the weather and the garden"))
             .await;
     }
 }
@@ -92,10 +140,8 @@ async fn a_long_chat_is_compacted_and_never_exceeds_the_budget() {
             Script::Text("That sounds lovely, tell me more about it please.".into())
         }
     });
-    let publisher = Publisher::default();
-    let mut rx = publisher.subscribe();
-    let executor = executor(&server, &publisher);
-    long_chat(&executor).await;
+    let mut conversation = Conversation::new(&server);
+    long_chat(&mut conversation).await;
 
     let requests = server.requests();
     let chat_requests: Vec<&Value> = requests.iter().filter(|r| !is_summary_request(r)).collect();
@@ -118,8 +164,8 @@ async fn a_long_chat_is_compacted_and_never_exceeds_the_budget() {
     for request in &requests {
         assert!(!request.to_string().contains("context compacted"), "a note reached the model");
     }
-    let events = drain(&mut rx);
-    assert!(notes(&events).iter().any(|n| n.starts_with("context compacted")), "{events:?}");
+    let notes = conversation.notes();
+    assert!(notes.iter().any(|n| n.starts_with("context compacted")), "{notes:?}");
 }
 
 #[tokio::test]
@@ -132,19 +178,17 @@ async fn when_summarizing_fails_the_oldest_turns_are_trimmed() {
             Script::Text("Sure, I can help with that in a moment.".into())
         }
     });
-    let publisher = Publisher::default();
-    let mut rx = publisher.subscribe();
-    let executor = executor(&server, &publisher);
-    long_chat(&executor).await;
+    let mut conversation = Conversation::new(&server);
+    long_chat(&mut conversation).await;
     for request in server.requests() {
         assert!(request_tokens(&request) <= BUDGET as usize, "over budget: {request}");
     }
-    let notes = notes(&drain(&mut rx));
+    let notes = conversation.notes();
     assert!(
         notes.iter().any(|n| n.contains("context trimmed") && n.contains("summarizing failed")),
         "{notes:?}"
     );
-    assert!(executor.chat.lock().unwrap().summary.is_none());
+    assert!(conversation.chat.summary.is_none());
 }
 
 #[tokio::test]
@@ -152,41 +196,26 @@ async fn a_truncated_reply_is_an_error_and_an_empty_one_is_not_stored() {
     let server = LlmServer::start();
     server.push(Script::Length(String::new()));
     server.push(Script::Length("Once upon a".into()));
-    let publisher = Publisher::default();
-    let mut rx = publisher.subscribe();
-    let executor = executor(&server, &publisher);
-    executor.run_chat("Unknown: tell me a story").await;
-    assert_eq!(
-        executor.chat.lock().unwrap().turns.len(),
-        1,
-        "the empty truncated answer is not stored"
-    );
-    executor.run_chat("Unknown: go on").await;
-    assert_eq!(executor.chat.lock().unwrap().turns.len(), 3);
-    let events = drain(&mut rx);
-    let truncated = events
-        .iter()
-        .filter(|e| matches!(e, AssistantEvent::Error(err) if err.code == ErrorCode::Truncated))
-        .count();
+    let mut conversation = Conversation::new(&server);
+    conversation.turn("Unknown: tell me a story").await;
+    assert_eq!(conversation.chat.turns.len(), 1, "the empty truncated answer is not stored");
+    conversation.turn("Unknown: go on").await;
+    assert_eq!(conversation.chat.turns.len(), 3);
+    let truncated = conversation.errors().iter().filter(|c| **c == ErrorCode::Truncated).count();
     assert_eq!(truncated, 2);
-    let final_text = events.iter().rev().find_map(|e| match e {
-        AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
-            Some(m.text.clone())
-        }
-        _ => None,
-    });
-    assert_eq!(final_text.as_deref(), Some("Once upon a"));
+    assert_eq!(conversation.final_replies().last().map(String::as_str), Some("Once upon a"));
 }
 
 #[tokio::test]
-async fn clear_forgets_the_conversation() {
+async fn a_turn_sends_only_the_conversation_it_was_given() {
     let server = LlmServer::start();
     server.respond_with(|_| Script::Text("Hello.".into()));
-    let publisher = Publisher::default();
-    let executor = executor(&server, &publisher);
-    executor.run_chat("Unknown: hi").await;
-    executor.clear();
-    executor.run_chat("Unknown: again").await;
+    let mut conversation = Conversation::new(&server);
+    conversation.turn("Unknown: hi").await;
+    assert_eq!(conversation.chat.turns.len(), 2);
+    // What `clear` leaves: an empty conversation, and the next turn starts from it.
+    conversation.chat = Chat::default();
+    conversation.turn("Unknown: again").await;
     let last = server.requests().pop().unwrap();
     let contents: Vec<&str> = last["messages"]
         .as_array()

@@ -95,6 +95,11 @@ pub enum Verb {
         #[arg(long)]
         call_id: Option<String>,
     },
+    /// Cancel a timer before it fires (`status` lists them with their ids)
+    TimerCancel {
+        /// The timer's id
+        id: u64,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
@@ -118,6 +123,7 @@ impl Verb {
             }
             Self::Confirm { call_id } => Request::Confirm { call_id: call_id.clone() },
             Self::Deny { call_id } => Request::Deny { call_id: call_id.clone() },
+            Self::TimerCancel { id } => Request::TimerCancel { timer_id: *id },
             Self::Completions { .. } | Self::ConfigDefault => return None,
         })
     }
@@ -225,6 +231,7 @@ fn ack_text(command: &str) -> String {
         "speaker_name" => "speaker named".into(),
         "confirm" => "confirmed".into(),
         "deny" => "denied".into(),
+        "timer_cancel" => "timer cancelled".into(),
         other => format!("ok: {other}"),
     }
 }
@@ -252,8 +259,15 @@ fn describe_status(s: &Status) -> String {
         (false, false) => format!("\"{}\"", s.command_buffer),
         (false, true) => format!("\"{}\" (edited)", s.command_buffer),
     };
+    let mut timers = String::new();
+    for t in &s.timers {
+        timers.push_str(&format!(
+            "timer:      {} in {:.0} s (id {})\n",
+            t.label, t.remaining_s, t.id
+        ));
+    }
     format!(
-        "mode:       {}\nstt:        {stt}\nllm:        {llm}\ninference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\nversion:    {}\n",
+        "mode:       {}\nstt:        {stt}\nllm:        {llm}\ninference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}version:    {}\n",
         s.mode.as_str(),
         s.inference_queue,
         if s.inference_busy { ", busy" } else { "" },
@@ -314,6 +328,7 @@ mod tests {
         );
         check(&["confirm"], Some(Request::Confirm { call_id: None }));
         check(&["deny", "--call-id", "c1"], Some(Request::Deny { call_id: Some("c1".into()) }));
+        check(&["timer-cancel", "42"], Some(Request::TimerCancel { timer_id: 42 }));
         check(&["completions", "bash"], None);
         check(&["config-default"], None);
     }

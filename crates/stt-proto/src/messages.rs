@@ -240,6 +240,10 @@ pub enum Request {
         #[serde(default)]
         call_id: Option<String>,
     },
+    /// Cancel a timer the `set_timer` tool set (its id as `status` lists it).
+    TimerCancel {
+        timer_id: u64,
+    },
 }
 
 impl Request {
@@ -259,6 +263,7 @@ impl Request {
             Self::SpeakerName { .. } => "speaker_name",
             Self::Confirm { .. } => "confirm",
             Self::Deny { .. } => "deny",
+            Self::TimerCancel { .. } => "timer_cancel",
         }
     }
 }
@@ -278,6 +283,7 @@ impl Message for Request {
         "speaker_name",
         "confirm",
         "deny",
+        "timer_cancel",
     ];
 }
 
@@ -423,6 +429,19 @@ pub struct Status {
     pub command_buffer: String,
     pub command_edited: bool,
     pub version: String,
+    /// Timers set by the `set_timer` tool that have not fired yet, soonest first.
+    #[serde(default)]
+    pub timers: Vec<TimerInfo>,
+}
+
+/// A timer waiting to fire, in `status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    /// Unique across the assistant's restarts; the `chat_message` it fires as has this id.
+    pub id: u64,
+    pub label: String,
+    /// Seconds until it fires.
+    pub remaining_s: f64,
 }
 
 /// A request was accepted.

@@ -122,6 +122,10 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"confirm","call_id":"call_3"}"#,
         ),
         (Request::Deny { call_id: None }, r#"{"type":"deny","call_id":null}"#),
+        (
+            Request::TimerCancel { timer_id: 1_764_581_534_000_001 },
+            r#"{"type":"timer_cancel","timer_id":1764581534000001}"#,
+        ),
     ]
 }
 
@@ -249,8 +253,13 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 command_buffer: String::new(),
                 command_edited: false,
                 version: "0.1.0".into(),
+                timers: vec![TimerInfo {
+                    id: 1_764_581_534_000_001,
+                    label: "tea".into(),
+                    remaining_s: 42.5,
+                }],
             }),
-            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0"}"#,
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}]}"#,
         ),
         (
             AssistantEvent::SpeakerList(roster()),

@@ -234,6 +234,7 @@ impl Handler for TestHandler {
                 command_buffer: String::new(),
                 command_edited: false,
                 version: "test".into(),
+                timers: Vec::new(),
             }),
             Request::CommandStart | Request::CommandEdit { .. } => {
                 AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true })

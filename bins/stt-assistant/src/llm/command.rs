@@ -1,0 +1,227 @@
+//! A command through the tool loop: the model calls tools until it answers without a call or
+//! the iteration limit is reached. A tool that needs confirmation waits for a person's yes or
+//! no (through the loop, which knows who is waiting); every call is reported and audited.
+
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use stt_llm::toolcall::{self, Call};
+use stt_llm::wire::{
+    FinishReason, FunctionCall, Message, Request, Role, Tool, ToolCall as WireCall,
+};
+use stt_llm::{Client, Reply};
+use stt_proto::{AssistantEvent, ErrorCode, ToolCall, ToolResult};
+use stt_tools::ActionRecord;
+use stt_tools::registry::Outcome;
+
+use super::{Lane, Report, complete, error, no_client};
+use crate::lane::Sink;
+
+/// Runs `text` (typed over, when `edited`) through the tool loop.
+pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
+    let Some(client) = &lane.client else { return no_client(out) };
+    let settings = &lane.settings;
+    let tools = tools(lane);
+    let mut messages = vec![Message::system(&settings.command_system_prompt), Message::user(text)];
+    // The calls that ran, as (tool, result), for a report.
+    let mut ran: Vec<(String, String)> = Vec::new();
+    for _ in 0..settings.max_tool_iterations.max(1) {
+        let request = Request {
+            model: "",
+            messages: &messages,
+            tools: &tools,
+            stream: false,
+            max_tokens: settings.max_tokens,
+            temperature: settings.temperature,
+        };
+        let reply = match complete(client, &request, out, |_| {}).await {
+            Ok(reply) => reply,
+            Err(e) => return error(out, ErrorCode::LlmError, e.to_string()),
+        };
+        let calls = calls_of(lane, &reply);
+        if calls.is_empty() {
+            return answer(&reply, out);
+        }
+        // Calling again a tool whose result is already in view is a loop (small local
+        // models do it instead of answering): run nothing more, ask for the outcome.
+        if calls.iter().any(|call| ran.iter().any(|(tool, _)| *tool == call.name)) {
+            return report(lane, client, text, &ran, out).await;
+        }
+        messages.push(Message {
+            role: Role::Assistant,
+            content: None,
+            tool_calls: calls
+                .iter()
+                .map(|call| WireCall {
+                    id: call.id.clone(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: call.name.clone(),
+                        arguments: call.arguments.to_string(),
+                    },
+                })
+                .collect(),
+            tool_call_id: None,
+        });
+        for call in calls {
+            let result = run_call(lane, &call, text, edited, out).await;
+            ran.push((call.name.clone(), result.clone()));
+            messages.push(Message::tool(call.id.clone(), result));
+        }
+    }
+    error(
+        out,
+        ErrorCode::ToolError,
+        format!(
+            "stopped after {} rounds of tool calls without an answer ([assistant].max_tool_iterations)",
+            settings.max_tool_iterations
+        ),
+    );
+}
+
+fn tools(lane: &Lane) -> Vec<Tool> {
+    lane.registry
+        .specs()
+        .map(|spec| Tool::function(&spec.name, &spec.description, spec.parameters.clone()))
+        .collect()
+}
+
+/// Reports a reply without calls as the command's answer.
+fn answer(reply: &Reply, out: &Sink<Report>) {
+    if reply.finish_reason == Some(FinishReason::Length) {
+        error(
+            out,
+            ErrorCode::Truncated,
+            "the model's answer was cut off by [assistant].max_tokens",
+        );
+    }
+    let answer = reply.content.trim();
+    if !answer.is_empty() {
+        out.send(Report::Reply { text: answer.to_owned(), partial: false });
+    }
+}
+
+/// Asks the model, without tools, for the outcome of the calls that ran, in words. The
+/// results go in as plain text: with the calls in the conversation, a small model keeps
+/// writing calls.
+async fn report(
+    lane: &Lane,
+    client: &Client,
+    text: &str,
+    ran: &[(String, String)],
+    out: &Sink<Report>,
+) {
+    let mut prompt = format!("Command: {text}\nResults:\n");
+    for (tool, result) in ran {
+        prompt.push_str(&format!("{tool} → {result}\n"));
+    }
+    prompt.push_str(
+        "\nNow tell the user the outcome in one or two short spoken sentences. Plain words \
+         only, no JSON, no tool calls.",
+    );
+    let messages = [Message::system(&lane.settings.command_system_prompt), Message::user(prompt)];
+    let request = Request {
+        model: "",
+        messages: &messages,
+        tools: &[],
+        stream: false,
+        max_tokens: lane.settings.max_tokens,
+        temperature: lane.settings.temperature,
+    };
+    match complete(client, &request, out, |_| {}).await {
+        Ok(reply) => answer(&reply, out),
+        Err(e) => error(out, ErrorCode::LlmError, e.to_string()),
+    }
+}
+
+/// The calls in a reply: `tool_calls`, or else JSON calls in the text.
+fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
+    if !reply.tool_calls.is_empty() {
+        return toolcall::from_api(&reply.tool_calls)
+            .into_iter()
+            .map(|call| match call {
+                Ok(call) => call,
+                Err((raw, why)) => {
+                    tracing::warn!("tool call {}: {why}", raw.function.name);
+                    Call { id: raw.id, name: raw.function.name, arguments: Value::Null }
+                }
+            })
+            .collect();
+    }
+    toolcall::calls_in_content(&reply.content, |name| lane.registry.contains(name))
+}
+
+/// Runs one call (after confirmation when the tool needs it); returns what the model is told.
+async fn run_call(
+    lane: &Lane,
+    call: &Call,
+    text: &str,
+    edited: bool,
+    out: &Sink<Report>,
+) -> String {
+    let Some(spec) = lane.registry.get(&call.name).cloned() else {
+        let result = format!("there is no tool named '{}'", call.name);
+        out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            ok: false,
+            result: result.clone(),
+            latency_ms: 0,
+        })));
+        return result;
+    };
+    out.send(Report::Publish(AssistantEvent::ToolCall(ToolCall {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        args: call.arguments.clone(),
+        side_effect: spec.side_effect,
+        requires_confirmation: spec.requires_confirmation,
+        awaiting_confirmation: spec.requires_confirmation,
+    })));
+    let started = Instant::now();
+    let confirmed = if spec.requires_confirmation {
+        let (answer, answered) = oneshot::channel();
+        out.send(Report::Confirm { call_id: call.id.clone(), answer });
+        let allowed = matches!(
+            tokio::time::timeout(lane.settings.confirmation_timeout, answered).await,
+            Ok(Ok(true))
+        );
+        out.send(Report::ConfirmOver { call_id: call.id.clone() });
+        Some(allowed)
+    } else {
+        None
+    };
+    let outcome = if confirmed == Some(false) {
+        Outcome::Done { ok: false, result: "the user did not allow this action".into() }
+    } else {
+        lane.registry.run(&call.name, &call.arguments).await
+    };
+    if let Outcome::Timer { after, label, .. } = &outcome {
+        out.send(Report::Timer { after: *after, label: label.clone() });
+    }
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        ok: outcome.ok(),
+        result: outcome.result().to_owned(),
+        latency_ms,
+    })));
+    out.send(Report::Audit(Box::new(ActionRecord {
+        ts: stt_tools::audit::timestamp(chrono::Local::now()),
+        mode: "command".into(),
+        text: text.to_owned(),
+        edited,
+        tool: call.name.clone(),
+        args: call.arguments.clone(),
+        side_effect: spec.side_effect,
+        requires_confirmation: spec.requires_confirmation,
+        confirmed,
+        ok: outcome.ok(),
+        result: outcome.result().to_owned(),
+        latency_ms,
+    })));
+    outcome.result().to_owned()
+}

@@ -1,0 +1,211 @@
+//! The LLM lane: jobs that talk to the model, one at a time (the loop's inference queue sees
+//! to that). A job takes a snapshot of what it needs (the text, the conversation so far) and
+//! reports back everything a person should see, every action to audit and the conversation
+//! it leaves; it holds no shared state. [`spawn`] starts one and returns its [`Handle`],
+//! whose cancellation stops it at its next await (a tool's process is killed with it).
+//!
+//! - [`command`]: a command through the tool loop;
+//! - [`chat`]: a chat turn, streamed;
+//! - [`compact`]: keeping the conversation within the model's window.
+
+pub mod chat;
+pub mod command;
+pub mod compact;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use stt_llm::wire::{Message, Request};
+use stt_llm::{Client, LlmError};
+use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
+use stt_tools::{ActionRecord, Registry};
+
+use crate::lane::Sink;
+
+/// The `[assistant]` settings jobs use.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub command_system_prompt: String,
+    pub chat_system_prompt: String,
+    pub max_tool_iterations: u32,
+    pub confirmation_timeout: Duration,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    /// Token budget for a chat request: `max_context_tokens - max_tokens - margin`.
+    pub prompt_budget: u32,
+    /// Compact when a request reaches this share of the budget.
+    pub compaction_trigger_ratio: f64,
+    /// Turns kept verbatim by a compaction.
+    pub compaction_keep_turns: u32,
+    pub compaction_max_tokens: u32,
+    pub compaction_system_prompt: String,
+    /// Turns dropped at a time when summarizing fails.
+    pub trim_block_turns: u32,
+}
+
+/// What every job may use: the model, the tools, the settings. Read-only, cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    pub client: Option<Client>,
+    pub registry: Arc<Registry>,
+    pub settings: Arc<Settings>,
+}
+
+/// The chat conversation: a rolling summary of what was compacted, and the turns since.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chat {
+    pub summary: Option<String>,
+    pub turns: Vec<Message>,
+}
+
+impl Chat {
+    /// The messages of a request: the system prompt, the summary as a second system message
+    /// (so the prefix stays stable between compactions), then the turns.
+    pub fn messages(&self, system: &str) -> Vec<Message> {
+        let mut messages = vec![Message::system(system)];
+        if let Some(summary) = &self.summary {
+            messages
+                .push(Message::system(format!("Summary of the conversation so far:\n{summary}")));
+        }
+        messages.extend(self.turns.iter().cloned());
+        messages
+    }
+
+    /// Estimated tokens of the request these messages make.
+    pub fn tokens(&self, system: &str) -> usize {
+        self.messages(system)
+            .iter()
+            .map(|m| estimate_tokens(m.content.as_deref().unwrap_or("")))
+            .sum()
+    }
+}
+
+/// A rough token count: about four characters per token, plus a few per message.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4) + 4
+}
+
+/// What a job does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    /// Run a command through the tool loop.
+    Command { text: String, edited: bool },
+    /// Send a chat turn, with the conversation as it stands.
+    Chat { text: String, conversation: Chat },
+}
+
+/// What a job tells the loop, in the order it happens.
+#[derive(Debug)]
+pub enum Report {
+    /// An event for every subscriber, as it is (tool calls and results, errors).
+    Publish(AssistantEvent),
+    /// The job's reply line: streamed pieces (`partial`), then the whole text.
+    Reply { text: String, partial: bool },
+    /// A note line of its own (the context was compacted or trimmed).
+    Note(String),
+    /// Whether the model answered the last request.
+    Reachable(bool),
+    /// A tool call waits for a person's yes or no, sent on `answer`.
+    Confirm { call_id: String, answer: oneshot::Sender<bool> },
+    /// The call stopped waiting (answered, or timed out as no).
+    ConfirmOver { call_id: String },
+    /// The `set_timer` tool asked for a timer.
+    Timer { after: Duration, label: String },
+    /// A tool call to write to the audit log.
+    Audit(Box<ActionRecord>),
+    /// The conversation as the job leaves it (after compaction, then with the answer).
+    Conversation(Chat),
+    /// The job is over; nothing comes after this.
+    Finished(End),
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Done,
+    /// Its handle was cancelled.
+    Cancelled,
+    /// It panicked (a bug); the loop goes on.
+    Panicked,
+}
+
+/// The loop's hold on a running job.
+#[derive(Debug)]
+pub struct Handle {
+    /// The `clear` epoch the job started in.
+    pub epoch: u64,
+    /// Whether it is a chat turn (a `clear` stops those).
+    pub chat: bool,
+    cancel: CancellationToken,
+}
+
+impl Handle {
+    /// Stops the job at its next await; it then reports [`End::Cancelled`].
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Starts `work` in `epoch`; its reports go to `out`, ending with [`Report::Finished`].
+pub fn spawn(lane: &Lane, work: Work, epoch: u64, out: Sink<Report>) -> Handle {
+    let cancel = CancellationToken::new();
+    let handle = Handle { epoch, chat: matches!(work, Work::Chat { .. }), cancel: cancel.clone() };
+    let lane = lane.clone();
+    let job_out = out.clone();
+    let job = tokio::spawn(async move {
+        match work {
+            Work::Command { text, edited } => command::run(&lane, &text, edited, &job_out).await,
+            Work::Chat { text, conversation } => {
+                chat::turn(&lane, &text, conversation, &job_out).await;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let abort = job.abort_handle();
+        let end = tokio::select! {
+            () = cancel.cancelled() => {
+                // Dropping the job's future kills a tool's process (`kill_on_drop`).
+                abort.abort();
+                End::Cancelled
+            }
+            outcome = job => match outcome {
+                Ok(()) => End::Done,
+                Err(e) if e.is_cancelled() => End::Cancelled,
+                Err(_) => End::Panicked,
+            },
+        };
+        out.send(Report::Finished(end));
+    });
+    handle
+}
+
+/// One request to the model, reporting whether it answered.
+async fn complete(
+    client: &Client,
+    request: &Request<'_>,
+    out: &Sink<Report>,
+    on_text: impl FnMut(&str),
+) -> Result<stt_llm::Reply, LlmError> {
+    let outcome = client.complete(request, on_text).await;
+    let reachable = !matches!(
+        outcome,
+        Err(LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::NoTls { .. })
+    );
+    // The request reports its own failure to viewers; only the state changes here.
+    out.send(Report::Reachable(reachable));
+    outcome
+}
+
+/// Reports an error to viewers (and the log).
+fn error(out: &Sink<Report>, code: ErrorCode, message: impl Into<String>) {
+    let message = message.into();
+    tracing::warn!("{message}");
+    out.send(Report::Publish(AssistantEvent::Error(ErrorMsg::new(code, message))));
+}
+
+fn no_client(out: &Sink<Report>) {
+    error(out, ErrorCode::NoExecutor, "no executor configured: [llm].enabled is false");
+}

@@ -1,0 +1,523 @@
+//! The assistant's one owner: a single task holds every piece of domain state (the core, the
+//! inference queue, the running job, the conversation, the calls waiting for a yes or no,
+//! the timers, whether the model answers) and is the only one that changes it or publishes.
+//! Its loop waits on a small fixed set: shutdown, the daemon subscription, one [`Input`]
+//! channel (requests with their reply slot, lane reports), the heartbeat ticker and the next
+//! timer's deadline. Events on the wire thus have one total order.
+//!
+//! Lanes (the LLM jobs, the probes, the writer thread) hold no state of the assistant's: they
+//! get a snapshot and report back through the channel, wrapped as an [`Input`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
+use stt_llm::LlmError;
+use stt_proto::{
+    Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, ErrorCode, ErrorMsg, Request,
+    Status,
+};
+use stt_tools::SpeakerRecord;
+
+use crate::core::{Core, Effect, Outside};
+use crate::lane::Sink;
+use crate::llm::{self, Chat, End, Lane, Report, Work};
+use crate::queue::{InferenceQueue, Job};
+use crate::timers::Timers;
+use crate::writer::{Failed, Writer};
+
+/// Everything that reaches the loop, apart from the daemon's events and the clock.
+#[derive(Debug)]
+pub enum Input {
+    /// A control request and where its direct reply goes.
+    Request { request: Request, reply: oneshot::Sender<AssistantEvent> },
+    /// A report from LLM job `job`.
+    Llm { job: u64, report: Report },
+    /// Whether the model answered a probe.
+    Probe(Result<(), LlmError>),
+    /// A write on the writer thread failed.
+    Written(Failed),
+}
+
+/// What the owner is made of, apart from the state it builds itself.
+#[derive(Debug)]
+pub struct Parts {
+    pub core: Core,
+    pub queue: InferenceQueue,
+    pub lane: Lane,
+    pub writer: Writer,
+    pub publisher: Publisher,
+    /// Connections subscribed as viewers, counted by the control server.
+    pub viewers: Arc<AtomicUsize>,
+    pub llm_enabled: bool,
+    pub llm_endpoint: String,
+}
+
+/// The job running, if any.
+#[derive(Debug)]
+struct Running {
+    job: u64,
+    handle: llm::Handle,
+    /// The id of the job's reply line, once it has one.
+    reply_id: Option<u64>,
+}
+
+/// The state, and the loop that owns it.
+#[derive(Debug)]
+pub struct Owner {
+    core: Core,
+    queue: InferenceQueue,
+    lane: Lane,
+    running: Option<Running>,
+    next_job: u64,
+    /// Bumped by every `clear`: what a chat job of an older epoch reports is dropped.
+    epoch: u64,
+    conversation: Chat,
+    /// Where the answer to each call waiting for a yes or no goes.
+    answers: HashMap<String, oneshot::Sender<bool>>,
+    timers: Timers,
+    /// Whether the model answered the last request; `None` before the first.
+    reachable: Option<bool>,
+    writer: Writer,
+    publisher: Publisher,
+    viewers: Arc<AtomicUsize>,
+    llm_enabled: bool,
+    llm_endpoint: String,
+    heartbeat_seq: u64,
+    inputs: mpsc::UnboundedSender<Input>,
+}
+
+impl Owner {
+    /// An owner whose lanes report into `inputs`.
+    pub fn new(parts: Parts, inputs: mpsc::UnboundedSender<Input>) -> Self {
+        Self {
+            core: parts.core,
+            queue: parts.queue,
+            lane: parts.lane,
+            running: None,
+            next_job: 1,
+            epoch: 0,
+            conversation: Chat::default(),
+            answers: HashMap::new(),
+            timers: Timers::default(),
+            reachable: None,
+            writer: parts.writer,
+            publisher: parts.publisher,
+            viewers: parts.viewers,
+            llm_enabled: parts.llm_enabled,
+            llm_endpoint: parts.llm_endpoint,
+            heartbeat_seq: 0,
+            inputs,
+        }
+    }
+
+    /// Runs until `shutdown`: follows the daemon at `daemon` (reconnecting whenever it goes
+    /// away), answers requests, runs jobs, beats once a second and fires timers.
+    pub async fn run(
+        mut self,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+        daemon: PathBuf,
+        shutdown: CancellationToken,
+    ) {
+        let mut link = Subscription::daemon(daemon, "stt-assistant");
+        let mut beat = tokio::time::interval(Duration::from_secs(1));
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is at once; the first heartbeat a second after start, as ever.
+        beat.tick().await;
+        loop {
+            let next_timer = self.timers.next_deadline();
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                next = link.next() => self.on_link(next),
+                Some(input) = inputs.recv() => self.on_input(input),
+                _ = beat.tick() => self.heartbeat(),
+                () = sleep_until(next_timer) => self.fire_timers(Instant::now()),
+            }
+        }
+        if let Some(running) = &self.running {
+            running.handle.cancel();
+        }
+        if !self.timers.is_empty() {
+            tracing::info!(timers = self.timers.len(), "timers not fired are dropped");
+        }
+        // What was asked to be written is written before the process ends.
+        let writer = self.writer;
+        if tokio::task::spawn_blocking(move || writer.close()).await.is_err() {
+            tracing::error!("could not wait for the writer thread");
+        }
+    }
+
+    fn on_link(&mut self, next: Link<stt_proto::DaemonEvent>) {
+        match next {
+            Link::Up(_) => {
+                tracing::info!("connected to stt-daemon");
+                self.core.daemon_link(true);
+            }
+            Link::Down(why) => {
+                tracing::warn!("stt-daemon link down: {why}; retrying");
+                self.core.daemon_link(false);
+            }
+            Link::Event(event) => {
+                let effects = self.core.daemon_event(event, Instant::now());
+                self.apply(effects);
+            }
+        }
+    }
+
+    fn on_input(&mut self, input: Input) {
+        match input {
+            Input::Request { request, reply } => {
+                let answer = self.request(&request);
+                // A client that hung up has no reply to read.
+                let _ = reply.send(answer);
+            }
+            Input::Llm { job, report } => self.on_report(job, report),
+            Input::Probe(outcome) => self.on_probe(outcome),
+            Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
+        }
+    }
+
+    fn viewer_count(&self) -> u32 {
+        u32::try_from(self.viewers.load(Ordering::SeqCst)).unwrap_or(u32::MAX)
+    }
+
+    fn request(&mut self, request: &Request) -> AssistantEvent {
+        match request {
+            Request::Status => return AssistantEvent::Status(self.status()),
+            Request::SpeakerList => return AssistantEvent::SpeakerList(self.core.roster().clone()),
+            Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
+            _ => {}
+        }
+        let outside = Outside {
+            viewers: self.viewer_count(),
+            llm_enabled: self.llm_enabled,
+            queue_has_room: self.queue.has_room(),
+        };
+        let (reply, effects) = self.core.request(request, Instant::now(), outside);
+        if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
+            self.queue.drop_oldest_chat();
+        }
+        self.apply(effects);
+        reply
+    }
+
+    fn cancel_timer(&mut self, id: u64) -> AssistantEvent {
+        match self.timers.cancel(id) {
+            Some(timer) => {
+                tracing::info!(id, label = %timer.label, "timer cancelled");
+                AssistantEvent::Ack(Ack { command: "timer_cancel".into(), ok: true })
+            }
+            None => AssistantEvent::Error(ErrorMsg::new(
+                ErrorCode::NothingPending,
+                format!("no timer {id} is set: `stt-ctl status` lists the timers"),
+            )),
+        }
+    }
+
+    fn status(&self) -> Status {
+        let now = Instant::now();
+        let (stt_healthy, stt_detail) = self.core.stt_health(now);
+        let (buffer, edited) = self.core.buffer();
+        Status {
+            mode: self.core.mode(),
+            stt_healthy,
+            stt_detail,
+            llm_enabled: self.llm_enabled,
+            llm_endpoint: self.llm_endpoint.clone(),
+            llm_reachable: self.reachable,
+            inference_queue: self.queue.depth(),
+            inference_busy: self.queue.busy(),
+            viewers: self.viewer_count(),
+            command_buffer: buffer.to_owned(),
+            command_edited: edited,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            timers: self.timers.list(now),
+        }
+    }
+
+    /// Carries out what the core decided.
+    fn apply(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Publish(event) => self.publish(&event),
+                Effect::Execute { text, edited } => {
+                    if self.queue.push_command(text, edited).is_err() {
+                        // The core checked for room; report it and stand down all the same.
+                        self.error(
+                            ErrorCode::Busy,
+                            "the model is busy: the inference queue is full",
+                        );
+                        let effects = self.core.execution_finished();
+                        self.apply(effects);
+                    }
+                    self.start_next();
+                }
+                Effect::ChatTurn { text } => {
+                    if let Some(Job::Chat { text: dropped }) = self.queue.push_chat(text) {
+                        self.error(
+                            ErrorCode::Busy,
+                            format!("the model is behind: dropped the chat turn \"{dropped}\""),
+                        );
+                    }
+                    self.start_next();
+                }
+                Effect::DropQueuedChat => {
+                    self.queue.drop_chat();
+                }
+                Effect::ClearHistory => {
+                    self.epoch += 1;
+                    self.conversation = Chat::default();
+                    // A chat turn in flight belongs to the conversation just forgotten.
+                    if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
+                        running.handle.cancel();
+                    }
+                }
+                Effect::NameSpeaker { speaker_id, name } => {
+                    let record = SpeakerRecord::name(&speaker_id, &name, chrono::Local::now());
+                    self.writer.audit_speaker(record);
+                    self.writer.save_names(self.core.names().clone());
+                }
+                Effect::CancelCommand => {
+                    if let Some(running) = self.running.as_ref().filter(|r| !r.handle.chat) {
+                        tracing::info!(job = running.job, "cancelling the running command");
+                        running.handle.cancel();
+                    }
+                }
+                Effect::Answer { call_id, allow } => {
+                    if let Some(answer) = self.answers.remove(&call_id) {
+                        // The call may have timed out a moment ago: then no one listens.
+                        let _ = answer.send(allow);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts the next queued job, unless one is running.
+    fn start_next(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        let Some(job) = self.queue.start_next() else { return };
+        let id = self.next_job;
+        self.next_job += 1;
+        let work = match job {
+            Job::Command { text, edited } => Work::Command { text, edited },
+            Job::Chat { text } => Work::Chat { text, conversation: self.conversation.clone() },
+        };
+        let inputs = self.inputs.clone();
+        let out = Sink::new(move |report| {
+            // Gone only when the loop has ended, and then nobody listens.
+            let _ = inputs.send(Input::Llm { job: id, report });
+        });
+        let handle = llm::spawn(&self.lane, work, self.epoch, out);
+        tracing::debug!(job = id, chat = handle.chat, "job started");
+        self.running = Some(Running { job: id, handle, reply_id: None });
+    }
+
+    fn on_report(&mut self, job: u64, report: Report) {
+        let Some(running) = self.running.as_ref().filter(|r| r.job == job) else {
+            tracing::debug!(job, "a report from a job that is over: {report:?}");
+            return;
+        };
+        let current = running.handle.epoch == self.epoch;
+        // A `clear` came after this chat turn started: nothing of it is shown or kept.
+        let stale = running.handle.chat && !current;
+        match report {
+            Report::Publish(event) if !stale => self.publish(&event),
+            Report::Reply { text, partial } if !stale => {
+                let id = self.reply_id();
+                self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+                    id,
+                    role: ChatRole::Assistant,
+                    speaker: None,
+                    text,
+                    partial,
+                }));
+            }
+            Report::Note(text) if !stale => self.note(text),
+            Report::Publish(_) | Report::Reply { .. } | Report::Note(_) => {}
+            Report::Reachable(reachable) => self.reachable = Some(reachable),
+            Report::Confirm { call_id, answer } => {
+                self.core.confirmation_requested(&call_id);
+                self.answers.insert(call_id, answer);
+            }
+            Report::ConfirmOver { call_id } => {
+                self.core.confirmation_over(&call_id);
+                self.answers.remove(&call_id);
+            }
+            Report::Timer { after, label } => {
+                let id = self.core.next_id();
+                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
+                self.timers.add(id, label, Instant::now() + after);
+            }
+            Report::Audit(record) => self.writer.audit_action(*record),
+            Report::Conversation(chat) => {
+                if current {
+                    self.conversation = chat;
+                }
+            }
+            Report::Finished(end) => self.finished(end),
+        }
+    }
+
+    /// The id of the running job's reply line, given on its first piece.
+    fn reply_id(&mut self) -> u64 {
+        let Some(running) = self.running.as_mut() else { return self.core.next_id() };
+        *running.reply_id.get_or_insert_with(|| self.core.next_id())
+    }
+
+    /// The running job is over: the next one starts.
+    fn finished(&mut self, end: End) {
+        let Some(running) = self.running.take() else { return };
+        self.queue.done();
+        // Whatever it still waited for is moot.
+        for call_id in std::mem::take(&mut self.answers).into_keys() {
+            self.core.confirmation_over(&call_id);
+        }
+        tracing::debug!(job = running.job, ?end, "job over");
+        match end {
+            End::Done => {}
+            End::Cancelled if !running.handle.chat => self.note("command cancelled".into()),
+            End::Cancelled => {}
+            End::Panicked => self.error(
+                ErrorCode::Internal,
+                "the job failed on a bug in stt-assistant (see its log); the next one runs",
+            ),
+        }
+        if !running.handle.chat {
+            let effects = self.core.execution_finished();
+            self.apply(effects);
+        }
+        self.start_next();
+    }
+
+    /// Records a probe's outcome. A change is logged, and becoming unreachable is reported to
+    /// viewers with the fix, once per change; the first probe reports only a failure.
+    fn on_probe(&mut self, outcome: Result<(), LlmError>) {
+        let before = self.reachable.replace(outcome.is_ok());
+        match (before, outcome) {
+            (Some(true) | None, Err(e)) => self.error(ErrorCode::LlmError, e.to_string()),
+            (Some(false), Ok(())) => {
+                tracing::info!(endpoint = %self.llm_endpoint, "the model answers again");
+            }
+            (None, Ok(())) => tracing::debug!(endpoint = %self.llm_endpoint, "the model answers"),
+            (Some(false), Err(_)) | (Some(true), Ok(())) => {}
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        for timer in self.timers.due(now) {
+            tracing::info!(id = timer.id, label = %timer.label, "timer fired");
+            self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+                id: timer.id,
+                role: ChatRole::Note,
+                speaker: None,
+                text: format!("⏰ {}", timer.label),
+                partial: false,
+            }));
+            // A desktop notification too, where there is a notifier.
+            let label = timer.label;
+            tokio::spawn(async move {
+                let _ = tokio::process::Command::new("notify-send")
+                    .args(["--app-name=stt", "Timer", &label])
+                    .status()
+                    .await;
+            });
+        }
+    }
+
+    /// Tells subscribers how things stand.
+    fn heartbeat(&mut self) {
+        self.heartbeat_seq += 1;
+        self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
+            seq: self.heartbeat_seq,
+            mode: self.core.mode(),
+            stt_healthy: self.core.stt_health(Instant::now()).0,
+            daemon_backlog: self.core.daemon_backlog(),
+            inference_queue: self.queue.depth(),
+            inference_busy: self.queue.busy(),
+        }));
+    }
+
+    fn publish(&self, event: &AssistantEvent) {
+        self.publisher.publish(event);
+    }
+
+    fn note(&mut self, text: String) {
+        let id = self.core.next_id();
+        self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+            id,
+            role: ChatRole::Note,
+            speaker: None,
+            text,
+            partial: false,
+        }));
+    }
+
+    fn error(&self, code: ErrorCode, message: impl Into<String>) {
+        let message = message.into();
+        tracing::warn!("{message}");
+        self.publish(&AssistantEvent::Error(ErrorMsg::new(code, message)));
+    }
+}
+
+/// Sleeps until `deadline`; never returns without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The control server's side: every request goes to the loop, and its reply comes back.
+#[derive(Debug, Clone)]
+pub struct Front {
+    inputs: mpsc::UnboundedSender<Input>,
+}
+
+impl Front {
+    pub fn new(inputs: mpsc::UnboundedSender<Input>) -> Self {
+        Self { inputs }
+    }
+}
+
+impl Handler for Front {
+    async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
+        let (reply, answer) = oneshot::channel();
+        if self.inputs.send(Input::Request { request, reply }).is_err() {
+            return shutting_down();
+        }
+        answer.await.unwrap_or_else(|_| shutting_down())
+    }
+}
+
+fn shutting_down() -> AssistantEvent {
+    AssistantEvent::Error(ErrorMsg::new(
+        ErrorCode::Internal,
+        "stt-assistant is shutting down; try again once it is back",
+    ))
+}
+
+/// Checks that the model answers: at start, then every `every`, each outcome to `out`.
+pub async fn probes(
+    client: stt_llm::Client,
+    every: Duration,
+    out: Sink<Result<(), LlmError>>,
+    shutdown: CancellationToken,
+) {
+    let mut ticker = stt_app::Ticker::new(every, shutdown.clone());
+    while ticker.tick().await {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            outcome = client.probe() => out.send(outcome),
+        }
+    }
+}

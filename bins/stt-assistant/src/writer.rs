@@ -1,0 +1,137 @@
+//! The writes that block (the speaker names file, saved whole with an fsync; audit appends)
+//! on a thread of their own, in the order they were asked for, so the assistant's loop never
+//! waits on a disk. A failure comes back to the loop as a [`Failed`] report, which it
+//! publishes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use stt_tools::{ActionRecord, AuditLog, SpeakerRecord};
+
+use crate::lane::Sink;
+use crate::names;
+
+/// One write.
+#[derive(Debug)]
+enum Write {
+    Names(BTreeMap<String, String>),
+    Action(Box<ActionRecord>),
+    Speaker(SpeakerRecord),
+}
+
+/// A write that failed, worded for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub message: String,
+}
+
+/// The loop's handle on the writer thread. Dropping it lets the thread finish what was asked
+/// and end; [`Writer::close`] also waits for that.
+#[derive(Debug)]
+pub struct Writer {
+    tx: mpsc::Sender<Write>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Writer {
+    /// Lets the thread finish every write asked for, and waits for it (blocking).
+    pub fn close(self) {
+        drop(self.tx);
+        if self.thread.join().is_err() {
+            tracing::error!("the writer thread panicked");
+        }
+    }
+
+    /// Saves `names` to the names file, replacing it.
+    pub fn save_names(&self, names: BTreeMap<String, String>) {
+        self.send(Write::Names(names));
+    }
+
+    /// Appends a tool call's record to the audit log (when it is on).
+    pub fn audit_action(&self, record: ActionRecord) {
+        self.send(Write::Action(Box::new(record)));
+    }
+
+    /// Appends a speaker's new name to the audit log (when it is on).
+    pub fn audit_speaker(&self, record: SpeakerRecord) {
+        self.send(Write::Speaker(record));
+    }
+
+    fn send(&self, write: Write) {
+        if self.tx.send(write).is_err() {
+            tracing::error!("the writer thread is gone; a write was lost");
+        }
+    }
+}
+
+/// Starts the writer thread: names to `names_file`, audit records to `audit` (none: not
+/// kept); failures to `failed`.
+pub fn spawn(
+    names_file: PathBuf,
+    mut audit: Option<AuditLog>,
+    failed: Sink<Failed>,
+) -> std::io::Result<Writer> {
+    let (tx, rx) = mpsc::channel::<Write>();
+    let thread = std::thread::Builder::new().name("stt-writer".to_owned()).spawn(move || {
+        for write in rx {
+            let now = chrono::Local::now();
+            let outcome = match (&write, audit.as_mut()) {
+                (Write::Names(names), _) => names::save(&names_file, names).map_err(|e| {
+                    format!(
+                        "speaker names are kept until the assistant restarts: cannot save them \
+                         to {}: {e}",
+                        names_file.display()
+                    )
+                }),
+                (Write::Action(record), Some(log)) => log.append(record, now).map_err(|e| {
+                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
+                }),
+                (Write::Speaker(record), Some(log)) => log.append(record, now).map_err(|e| {
+                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
+                }),
+                (Write::Action(_) | Write::Speaker(_), None) => Ok(()),
+            };
+            if let Err(message) = outcome {
+                tracing::warn!("{message}");
+                failed.send(Failed { message });
+            }
+        }
+    })?;
+    Ok(Writer { tx, thread })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[test]
+    fn writes_land_in_order_and_a_failure_comes_back_worded() {
+        let dir = tempfile::tempdir().unwrap();
+        let failures: Arc<Mutex<Vec<Failed>>> = Arc::default();
+        let seen = Arc::clone(&failures);
+        // The names file's directory is a file: saving must fail, and say where.
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, b"").unwrap();
+        let writer = spawn(
+            blocker.join(names::FILE),
+            Some(AuditLog::new(dir.path().join("audit"))),
+            Sink::new(move |f| seen.lock().unwrap().push(f)),
+        )
+        .unwrap();
+        writer.audit_speaker(SpeakerRecord::name("spk_0001", "Efren", chrono::Local::now()));
+        writer.audit_speaker(SpeakerRecord::name("spk_0002", "Ana", chrono::Local::now()));
+        writer.save_names(BTreeMap::from([("spk_0001".into(), "Efren".into())]));
+        writer.close();
+        let failed = failures.lock().unwrap().clone();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].message.contains("blocker"), "{failed:?}");
+        let day = std::fs::read_dir(dir.path().join("audit")).unwrap().next().unwrap().unwrap();
+        let text = std::fs::read_to_string(day.path()).unwrap();
+        let ids: Vec<&str> = text.lines().filter_map(|l| l.split("spk_").nth(1)).collect();
+        assert_eq!(ids.len(), 2);
+        assert!(ids[0].starts_with("0001") && ids[1].starts_with("0002"), "{text}");
+    }
+}
