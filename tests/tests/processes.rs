@@ -140,3 +140,87 @@ fn the_tui_without_a_terminal_points_to_the_dump() {
     assert!(out.stderr.contains("needs a terminal"), "{}", out.stderr);
     assert!(out.stderr.contains("--dump"), "{}", out.stderr);
 }
+
+/// A daemon that publishes whatever lines the test writes, on the sandbox's daemon socket
+/// (the real publish server, on a runtime of its own).
+struct HandWrittenDaemon {
+    publisher: stt_bus::Publisher,
+    shutdown: tokio_util::sync::CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HandWrittenDaemon {
+    fn start(sandbox: &Sandbox) -> Self {
+        let path = sandbox.daemon_socket();
+        let publisher = stt_bus::Publisher::default();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let (p, s) = (publisher.clone(), shutdown.clone());
+        let (bound_tx, bound) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let socket = stt_bus::BoundSocket::bind(&path, "stt-daemon").unwrap();
+                bound_tx.send(()).unwrap();
+                let hello = stt_proto::Hello::new("stt-daemon");
+                stt_bus::publish_server::serve(socket, p, hello, s).await;
+            });
+        });
+        bound.recv_timeout(DEADLINE).expect("the daemon socket is bound");
+        Self { publisher, shutdown, thread: Some(thread) }
+    }
+
+    fn line(&self, line: &str) {
+        self.publisher.publish_line(bytes::Bytes::from(format!("{line}\n")));
+    }
+}
+
+impl Drop for HandWrittenDaemon {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
+    use stt_proto::AssistantEvent;
+    use stt_tests::viewer::{events, status, watch_attached};
+
+    let sandbox = Sandbox::new();
+    let daemon = HandWrittenDaemon::start(&sandbox);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    expect_within("the assistant follows the daemon", DEADLINE, || {
+        if daemon.publisher.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
+    });
+    let newer = [
+        // A display-only value this build does not know.
+        r#"{"type":"heartbeat","seq":1,"uptime_s":1.0,"backlog":0,"stt_healthy":true,"audio":"muted","model":"ggml-tiny.en-q8_0.bin"}"#,
+        // A type it does not know at all.
+        r#"{"type":"hologram","seg_id":7}"#,
+        // A known type whose fields it cannot read, twice.
+        r#"{"type":"speech_start","seg_id":"seven","start":1.0}"#,
+        r#"{"type":"speech_start","seg_id":"seven","start":1.0}"#,
+        r#"{"type":"transcript","seg_id":7,"text":"hello from a newer daemon","language":"en","start":1.0,"end":2.0,"duration":1.0,"speaker_id":null,"speaker_status":"voiceprint_pending","speaker":null,"speaker_score":null}"#,
+    ];
+    for line in newer {
+        daemon.line(line);
+    }
+    expect_within("the viewer gets the transcript", DEADLINE, || {
+        let relayed = events(&seen).iter().any(
+            |e| matches!(e, AssistantEvent::Transcript(t) if t.text == "hello from a newer daemon"),
+        );
+        if relayed { Ok(()) } else { Err(format!("{:?}\n{}", events(&seen), assistant.log())) }
+    });
+    // The heartbeat counted: speech recognition is healthy, and the link never dropped.
+    assert_eq!(status(&sandbox)["stt_healthy"], true, "{}", assistant.log());
+    let log = assistant.log();
+    assert!(!log.contains("link down"), "{log}");
+    assert_eq!(log.matches("skipping 'speech_start' messages").count(), 1, "{log}");
+}

@@ -329,7 +329,8 @@ fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
             }
             Line::from(spans)
         }
-        Entry::Chat { role: ChatRole::Note, text, .. } => Line::from(vec![
+        // A role from a newer assistant is shown like a note.
+        Entry::Chat { role: ChatRole::Note | ChatRole::Unknown, text, .. } => Line::from(vec![
             Span::styled("note: ", dim()),
             Span::styled(text.clone(), dim().add_modifier(Modifier::ITALIC)),
         ]),

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
 use stt_proto::{
-    AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg, Frame, Hello, Message, NdjsonCodec, Request,
-    encode_line, parse,
+    AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg, Frame, Hello, Message, NdjsonCodec,
+    ProtoError, Request, encode_line, parse,
 };
 
 use crate::BusError;
@@ -57,6 +57,8 @@ pub struct Connection {
     /// The server's hello.
     pub hello: Hello,
     service: Service,
+    /// Message types skipped because their fields did not parse, each warned about once.
+    skipped: Skipped,
 }
 
 impl Connection {
@@ -73,7 +75,7 @@ impl Connection {
         if service != Service::DAEMON {
             read_hello_ack(&mut frames, service).await?;
         }
-        Ok(Self { frames, write, hello, service })
+        Ok(Self { frames, write, hello, service, skipped: Skipped::default() })
     }
 
     /// Sends one request.
@@ -86,10 +88,11 @@ impl Connection {
         self.write.write_all(bytes).await.map_err(|_| self.closed())
     }
 
-    /// The next message, skipping types this build does not know and lines over the limit;
-    /// `None` when the server closed the connection.
+    /// The next message, skipping types this build does not know, messages of known types
+    /// whose fields it cannot read (a newer peer's; one warning per type) and lines over the
+    /// limit; `None` when the server closed the connection.
     pub async fn recv<M: Message>(&mut self) -> Result<Option<M>, BusError> {
-        recv_from(&mut self.frames).await
+        recv_from(&mut self.frames, &mut self.skipped).await
     }
 
     fn closed(&self) -> BusError {
@@ -97,8 +100,27 @@ impl Connection {
     }
 }
 
+/// The message types a reader skipped because their fields did not parse.
+#[derive(Debug, Default)]
+struct Skipped(std::collections::BTreeSet<String>);
+
+impl Skipped {
+    /// Skips a message of a type this build knows but cannot read, with a warning the first
+    /// time for each type: a newer peer's new value (`"audio":"muted"`, say) must not cut
+    /// the link, which would then reconnect and fail on the next such message forever.
+    fn skip(&mut self, kind: &str, error: &ProtoError) {
+        if self.0.insert(kind.to_owned()) {
+            tracing::warn!(
+                "skipping '{kind}' messages this build cannot read ({error}); the peer is \
+                 probably newer: update stt (warned once per type)"
+            );
+        }
+    }
+}
+
 async fn recv_from<M: Message>(
     frames: &mut FramedRead<OwnedReadHalf, NdjsonCodec>,
+    skipped: &mut Skipped,
 ) -> Result<Option<M>, BusError> {
     loop {
         let line = match frames.next().await {
@@ -114,7 +136,10 @@ async fn recv_from<M: Message>(
             Err(e) if e.is_unknown_type() => {
                 tracing::debug!("skipped a message of a newer protocol: {e}");
             }
-            Err(e) => return Err(BusError::Protocol(e.0)),
+            Err(e) => match e.bad_fields_of() {
+                Some(kind) => skipped.skip(kind, &e),
+                None => return Err(BusError::Protocol(e.0)),
+            },
         }
     }
 }
@@ -128,12 +153,15 @@ async fn read_hello(
     // Both families tag the hello alike; parse leniently so a mismatched version still
     // yields its hello rather than a parse error.
     let hello = if service == Service::DAEMON {
-        match recv_from::<DaemonEvent>(frames).await?.ok_or_else(closed)? {
+        match recv_from::<DaemonEvent>(frames, &mut Skipped::default()).await?.ok_or_else(closed)? {
             DaemonEvent::Hello(h) => h,
             other => return Err(unexpected_first(service, &other)),
         }
     } else {
-        match recv_from::<AssistantEvent>(frames).await?.ok_or_else(closed)? {
+        match recv_from::<AssistantEvent>(frames, &mut Skipped::default())
+            .await?
+            .ok_or_else(closed)?
+        {
             AssistantEvent::Hello(h) => h,
             AssistantEvent::Error(e) => return Err(BusError::Protocol(e)),
             other => return Err(unexpected_first(service, &other)),
@@ -149,7 +177,7 @@ async fn read_hello_ack(
     service: Service,
 ) -> Result<(), BusError> {
     loop {
-        match recv_from::<AssistantEvent>(frames).await? {
+        match recv_from::<AssistantEvent>(frames, &mut Skipped::default()).await? {
             Some(AssistantEvent::Ack(ack)) if ack.command == "hello" => return Ok(()),
             Some(AssistantEvent::Error(e)) => return Err(BusError::Protocol(e)),
             Some(_) => {}
@@ -211,6 +239,8 @@ pub async fn request(
                 }
                 Ok(_) => {}
                 Err(e) if e.is_unknown_type() => {}
+                // An event of a newer peer's (not our reply): not ours to read.
+                Err(e) if e.bad_fields_of().is_some_and(|k| !AssistantEvent::is_reply_type(k)) => {}
                 Err(e) => return Err(BusError::Protocol(e.0)),
             }
         }

@@ -222,10 +222,22 @@ async fn a_daemon_subscription_follows_the_daemon_and_skips_unknown_types() {
         assert_eq!(links.up().await.peer, "stt-daemon");
         wait_until("the subscription is attached", || daemon.publisher.subscribers() == 1).await;
         daemon.publisher.publish(&heartbeat(life * 10, 100));
-        // A message from a newer daemon is skipped, not fatal.
+        // Messages from a newer daemon are skipped, not fatal: a type this build does not
+        // know, and a known type whose fields it cannot read (twice: one warning).
         daemon.publisher.publish_line(Bytes::from_static(b"{\"type\":\"hologram\",\"x\":1}\n"));
-        daemon.publisher.publish(&heartbeat(life * 10 + 1, 100));
-        for seq in [life * 10, life * 10 + 1] {
+        for _ in 0..2 {
+            daemon.publisher.publish_line(Bytes::from_static(
+                b"{\"type\":\"speech_start\",\"seg_id\":\"seven\",\"start\":1.0}\n",
+            ));
+        }
+        // A display-only value this build does not know reads as `unknown`.
+        daemon.publisher.publish_line(Bytes::from(format!(
+            "{{\"type\":\"heartbeat\",\"seq\":{},\"uptime_s\":1.0,\"backlog\":0,\
+             \"stt_healthy\":true,\"audio\":\"muted\",\"model\":\"m\"}}\n",
+            life * 10 + 1
+        )));
+        daemon.publisher.publish(&heartbeat(life * 10 + 2, 100));
+        for seq in [life * 10, life * 10 + 1, life * 10 + 2] {
             match links.event().await {
                 DaemonEvent::Heartbeat(hb) => assert_eq!(hb.seq, seq),
                 other => panic!("expected heartbeat {seq}, got {other:?}"),

@@ -285,6 +285,7 @@ fn describe_speakers(list: &Speakers) -> String {
         let status = match spk.status {
             stt_proto::SpeakerState::Provisional => "provisional",
             stt_proto::SpeakerState::Confirmed => "confirmed",
+            stt_proto::SpeakerState::Unknown => "(newer state)",
         };
         text.push_str(&format!(
             "{}  {:<20} {:<11} {:>7.1} s  since {}\n",

@@ -10,13 +10,20 @@ use serde::Serialize;
 use crate::error::{ErrorCode, ErrorMsg};
 use crate::messages::Message;
 
-/// Why a line is not a message.
+/// Why a line is not a message; for a known type whose fields did not parse, which type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProtoError(pub ErrorMsg);
+pub struct ProtoError(pub ErrorMsg, Option<String>);
 
 impl ProtoError {
     fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self(ErrorMsg::new(code, message))
+        Self(ErrorMsg::new(code, message), None)
+    }
+
+    /// The type of a message this build knows but whose fields did not parse: a newer peer's
+    /// new field value, say. Readers of events skip these (warning once per type), since
+    /// failing on them would cut a link over one message.
+    pub fn bad_fields_of(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -83,7 +90,9 @@ fn classify<M: Message>(line: &[u8], err: &serde_json::Error) -> ProtoError {
             ),
         );
     }
-    ProtoError::new(ErrorCode::BadMessage, format!("bad '{kind}' message: {err}"))
+    let mut error = ProtoError::new(ErrorCode::BadMessage, format!("bad '{kind}' message: {err}"));
+    error.1 = Some(kind.to_owned());
+    error
 }
 
 /// Serializes a message as one NDJSON line, newline included.
@@ -136,6 +145,32 @@ mod tests {
         let err = parse::<Request>(b"{\"type\":\"status\xff\"}").expect_err("not utf-8");
         assert_eq!(err.code(), ErrorCode::BadJson);
         assert!(err.0.message.contains("UTF-8"));
+    }
+
+    #[test]
+    fn a_known_type_with_fields_that_do_not_parse_says_which_type() {
+        let err = parse::<AssistantEvent>(br#"{"type":"mode","mode":"dreaming"}"#).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::BadMessage);
+        assert_eq!(err.bad_fields_of(), Some("mode"));
+        let err = parse::<AssistantEvent>(br#"{"type":"hologram"}"#).unwrap_err();
+        assert_eq!(err.bad_fields_of(), None);
+    }
+
+    #[test]
+    fn display_only_values_from_a_newer_peer_read_as_unknown() {
+        use crate::messages::{AudioState, ChatRole, DaemonEvent};
+        let beat = br#"{"type":"heartbeat","seq":1,"uptime_s":1.0,"backlog":0,"stt_healthy":true,"audio":"muted","model":"m"}"#;
+        match parse::<DaemonEvent>(beat) {
+            Ok(DaemonEvent::Heartbeat(beat)) => assert_eq!(beat.audio, AudioState::Unknown),
+            other => panic!("{other:?}"),
+        }
+        let line = br#"{"type":"chat_message","id":1,"role":"narrator","speaker":null,"text":"hi","partial":false}"#;
+        match parse::<AssistantEvent>(line) {
+            Ok(AssistantEvent::ChatMessage(m)) => assert_eq!(m.role, ChatRole::Unknown),
+            other => panic!("{other:?}"),
+        }
+        // Modes and side effects stay closed: a typo there must stay an error.
+        assert!(parse::<AssistantEvent>(br#"{"type":"mode","mode":"dreaming"}"#).is_err());
     }
 
     #[test]

@@ -79,10 +79,13 @@ pub struct SpeechStop {
 pub enum SpeakerStatus {
     Matched,
     Uncertain,
-    Unknown,
     /// Speaker identification is off or the segment was too short to embed.
     #[default]
     None,
+    /// Not identified; also what a status this build does not know (from a newer daemon)
+    /// reads as.
+    #[serde(other)]
+    Unknown,
 }
 
 /// The words of one segment.
@@ -121,6 +124,9 @@ pub struct SegmentDone {
 pub enum SpeakerState {
     Provisional,
     Confirmed,
+    /// A state this build does not know (from a newer daemon); shown as it is.
+    #[serde(other)]
+    Unknown,
 }
 
 /// One entry of the speaker roster.
@@ -159,6 +165,9 @@ pub enum AudioState {
     Ended,
     /// No input is open.
     Idle,
+    /// A state this build does not know (from a newer daemon, `muted` say).
+    #[serde(other)]
+    Unknown,
 }
 
 /// Sent by the daemon every second.
@@ -357,6 +366,9 @@ pub enum ChatRole {
     Assistant,
     /// Shown to people only, never sent to the model (why the context changed, say).
     Note,
+    /// A role this build does not know (from a newer assistant); shown like a note.
+    #[serde(other)]
+    Unknown,
 }
 
 /// The model asked for a tool.
@@ -485,6 +497,11 @@ impl AssistantEvent {
     /// Whether this is a direct reply to a request rather than a broadcast event.
     pub fn is_reply(&self) -> bool {
         matches!(self, Self::Ack(_) | Self::Status(_) | Self::SpeakerList(_) | Self::Error(_))
+    }
+
+    /// Whether messages of wire type `kind` are direct replies (see [`Self::is_reply`]).
+    pub fn is_reply_type(kind: &str) -> bool {
+        matches!(kind, "ack" | "status" | "speaker_list" | "error")
     }
 }
 
