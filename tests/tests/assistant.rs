@@ -432,3 +432,53 @@ fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
             .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text.contains("tea")))
     );
 }
+
+#[test]
+fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    llm.push(Script::Text("It is noon.".into()));
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let wav = stt_tests::viewer::speak(
+        sandbox.root(),
+        "long",
+        "please turn on the kitchen lights and then tell me what time it is in Tokyo",
+    );
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    for args in [&["command-start"][..], &["command-edit", "--text", "what time is it"]] {
+        let out = sandbox.run("stt-ctl", args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    // At real time, so the speech is open for a few seconds.
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon =
+        sandbox.spawn("stt-daemon", &["--input", &wav_arg, "--stay", "--wait-for-subscriber"]);
+    expect_within("speech starts", DEADLINE, || {
+        let started = events(&seen).iter().any(|e| matches!(e, AssistantEvent::SpeechStart(_)));
+        if started { Ok(()) } else { Err(daemon.log()) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-execute"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("(not_ready)"), "{}", out.stderr);
+    // Held for 0.2 s, then refused with the reason.
+    let out = sandbox.run("stt-ctl", &["command-execute", "--wait=200"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("(not_ready)"), "{}", out.stderr);
+    // Held until the segment is done, then run.
+    let out = sandbox.run("stt-ctl", &["command-execute", "--wait=60000"]);
+    assert_eq!(out.code, Some(0), "{out:?}\n{}", daemon.log());
+    let events = events(&seen);
+    let at = |what: &dyn Fn(&AssistantEvent) -> bool| events.iter().position(what);
+    let stopped = at(&|e| matches!(e, AssistantEvent::SpeechStop(_))).expect("speech_stop");
+    let executing =
+        at(&|e| matches!(e, AssistantEvent::Mode { mode } if mode.as_str() == "executing"));
+    assert!(executing.is_some_and(|x| x > stopped), "{events:?}");
+    expect_within("the answer", DEADLINE, || {
+        let answered = stt_tests::viewer::events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
+        if answered { Ok(()) } else { Err("no answer yet".to_owned()) }
+    });
+}

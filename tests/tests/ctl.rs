@@ -133,7 +133,7 @@ fn check(server: &TestServer, args: &[&str], request: Request, stdout_has: &str)
 fn every_verb_sends_its_message_and_prints_the_reply() {
     let s = TestServer::start();
     check(&s, &["command-start"], Request::CommandStart, "armed");
-    check(&s, &["command-execute"], Request::CommandExecute, "executing");
+    check(&s, &["command-execute"], Request::CommandExecute { wait_ms: None }, "executing");
     check(&s, &["command-cancel"], Request::CommandCancel, "cancelled");
     check(
         &s,

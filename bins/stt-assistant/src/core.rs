@@ -362,7 +362,7 @@ impl Core {
                 self.set_mode(Mode::Idle, effects);
                 Ok(())
             }
-            Request::CommandExecute => self.execute(now, outside, effects),
+            Request::CommandExecute { .. } => self.execute(now, outside, effects),
             Request::ChatToggle => match self.mode {
                 Mode::Idle => {
                     self.set_mode(Mode::Chat, effects);
@@ -586,7 +586,8 @@ mod tests {
             text: "what time is it".into(),
             edited: false
         })));
-        let effects = check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        let effects =
+            check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
         assert_eq!(core.mode(), Mode::Executing);
         assert!(
             effects.contains(&Effect::Execute { text: "what time is it".into(), edited: false })
@@ -603,7 +604,7 @@ mod tests {
         let (mut core, now) = ready();
         check(&mut core, now, Request::CommandStart, OUT, None, "");
         say(&mut core, now, 1, "delete my files");
-        check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
         let effects = check(&mut core, now, Request::CommandCancel, OUT, None, "");
         assert_eq!(effects, [Effect::CancelCommand]);
         assert_eq!(core.mode(), Mode::Executing, "running until the job says it stopped");
@@ -664,7 +665,8 @@ mod tests {
         );
         say(&mut core, now, 2, "ignored");
         assert_eq!(core.buffer(), ("what time is it", true));
-        let effects = check(&mut core, now, Request::CommandExecute, OUT, None, "");
+        let effects =
+            check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
         assert!(
             effects.contains(&Effect::Execute { text: "what time is it".into(), edited: true })
         );
@@ -680,7 +682,7 @@ mod tests {
         check(
             &mut core,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "speech is still open (segment 2)",
@@ -689,7 +691,7 @@ mod tests {
         check(
             &mut core,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "segment 2 is still being transcribed",
@@ -700,7 +702,7 @@ mod tests {
         check(
             &mut core,
             later,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "no heartbeat from stt-daemon for 4.0 s",
@@ -709,7 +711,7 @@ mod tests {
         check(
             &mut core,
             later,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "not running",
@@ -724,17 +726,24 @@ mod tests {
         check(
             &mut strict,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "require_viewer",
         );
-        check(&mut strict, now, Request::CommandExecute, Outside { viewers: 1, ..OUT }, None, "");
+        check(
+            &mut strict,
+            now,
+            Request::CommandExecute { wait_ms: None },
+            Outside { viewers: 1, ..OUT },
+            None,
+            "",
+        );
 
         check(
             &mut core,
             later,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             Outside { llm_enabled: false, ..OUT },
             Some(ErrorCode::NoExecutor),
             "no executor configured",
@@ -742,12 +751,12 @@ mod tests {
         check(
             &mut core,
             later,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             Outside { queue_has_room: false, ..OUT },
             Some(ErrorCode::Busy),
             "busy",
         );
-        check(&mut core, later, Request::CommandExecute, OUT, None, "");
+        check(&mut core, later, Request::CommandExecute { wait_ms: None }, OUT, None, "");
     }
 
     #[test]
@@ -759,7 +768,7 @@ mod tests {
         check(
             &mut core,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::NotReady),
             "not connected to stt-daemon",
@@ -797,7 +806,7 @@ mod tests {
         check(
             &mut core,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::WrongMode),
             "arm a command first",
@@ -819,7 +828,7 @@ mod tests {
         check(
             &mut core,
             now,
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             OUT,
             Some(ErrorCode::BadMessage),
             "the command is empty",

@@ -59,6 +59,13 @@ pub struct Parts {
     pub llm_endpoint: String,
 }
 
+/// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
+#[derive(Debug)]
+struct Held {
+    deadline: Instant,
+    reply: oneshot::Sender<AssistantEvent>,
+}
+
 /// The job running, if any.
 #[derive(Debug)]
 struct Running {
@@ -82,6 +89,7 @@ pub struct Owner {
     /// Where the answer to each call waiting for a yes or no goes.
     answers: HashMap<String, oneshot::Sender<bool>>,
     timers: Timers,
+    held: Option<Held>,
     /// Whether the model answered the last request; `None` before the first.
     reachable: Option<bool>,
     writer: Writer,
@@ -106,6 +114,7 @@ impl Owner {
             conversation: Chat::default(),
             answers: HashMap::new(),
             timers: Timers::default(),
+            held: None,
             reachable: None,
             writer: parts.writer,
             publisher: parts.publisher,
@@ -131,14 +140,29 @@ impl Owner {
         // The first tick is at once; the first heartbeat a second after start, as ever.
         beat.tick().await;
         loop {
-            let next_timer = self.timers.next_deadline();
+            let next_deadline =
+                [self.timers.next_deadline(), self.held.as_ref().map(|h| h.deadline)]
+                    .into_iter()
+                    .flatten()
+                    .min();
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
-                next = link.next() => self.on_link(next),
+                next = link.next() => {
+                    self.on_link(next);
+                    self.retry_held();
+                }
                 Some(input) = inputs.recv() => self.on_input(input),
-                _ = beat.tick() => self.heartbeat(),
-                () = sleep_until(next_timer) => self.fire_timers(Instant::now()),
+                _ = beat.tick() => {
+                    self.heartbeat();
+                    // Readiness also changes with the clock (a stale heartbeat) and with
+                    // viewers, which the control server counts.
+                    self.retry_held();
+                }
+                () = sleep_until(next_deadline) => {
+                    self.fire_timers(Instant::now());
+                    self.retry_held();
+                }
             }
         }
         if let Some(running) = &self.running {
@@ -175,6 +199,12 @@ impl Owner {
         match input {
             Input::Request { request, reply } => {
                 let answer = self.request(&request);
+                if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
+                    && not_ready(&answer)
+                {
+                    self.hold(Instant::now() + Duration::from_millis(ms), reply);
+                    return;
+                }
                 // A client that hung up has no reply to read.
                 let _ = reply.send(answer);
             }
@@ -182,6 +212,29 @@ impl Owner {
             Input::Probe(outcome) => self.on_probe(outcome),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
         }
+    }
+
+    /// Holds a `command_execute` until the flow is ready or `deadline`; one at a time.
+    fn hold(&mut self, deadline: Instant, reply: oneshot::Sender<AssistantEvent>) {
+        tracing::debug!("holding command_execute until the flow is ready");
+        if let Some(earlier) = self.held.replace(Held { deadline, reply }) {
+            let _ = earlier.reply.send(AssistantEvent::Error(ErrorMsg::new(
+                ErrorCode::Busy,
+                "another command_execute took the place of this one",
+            )));
+        }
+    }
+
+    /// Tries the held `command_execute` again: it runs once the flow is ready, and is refused
+    /// with the reason once its deadline has passed (or at once, for any other refusal).
+    fn retry_held(&mut self) {
+        let Some(held) = self.held.take() else { return };
+        let answer = self.request(&Request::CommandExecute { wait_ms: None });
+        if not_ready(&answer) && Instant::now() < held.deadline {
+            self.held = Some(held);
+            return;
+        }
+        let _ = held.reply.send(answer);
     }
 
     fn viewer_count(&self) -> u32 {
@@ -467,6 +520,11 @@ impl Owner {
         tracing::warn!("{message}");
         self.publish(&AssistantEvent::Error(ErrorMsg::new(code, message)));
     }
+}
+
+/// Whether `reply` refuses a request only until the flow is ready.
+fn not_ready(reply: &AssistantEvent) -> bool {
+    matches!(reply, AssistantEvent::Error(ErrorMsg { code: ErrorCode::NotReady, .. }))
 }
 
 /// Sleeps until `deadline`; never returns without one.

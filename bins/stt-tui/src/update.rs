@@ -121,7 +121,7 @@ fn normal_key(state: &mut State, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
     match key.code {
         KeyCode::Char('q') => vec![Effect::Quit],
         KeyCode::Char('a') => send(Request::CommandStart),
-        KeyCode::Enter => send(Request::CommandExecute),
+        KeyCode::Enter => send(Request::CommandExecute { wait_ms: None }),
         // Only an armed command can be cancelled; a reflexive Esc elsewhere is no error.
         KeyCode::Esc if state.mode == Mode::CommandArmed => send(Request::CommandCancel),
         KeyCode::Char('e') => {

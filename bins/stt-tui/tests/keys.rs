@@ -37,7 +37,10 @@ fn a_arms_a_command() {
 #[test]
 fn enter_executes_esc_cancels_and_t_toggles_chat() {
     let (mut state, _) = armed();
-    assert_eq!(feed(&mut state, [press(KeyCode::Enter)]), [Effect::Send(Request::CommandExecute)]);
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::CommandExecute { wait_ms: None })]
+    );
     assert_eq!(feed(&mut state, [press(KeyCode::Esc)]), [Effect::Send(Request::CommandCancel)]);
     assert_eq!(feed(&mut state, [key('t')]), [Effect::Send(Request::ChatToggle)]);
 }
@@ -100,7 +103,10 @@ fn an_edit_ends_when_the_command_is_no_longer_armed() {
     feed(&mut state, [key('e'), key('x')]);
     feed(&mut state, [event(r#"{"type":"mode","mode":"idle"}"#)]);
     assert_eq!(state.input, Input::Normal);
-    assert_eq!(feed(&mut state, [press(KeyCode::Enter)]), [Effect::Send(Request::CommandExecute)]);
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::CommandExecute { wait_ms: None })]
+    );
 }
 
 #[test]

@@ -31,7 +31,10 @@ fn executing() -> Vec<Action> {
     let mut actions = armed();
     actions.extend([
         press(KeyCode::Enter),
-        reply(Request::CommandExecute, r#"{"type":"ack","command":"command_execute","ok":true}"#),
+        reply(
+            Request::CommandExecute { wait_ms: None },
+            r#"{"type":"ack","command":"command_execute","ok":true}"#,
+        ),
         event(r#"{"type":"mode","mode":"executing"}"#),
     ]);
     actions
@@ -157,7 +160,7 @@ fn an_error_line_carries_the_assistants_message() {
     actions.extend([
         press(KeyCode::Enter),
         reply(
-            Request::CommandExecute,
+            Request::CommandExecute { wait_ms: None },
             r#"{"type":"error","code":"not_ready","message":"not ready: speech is still open (segment 8); execute again when it closes"}"#,
         ),
     ]);

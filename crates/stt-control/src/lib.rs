@@ -58,8 +58,14 @@ pub struct Cli {
 pub enum Verb {
     /// Arm command mode: what you say next becomes the command
     CommandStart,
-    /// Run the armed command (refused until the last words are transcribed)
-    CommandExecute,
+    /// Run the armed command (refused until the last words are transcribed, unless --wait)
+    CommandExecute {
+        /// Let the assistant hold the request until your last words are transcribed, for up to
+        /// MS milliseconds (3000 when given without a value), then run or refuse it: what a
+        /// push-to-talk key wants, as it comes up the moment you stop speaking
+        #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "3000")]
+        wait: Option<u64>,
+    },
     /// Drop the armed command
     CommandCancel,
     /// Replace the command buffer with TEXT and freeze it
@@ -111,7 +117,7 @@ impl Verb {
     pub fn request(&self) -> Option<Request> {
         Some(match self {
             Self::CommandStart => Request::CommandStart,
-            Self::CommandExecute => Request::CommandExecute,
+            Self::CommandExecute { wait } => Request::CommandExecute { wait_ms: *wait },
             Self::CommandCancel => Request::CommandCancel,
             Self::CommandEdit { text } => Request::CommandEdit { text: text.clone() },
             Self::ChatToggle => Request::ChatToggle,
@@ -160,7 +166,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return EXIT_UNREACHABLE;
         }
     };
-    let timeout = Duration::from_millis(cli.timeout_ms);
+    // A held request's reply comes after its wait: the timeout starts after it.
+    let held = match &request {
+        Request::CommandExecute { wait_ms: Some(ms) } => *ms,
+        _ => 0,
+    };
+    let timeout = Duration::from_millis(cli.timeout_ms.saturating_add(held));
     let reply = runtime.block_on(stt_bus::request(&socket, "stt-ctl", &request, timeout));
     match reply {
         Ok(reply) => {
@@ -313,7 +324,15 @@ mod tests {
     #[test]
     fn every_verb_becomes_its_one_request() {
         check(&["command-start"], Some(Request::CommandStart));
-        check(&["command-execute"], Some(Request::CommandExecute));
+        check(&["command-execute"], Some(Request::CommandExecute { wait_ms: None }));
+        check(
+            &["command-execute", "--wait"],
+            Some(Request::CommandExecute { wait_ms: Some(3000) }),
+        );
+        check(
+            &["command-execute", "--wait=800"],
+            Some(Request::CommandExecute { wait_ms: Some(800) }),
+        );
         check(&["command-cancel"], Some(Request::CommandCancel));
         check(
             &["command-edit", "--text", "open the door"],

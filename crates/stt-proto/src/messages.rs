@@ -225,7 +225,12 @@ pub enum Request {
         viewer: bool,
     },
     CommandStart,
-    CommandExecute,
+    /// Run the armed command; with `wait_ms`, held until the flow is ready (the last words
+    /// transcribed) or that many milliseconds have passed, then run or refused.
+    CommandExecute {
+        #[serde(default)]
+        wait_ms: Option<u64>,
+    },
     CommandCancel,
     /// Replace and freeze the command buffer.
     CommandEdit {
@@ -262,7 +267,7 @@ impl Request {
             Self::Hello(_) => "hello",
             Self::Subscribe { .. } => "subscribe",
             Self::CommandStart => "command_start",
-            Self::CommandExecute => "command_execute",
+            Self::CommandExecute { .. } => "command_execute",
             Self::CommandCancel => "command_cancel",
             Self::CommandEdit { .. } => "command_edit",
             Self::ChatToggle => "chat_toggle",

@@ -103,7 +103,11 @@ pub fn requests() -> Vec<(Request, &'static str)> {
         ),
         (Request::Subscribe { viewer: true }, r#"{"type":"subscribe","viewer":true}"#),
         (Request::CommandStart, r#"{"type":"command_start"}"#),
-        (Request::CommandExecute, r#"{"type":"command_execute"}"#),
+        (Request::CommandExecute { wait_ms: None }, r#"{"type":"command_execute","wait_ms":null}"#),
+        (
+            Request::CommandExecute { wait_ms: Some(3000) },
+            r#"{"type":"command_execute","wait_ms":3000}"#,
+        ),
         (Request::CommandCancel, r#"{"type":"command_cancel"}"#),
         (
             Request::CommandEdit { text: "what time is it".into() },
@@ -304,6 +308,10 @@ fn unit_requests_accept_missing_optional_fields() {
         Ok(Request::Subscribe { viewer: false })
     );
     assert_eq!(parse::<Request>(br#"{"type":"confirm"}"#), Ok(Request::Confirm { call_id: None }));
+    assert_eq!(
+        parse::<Request>(br#"{"type":"command_execute"}"#),
+        Ok(Request::CommandExecute { wait_ms: None })
+    );
 }
 
 #[test]
