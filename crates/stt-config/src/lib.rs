@@ -197,8 +197,8 @@ mod tests {
             "[assistant]\ncompaction_trigger_ratio = 1.0\ncompaction_keep_turns = 0\n",
             "[llm]\nenabled = false\nendpoint = \"\"\n",
             "[llm]\napi_key_env = \"OPENAI_API_KEY\"\ntemperature = 0\n",
-            "[speakers]\nenabled = true\nmatch_threshold = 0.8\nuncertain_threshold = 0.8\n",
-            "[memory]\nenabled = true\ndb = \"~/mem.sqlite\"\nrecall_min_score = 0\n",
+            "[speakers]\nenabled = false\nmatch_threshold = 0.8\nuncertain_threshold = 0.8\n",
+            "[memory]\ndb = \"~/mem.sqlite\"\nrecall_min_score = 0\n",
             "[[tools.command]]\nname = \"wipe_notes\"\ndescription = \"Delete all notes.\"\n\
              argv = [\"rm\", \"-r\", \"/home/u/notes\"]\nside_effect = \"destructive\"\n\
              requires_confirmation = true\n",
@@ -207,6 +207,25 @@ mod tests {
         ];
         for input in table {
             parse_ok(input);
+        }
+    }
+
+    #[test]
+    fn a_section_whose_feature_is_not_built_yet_cannot_be_turned_on() {
+        for (section, feature) in [
+            ("triage", "the triage lane"),
+            ("speakers", "speaker identification"),
+            ("memory", "long-term memory"),
+        ] {
+            check(
+                &format!("[{section}]\nenabled = true\n"),
+                &[
+                    "config.toml:2:",
+                    &format!("key '{section}.enabled'"),
+                    &format!("{feature} is not available in this version of stt yet"),
+                    "enabled = false",
+                ],
+            );
         }
     }
 

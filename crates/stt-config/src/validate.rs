@@ -35,7 +35,26 @@ pub(crate) fn check(config: &Config) -> Checked {
     speakers(&config.speakers)?;
     memory(&config.memory)?;
     tui(&config.tui)?;
-    tools(&config.tools)
+    tools(&config.tools)?;
+    // Sections whose feature is not built yet: their values are checked above, but turning
+    // one on must not look as if it did something. The issue that builds each lifts its line.
+    not_built_yet("triage", config.triage.enabled, "the triage lane")?;
+    not_built_yet("speakers", config.speakers.enabled, "speaker identification")?;
+    not_built_yet("memory", config.memory.enabled, "long-term memory")
+}
+
+/// `[section].enabled = true` for a feature this build does not have.
+fn not_built_yet(section: &str, enabled: bool, feature: &str) -> Checked {
+    if enabled {
+        return Err(problem(
+            KeyPath::new(section, "enabled"),
+            format!(
+                "true, but {feature} is not available in this version of stt yet: set \
+                 `enabled = false` (or remove the key); nothing else in [{section}] is used"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `value` must be at least 1.
