@@ -322,6 +322,51 @@ mod tests {
     }
 
     #[test]
+    fn every_request_a_client_can_send_has_a_verb() {
+        use clap::CommandFactory;
+        use stt_proto::Message;
+        // One way to call each verb; a new verb fails here until it is listed.
+        let calls: &[&[&str]] = &[
+            &["command-start"],
+            &["command-execute"],
+            &["command-cancel"],
+            &["command-edit", "--text", "x"],
+            &["chat-toggle"],
+            &["clear"],
+            &["status"],
+            &["speaker-list"],
+            &["speaker-name", "spk_0001", "Ana"],
+            &["confirm"],
+            &["deny"],
+            &["timer-cancel", "1"],
+            &["completions", "bash"],
+            &["config-default"],
+        ];
+        let verbs: Vec<String> =
+            Cli::command().get_subcommands().map(|c| c.get_name().to_owned()).collect();
+        let listed: Vec<String> = calls.iter().map(|c| c[0].to_owned()).collect();
+        assert_eq!(verbs, listed, "list every verb in `calls`");
+        let mut sent: Vec<&str> = calls
+            .iter()
+            .filter_map(|args| {
+                let cli =
+                    Cli::try_parse_from(std::iter::once("stt-ctl").chain(args.iter().copied()))
+                        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                cli.verb.request().map(|r| r.kind())
+            })
+            .collect();
+        sent.sort_unstable();
+        // `hello` and `subscribe` belong to a connection, not to a verb.
+        let mut requests: Vec<&str> = Request::TYPES
+            .iter()
+            .copied()
+            .filter(|t| !matches!(*t, "hello" | "subscribe"))
+            .collect();
+        requests.sort_unstable();
+        assert_eq!(sent, requests, "every request type needs a verb in stt-ctl");
+    }
+
+    #[test]
     fn every_verb_becomes_its_one_request() {
         check(&["command-start"], Some(Request::CommandStart));
         check(&["command-execute"], Some(Request::CommandExecute { wait_ms: None }));

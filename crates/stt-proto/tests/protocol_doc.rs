@@ -56,41 +56,6 @@ fn family_section(section: &str) -> Option<usize> {
     [DAEMON, CLIENT, ASSISTANT].iter().position(|s| *s == section)
 }
 
-/// Every error code, written so that a new variant fails to compile here until it is added.
-fn all_error_codes() -> Vec<ErrorCode> {
-    use ErrorCode::*;
-    let all = vec![
-        BadJson,
-        BadMessage,
-        UnknownType,
-        TooLong,
-        VersionMismatch,
-        Busy,
-        NotReady,
-        WrongMode,
-        UnknownSpeaker,
-        Truncated,
-        Lagged,
-        NothingPending,
-        NoExecutor,
-        LlmError,
-        ToolError,
-        Audio,
-        Stt,
-        NotImplemented,
-        Internal,
-        Other,
-    ];
-    for code in &all {
-        match code {
-            BadJson | BadMessage | UnknownType | TooLong | VersionMismatch | Busy | NotReady
-            | WrongMode | UnknownSpeaker | Truncated | Lagged | NothingPending | NoExecutor
-            | LlmError | ToolError | Audio | Stt | NotImplemented | Internal | Other => {}
-        }
-    }
-    all
-}
-
 #[test]
 fn protocol_doc_matches_the_code() {
     let doc =
@@ -229,7 +194,7 @@ fn protocol_doc_matches_the_code() {
         [] => failures.push(format!("the doc has no '## {ERRORS}' section")),
         many => failures.push(format!("'## {ERRORS}' appears more than once, at lines {many:?}")),
     }
-    let codes: BTreeSet<&str> = all_error_codes().into_iter().map(ErrorCode::as_str).collect();
+    let codes: BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     for code in &codes {
         if !error_table.contains_key(*code) {
             failures.push(format!("the '## {ERRORS}' table has no row for `{code}`"));
@@ -251,7 +216,7 @@ fn protocol_doc_matches_the_code() {
 
 #[test]
 fn error_code_names_round_trip() {
-    for code in all_error_codes() {
+    for &code in ErrorCode::ALL {
         let json = serde_json::to_string(&code).expect("an ErrorCode serializes");
         assert_eq!(json, format!("\"{}\"", code.as_str()));
         let back: ErrorCode = serde_json::from_str(&json).expect("an ErrorCode deserializes");
