@@ -163,7 +163,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let (inputs_tx, inputs) = mpsc::unbounded_channel::<Input>();
     let publisher = Publisher::default();
-    let client = settings.llm.clone().map(stt_llm::Client::new).transpose()?;
+    let client = settings.llm.clone().map(stt_llm::Provider::new).transpose()?;
     let registry = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
     let writer = writer::spawn(
         settings.names_file.clone(),

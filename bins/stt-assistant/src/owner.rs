@@ -566,7 +566,7 @@ fn shutting_down() -> AssistantEvent {
 
 /// Checks that the model answers: at start, then every `every`, each outcome to `out`.
 pub async fn probes(
-    client: stt_llm::Client,
+    client: stt_llm::Provider,
     every: Duration,
     out: Sink<Result<(), LlmError>>,
     shutdown: CancellationToken,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, Lane, Report, Settings, estimate_tokens};
-use stt_llm::{Client, Endpoint};
+use stt_llm::{Endpoint, Provider};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_tests::llm_server::{LlmServer, Script};
 
@@ -18,7 +18,7 @@ const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;
 
 fn lane(server: &LlmServer) -> Lane {
-    let client = Client::new(Endpoint {
+    let client = Provider::new(Endpoint {
         url: server.url(),
         model: String::new(),
         api_key: None,

@@ -8,36 +8,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::wire::ToolCall;
-
-/// A call to run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub id: String,
-    pub name: String,
-    /// Always an object.
-    pub arguments: Value,
-}
-
-/// The calls of the API's `tool_calls`; a call whose arguments are not a JSON object is
-/// returned as `Err` with the reason, to be reported back to the model.
-pub fn from_api(calls: &[ToolCall]) -> Vec<Result<Call, (ToolCall, String)>> {
-    calls
-        .iter()
-        .map(|call| match arguments(&Value::String(call.function.arguments.clone())) {
-            Some(arguments) => {
-                Ok(Call { id: call.id.clone(), name: call.function.name.clone(), arguments })
-            }
-            None => Err((
-                call.clone(),
-                format!("the arguments are not a JSON object: {}", call.function.arguments),
-            )),
-        })
-        .collect()
-}
+use crate::conversation::ToolCall;
 
 /// Tool calls written as JSON in `content`, for tools `known` accepts.
-pub fn calls_in_content(content: &str, known: impl Fn(&str) -> bool) -> Vec<Call> {
+pub fn calls_in_content(content: &str, known: impl Fn(&str) -> bool) -> Vec<ToolCall> {
     let mut calls = Vec::new();
     for value in json_values(content) {
         collect(&value, &known, &mut calls);
@@ -104,7 +78,7 @@ fn closed(text: &str) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
-fn collect(value: &Value, known: &impl Fn(&str) -> bool, calls: &mut Vec<Call>) {
+fn collect(value: &Value, known: &impl Fn(&str) -> bool, calls: &mut Vec<ToolCall>) {
     match value {
         Value::Array(items) => {
             for item in items {
@@ -129,7 +103,7 @@ fn collect(value: &Value, known: &impl Fn(&str) -> bool, calls: &mut Vec<Call>) 
 /// Reads one call from the shapes models use:
 /// `{"name", "arguments"|"parameters"|"args"|"input"}`, `{"tool"|"function": "name", …}`,
 /// and `{"function": {"name", "arguments"}}` (with or without `"type": "function"`).
-fn as_call(object: &Map<String, Value>) -> Option<Call> {
+fn as_call(object: &Map<String, Value>) -> Option<ToolCall> {
     if let Some(Value::Object(function)) = object.get("function") {
         return as_call(function);
     }
@@ -143,12 +117,12 @@ fn as_call(object: &Map<String, Value>) -> Option<Call> {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(value) => arguments(value)?,
     };
-    Some(Call { id: String::new(), name, arguments })
+    Some(ToolCall { id: String::new(), name, arguments })
 }
 
 /// Arguments as an object: an object, or a string holding one (the OpenAI form). An empty
 /// string means no arguments.
-fn arguments(value: &Value) -> Option<Value> {
+pub(crate) fn arguments(value: &Value) -> Option<Value> {
     match value {
         Value::Object(_) => Some(value.clone()),
         Value::String(text) if text.trim().is_empty() => Some(Value::Object(Map::new())),
@@ -242,21 +216,5 @@ mod tests {
         );
         let ids: Vec<_> = calls.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["call_0", "call_1"]);
-    }
-
-    #[test]
-    fn api_calls_with_bad_arguments_are_reported() {
-        let call = |args: &str| ToolCall {
-            id: "c1".into(),
-            kind: "function".into(),
-            function: crate::wire::FunctionCall {
-                name: "set_timer".into(),
-                arguments: args.into(),
-            },
-        };
-        let got = from_api(&[call(r#"{"minutes": 2}"#), call("[1]"), call("")]);
-        assert_eq!(got[0].as_ref().unwrap().arguments, json!({"minutes": 2}));
-        assert!(got[1].as_ref().unwrap_err().1.contains("not a JSON object"));
-        assert_eq!(got[2].as_ref().unwrap().arguments, json!({}));
     }
 }

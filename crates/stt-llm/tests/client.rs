@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use serde_json::json;
-use stt_llm::wire::{FinishReason, Message, Request, Tool};
-use stt_llm::{Client, Endpoint, LlmError, calls_in_content};
+use stt_llm::{Endpoint, Finish, LlmError, Message, Provider, Request, ToolSpec, calls_in_content};
 use stt_tests::llm_server::{LlmServer, Script};
 
-fn client(url: &str) -> Client {
-    Client::new(Endpoint {
+fn client(url: &str) -> Provider {
+    Provider::new(Endpoint {
         url: url.into(),
         model: "test-model".into(),
         api_key: Some("sk-test".into()),
@@ -21,8 +20,8 @@ fn client(url: &str) -> Client {
     .unwrap()
 }
 
-fn request<'a>(messages: &'a [Message], tools: &'a [Tool], stream: bool) -> Request<'a> {
-    Request { model: "", messages, tools, stream, max_tokens: 64, temperature: 0.0 }
+fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec], stream: bool) -> Request<'a> {
+    Request { messages, tools, stream, max_tokens: 64, temperature: 0.0, resume: None }
 }
 
 #[tokio::test]
@@ -38,7 +37,7 @@ async fn a_streamed_answer_arrives_piece_by_piece() {
     assert_eq!(reply.content, "It is a sunny day.");
     assert!(pieces.len() > 1, "streamed in pieces: {pieces:?}");
     assert_eq!(pieces.concat(), "It is a sunny day.");
-    assert_eq!(reply.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(reply.finish, Some(Finish::Stop));
     let sent = &server.requests()[0];
     assert_eq!(sent["model"], "test-model");
     assert_eq!(sent["stream"], true);
@@ -52,18 +51,20 @@ async fn tool_calls_arrive_whole_from_fragments_and_from_a_plain_reply() {
     server.push(Script::ToolCalls(calls.clone()));
     server.push(Script::ToolCalls(calls));
     let messages = [Message::user("timer")];
-    let tools = [Tool::function("set_timer", "timer", json!({"type": "object"}))];
+    let tools = [ToolSpec {
+        name: "set_timer".into(),
+        description: "timer".into(),
+        parameters: json!({"type": "object"}),
+    }];
     for stream in [true, false] {
         let reply = client(&server.url())
             .complete(&request(&messages, &tools, stream), |_| {})
             .await
             .unwrap();
-        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls), "stream={stream}");
+        assert_eq!(reply.finish, Some(Finish::ToolCalls), "stream={stream}");
         assert_eq!(reply.tool_calls.len(), 1);
-        assert_eq!(reply.tool_calls[0].function.name, "set_timer");
-        let args: serde_json::Value =
-            serde_json::from_str(&reply.tool_calls[0].function.arguments).unwrap();
-        assert_eq!(args, json!({"minutes": 5, "label": "tea"}));
+        assert_eq!(reply.tool_calls[0].name, "set_timer");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"minutes": 5, "label": "tea"}));
     }
     assert_eq!(server.requests()[0]["tools"][0]["function"]["name"], "set_timer");
 }
@@ -90,7 +91,7 @@ async fn a_reply_cut_off_by_the_limit_says_so() {
     let messages = [Message::user("story")];
     let reply =
         client(&server.url()).complete(&request(&messages, &[], true), |_| {}).await.unwrap();
-    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+    assert_eq!(reply.finish, Some(Finish::Length));
     assert_eq!(reply.content, "Once upon a");
 }
 

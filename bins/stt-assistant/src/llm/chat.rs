@@ -2,8 +2,7 @@
 //! the answer streamed back as pieces of the job's reply line. The conversation the turn
 //! leaves goes back to the loop, which keeps it unless a `clear` came in the meantime.
 
-use stt_llm::LlmError;
-use stt_llm::wire::{FinishReason, Message, Request};
+use stt_llm::{Finish, LlmError, Message, Request};
 use stt_proto::ErrorCode;
 
 use super::{Chat, Lane, Report, compact, complete, error, no_client};
@@ -18,16 +17,16 @@ pub async fn turn(lane: &Lane, text: &str, mut conversation: Chat, out: &Sink<Re
     out.send(Report::Conversation(conversation.clone()));
     let messages = conversation.messages(&settings.chat_system_prompt);
     let request = Request {
-        model: "",
         messages: &messages,
         tools: &[],
         stream: true,
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
+        resume: None,
     };
     let stream = |piece: &str| out.send(Report::Reply { text: piece.to_owned(), partial: true });
     let (answer, truncated) = match complete(client, &request, out, stream).await {
-        Ok(reply) => (reply.content, reply.finish_reason == Some(FinishReason::Length)),
+        Ok(reply) => (reply.content, reply.finish == Some(Finish::Length)),
         Err(LlmError::Interrupted { partial, why }) => {
             error(
                 out,

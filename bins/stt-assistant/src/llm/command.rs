@@ -4,14 +4,9 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio::sync::oneshot;
 
-use stt_llm::toolcall::{self, Call};
-use stt_llm::wire::{
-    FinishReason, FunctionCall, Message, Request, Role, Tool, ToolCall as WireCall,
-};
-use stt_llm::{Client, Reply};
+use stt_llm::{Finish, Message, Provider, Reply, Request, ToolCall as Call, ToolSpec};
 use stt_proto::{AssistantEvent, ErrorCode, ToolCall, ToolResult};
 use stt_tools::ActionRecord;
 use stt_tools::registry::Outcome;
@@ -29,12 +24,12 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
     let mut ran: Vec<(String, String)> = Vec::new();
     for _ in 0..settings.max_tool_iterations.max(1) {
         let request = Request {
-            model: "",
             messages: &messages,
             tools: &tools,
             stream: false,
             max_tokens: settings.max_tokens,
             temperature: settings.temperature,
+            resume: None,
         };
         let reply = match complete(client, &request, out, |_| {}).await {
             Ok(reply) => reply,
@@ -49,22 +44,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
         if calls.iter().any(|call| ran.iter().any(|(tool, _)| *tool == call.name)) {
             return report(lane, client, text, &ran, out).await;
         }
-        messages.push(Message {
-            role: Role::Assistant,
-            content: None,
-            tool_calls: calls
-                .iter()
-                .map(|call| WireCall {
-                    id: call.id.clone(),
-                    kind: "function".into(),
-                    function: FunctionCall {
-                        name: call.name.clone(),
-                        arguments: call.arguments.to_string(),
-                    },
-                })
-                .collect(),
-            tool_call_id: None,
-        });
+        messages.push(Message::calls(calls.clone()));
         for call in calls {
             let result = run_call(lane, &call, text, edited, out).await;
             ran.push((call.name.clone(), result.clone()));
@@ -81,16 +61,20 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
     );
 }
 
-fn tools(lane: &Lane) -> Vec<Tool> {
+fn tools(lane: &Lane) -> Vec<ToolSpec> {
     lane.registry
         .specs()
-        .map(|spec| Tool::function(&spec.name, &spec.description, spec.parameters.clone()))
+        .map(|spec| ToolSpec {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters: spec.parameters.clone(),
+        })
         .collect()
 }
 
 /// Reports a reply without calls as the command's answer.
 fn answer(reply: &Reply, out: &Sink<Report>) {
-    if reply.finish_reason == Some(FinishReason::Length) {
+    if reply.finish == Some(Finish::Length) {
         error(
             out,
             ErrorCode::Truncated,
@@ -108,7 +92,7 @@ fn answer(reply: &Reply, out: &Sink<Report>) {
 /// writing calls.
 async fn report(
     lane: &Lane,
-    client: &Client,
+    client: &Provider,
     text: &str,
     ran: &[(String, String)],
     out: &Sink<Report>,
@@ -123,12 +107,12 @@ async fn report(
     );
     let messages = [Message::system(&lane.settings.command_system_prompt), Message::user(prompt)];
     let request = Request {
-        model: "",
         messages: &messages,
         tools: &[],
         stream: false,
         max_tokens: lane.settings.max_tokens,
         temperature: lane.settings.temperature,
+        resume: None,
     };
     match complete(client, &request, out, |_| {}).await {
         Ok(reply) => answer(&reply, out),
@@ -136,21 +120,12 @@ async fn report(
     }
 }
 
-/// The calls in a reply: `tool_calls`, or else JSON calls in the text.
+/// The calls in a reply: the provider's, or else JSON calls in the text.
 fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
     if !reply.tool_calls.is_empty() {
-        return toolcall::from_api(&reply.tool_calls)
-            .into_iter()
-            .map(|call| match call {
-                Ok(call) => call,
-                Err((raw, why)) => {
-                    tracing::warn!("tool call {}: {why}", raw.function.name);
-                    Call { id: raw.id, name: raw.function.name, arguments: Value::Null }
-                }
-            })
-            .collect();
+        return reply.tool_calls.clone();
     }
-    toolcall::calls_in_content(&reply.content, |name| lane.registry.contains(name))
+    stt_llm::calls_in_content(&reply.content, |name| lane.registry.contains(name))
 }
 
 /// Runs one call (after confirmation when the tool needs it); returns what the model is told.

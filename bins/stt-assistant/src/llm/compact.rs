@@ -4,14 +4,13 @@
 //! dropped in blocks of `trim_block_turns` instead. Either way a note tells viewers why the
 //! context changed, and no request ever exceeds the budget.
 
-use stt_llm::Client;
-use stt_llm::wire::{FinishReason, Message, Request, Role};
+use stt_llm::{Finish, Message, Provider, Request, Role};
 
 use super::{Chat, Lane, Report, Settings, complete, estimate_tokens};
 use crate::lane::Sink;
 
 /// Keeps the next request made of `chat` within the budget, as the module says.
-pub async fn compact(lane: &Lane, client: &Client, chat: &mut Chat, out: &Sink<Report>) {
+pub async fn compact(lane: &Lane, client: &Provider, chat: &mut Chat, out: &Sink<Report>) {
     let settings = &lane.settings;
     let system = settings.chat_system_prompt.clone();
     let budget = settings.prompt_budget as usize;
@@ -51,7 +50,7 @@ pub async fn compact(lane: &Lane, client: &Client, chat: &mut Chat, out: &Sink<R
 /// Folds `evicted` into `previous` in chunks that each fit the budget.
 async fn summarize(
     lane: &Lane,
-    client: &Client,
+    client: &Provider,
     previous: Option<&str>,
     evicted: &[Message],
     out: &Sink<Report>,
@@ -69,7 +68,7 @@ async fn summarize(
     let mut chunks: Vec<Vec<&Message>> = Vec::new();
     let mut size = 0;
     for turn in evicted {
-        let tokens = estimate_tokens(turn.content.as_deref().unwrap_or(""));
+        let tokens = estimate_tokens(&turn.content);
         if !chunk.is_empty() && size + tokens > room / 2 {
             chunks.push(std::mem::take(&mut chunk));
             size = 0;
@@ -86,19 +85,19 @@ async fn summarize(
         text.push_str("Conversation to add to it:\n");
         for turn in chunk {
             let who = if turn.role == Role::Assistant { "Assistant" } else { "User" };
-            text.push_str(&format!("{who}: {}\n", turn.content.as_deref().unwrap_or("")));
+            text.push_str(&format!("{who}: {}\n", &turn.content));
         }
         let messages = [Message::system(prompt), Message::user(text)];
         let request = Request {
-            model: "",
             messages: &messages,
             tools: &[],
             stream: false,
             max_tokens: settings.compaction_max_tokens,
             temperature: 0.0,
+            resume: None,
         };
         let reply = complete(client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
-        if reply.finish_reason == Some(FinishReason::Length) {
+        if reply.finish == Some(Finish::Length) {
             return Err("the summary was cut off by [assistant].compaction_max_tokens".into());
         }
         let text = reply.content.trim();

@@ -18,8 +18,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use stt_llm::wire::{Message, Request};
-use stt_llm::{Client, LlmError};
+use stt_llm::{LlmError, Message, Provider, Request};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
 use stt_tools::{ActionRecord, Registry};
 
@@ -49,7 +48,7 @@ pub struct Settings {
 /// What every job may use: the model, the tools, the settings. Read-only, cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Lane {
-    pub client: Option<Client>,
+    pub client: Option<Provider>,
     pub registry: Arc<Registry>,
     pub settings: Arc<Settings>,
 }
@@ -76,10 +75,7 @@ impl Chat {
 
     /// Estimated tokens of the request these messages make.
     pub fn tokens(&self, system: &str) -> usize {
-        self.messages(system)
-            .iter()
-            .map(|m| estimate_tokens(m.content.as_deref().unwrap_or("")))
-            .sum()
+        self.messages(system).iter().map(|m| estimate_tokens(&m.content)).sum()
     }
 }
 
@@ -184,7 +180,7 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, out: Sink<Report>) -> Handle {
 
 /// One request to the model, reporting whether it answered.
 async fn complete(
-    client: &Client,
+    client: &Provider,
     request: &Request<'_>,
     out: &Sink<Report>,
     on_text: impl FnMut(&str),

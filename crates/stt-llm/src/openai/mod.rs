@@ -1,54 +1,19 @@
-//! The HTTP client: one chat completion at a time, streamed or not, with every failure
-//! turned into a message that names the fix.
+//! OpenAI-compatible chat completions (llama.cpp's `llama-server`, ollama's `/v1`, or any
+//! other): one request at a time, streamed or not, with every failure turned into a message
+//! that names the fix.
+//!
+//! - [`wire`]: the request and response bodies of `/v1/chat/completions`, and how the
+//!   provider-neutral conversation becomes one.
+//! - [`stream`]: folding streamed deltas (text and tool-call fragments) into one reply.
 
-use std::time::Duration;
+pub mod stream;
+pub mod wire;
 
-use crate::sse;
-use crate::stream::{Reply, ReplyBuilder};
-use crate::wire::{Request, Response};
+use stream::ReplyBuilder;
+use wire::Response;
 
-/// Where and how to reach the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Endpoint {
-    /// The full URL of the chat completions route.
-    pub url: String,
-    /// Sent as `model`; empty to let the server choose.
-    pub model: String,
-    /// The API key, if the server wants one (read from the env var the config names).
-    pub api_key: Option<String>,
-    pub connect_timeout: Duration,
-    /// Longest wait for the response to start, and for each next piece of a stream.
-    pub idle_timeout: Duration,
-}
-
-/// What went wrong, worded for the person who has to fix it.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    #[error(
-        "could not reach the model at {url}: {why}; start llama-server (or ollama) there, or \
-         set [llm].endpoint"
-    )]
-    Unreachable { url: String, why: String },
-
-    #[error("the model at {url} answered {status}: {body}")]
-    Status { url: String, status: u16, body: String },
-
-    #[error(
-        "the model at {url} sent nothing for {seconds} s; it may be overloaded (see [llm].request_timeout_s)"
-    )]
-    Timeout { url: String, seconds: u64 },
-
-    #[error("the model's reply stopped mid-answer ({why})")]
-    Interrupted { partial: String, why: String },
-
-    #[error("the model at {url} sent something that is not a chat completion: {why}")]
-    Malformed { url: String, why: String },
-
-    #[error(
-        "{url} is an https endpoint, but this build has no TLS: rebuild with `--features https`, or use http on this machine"
-    )]
-    NoTls { url: String },
-}
+use crate::conversation::{Reply, Request};
+use crate::{Endpoint, LlmError, sse};
 
 /// A client for one endpoint.
 #[derive(Debug, Clone)]
@@ -97,10 +62,7 @@ impl Client {
         mut on_text: impl FnMut(&str),
     ) -> Result<Reply, LlmError> {
         let url = &self.endpoint.url;
-        let mut body = request.clone();
-        if body.model.is_empty() {
-            body.model = &self.endpoint.model;
-        }
+        let body = wire::Request::new(&self.endpoint.model, request);
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         let mut builder = self
@@ -158,7 +120,7 @@ impl Client {
             done |= self.event(event, &mut reply, &mut on_text)?;
         }
         let reply = reply.finish();
-        if !done && reply.finish_reason.is_none() {
+        if !done && reply.finish.is_none() {
             return Err(LlmError::Interrupted {
                 partial: reply.content,
                 why: "the connection closed before the reply was finished".into(),

@@ -1,7 +1,10 @@
-//! The bodies of `POST /v1/chat/completions`, as much of them as stt uses.
+//! The bodies of `POST /v1/chat/completions`, as much of them as stt uses, and how the
+//! provider-neutral conversation becomes one.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::conversation;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,45 +28,6 @@ pub struct Message {
     /// The call this message answers (tool messages only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-}
-
-impl Message {
-    pub fn system(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::System,
-            content: Some(text.into()),
-            tool_calls: vec![],
-            tool_call_id: None,
-        }
-    }
-
-    pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: Some(text.into()),
-            tool_calls: vec![],
-            tool_call_id: None,
-        }
-    }
-
-    pub fn assistant(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content: Some(text.into()),
-            tool_calls: vec![],
-            tool_call_id: None,
-        }
-    }
-
-    /// The result of a tool call, answering `call_id`.
-    pub fn tool(call_id: impl Into<String>, result: impl Into<String>) -> Self {
-        Self {
-            role: Role::Tool,
-            content: Some(result.into()),
-            tool_calls: vec![],
-            tool_call_id: Some(call_id.into()),
-        }
-    }
 }
 
 /// A tool call as the OpenAI API writes it: the arguments are a JSON *string*.
@@ -121,12 +85,26 @@ impl Tool {
 pub struct Request<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     pub model: &'a str,
-    pub messages: &'a [Message],
-    #[serde(skip_serializing_if = "<[Tool]>::is_empty")]
-    pub tools: &'a [Tool],
+    pub messages: Vec<Message>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool>,
     pub stream: bool,
     pub max_tokens: u32,
     pub temperature: f64,
+}
+
+impl<'a> Request<'a> {
+    /// The body of `request` for `model` (empty: the server's choice).
+    pub fn new(model: &'a str, request: &conversation::Request<'_>) -> Self {
+        Self {
+            model,
+            messages: request.messages.iter().map(Message::from_neutral).collect(),
+            tools: request.tools.iter().map(Tool::from_neutral).collect(),
+            stream: request.stream,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+        }
+    }
 }
 
 /// Why the model stopped.
@@ -148,6 +126,51 @@ pub enum FinishReason {
 pub struct Response {
     #[serde(default)]
     pub choices: Vec<Choice>,
+    /// What the request cost (in the whole response, or the last chunk of a stream).
+    #[serde(default)]
+    pub usage: Option<ResponseUsage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct ResponseUsage {
+    #[serde(default)]
+    pub prompt_tokens: u32,
+    #[serde(default)]
+    pub completion_tokens: u32,
+}
+
+impl Message {
+    /// The wire form of a conversation message.
+    pub fn from_neutral(m: &conversation::Message) -> Self {
+        let role = match m.role {
+            conversation::Role::System => Role::System,
+            conversation::Role::User => Role::User,
+            conversation::Role::Assistant => Role::Assistant,
+            conversation::Role::Tool => Role::Tool,
+        };
+        let tool_calls: Vec<ToolCall> = m
+            .tool_calls
+            .iter()
+            .map(|call| ToolCall {
+                id: call.id.clone(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: call.name.clone(),
+                    arguments: call.arguments.to_string(),
+                },
+            })
+            .collect();
+        // A turn that only calls tools has no content at all, as the API writes it.
+        let content = (!m.content.is_empty() || tool_calls.is_empty()).then(|| m.content.clone());
+        Self { role, content, tool_calls, tool_call_id: m.tool_call_id.clone() }
+    }
+}
+
+impl Tool {
+    /// The wire form of a tool spec.
+    pub fn from_neutral(spec: &conversation::ToolSpec) -> Self {
+        Self::function(&spec.name, &spec.description, spec.parameters.clone())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -192,21 +215,22 @@ mod tests {
 
     #[test]
     fn a_request_serializes_as_the_api_expects() {
-        let messages = [Message::system("be brief"), Message::user("what time is it")];
-        let tools = [Tool::function(
-            "get_datetime",
-            "The current date and time",
-            serde_json::json!({"type": "object", "properties": {}}),
-        )];
-        let body = serde_json::to_value(Request {
-            model: "",
+        use crate::conversation as c;
+        let messages = [c::Message::system("be brief"), c::Message::user("what time is it")];
+        let tools = [c::ToolSpec {
+            name: "get_datetime".into(),
+            description: "The current date and time".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+        }];
+        let request = c::Request {
             messages: &messages,
             tools: &tools,
             stream: true,
             max_tokens: 256,
             temperature: 0.2,
-        })
-        .unwrap();
+            resume: None,
+        };
+        let body = serde_json::to_value(Request::new("", &request)).unwrap();
         assert_eq!(
             body,
             serde_json::json!({
@@ -219,6 +243,26 @@ mod tests {
                 "max_tokens": 256,
                 "temperature": 0.2
             })
+        );
+    }
+
+    #[test]
+    fn a_turn_of_calls_and_its_results_are_written_as_the_api_expects() {
+        use crate::conversation as c;
+        let call = c::ToolCall {
+            id: "c1".into(),
+            name: "set_timer".into(),
+            arguments: serde_json::json!({"minutes": 5}),
+        };
+        let calls = serde_json::to_value(Message::from_neutral(&c::Message::calls(vec![call])));
+        assert_eq!(
+            calls.unwrap(),
+            serde_json::json!({"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "set_timer", "arguments": "{\"minutes\":5}"}}]})
+        );
+        let result = serde_json::to_value(Message::from_neutral(&c::Message::tool("c1", "set")));
+        assert_eq!(
+            result.unwrap(),
+            serde_json::json!({"role": "tool", "content": "set", "tool_call_id": "c1"})
         );
     }
 

@@ -1,16 +1,9 @@
-//! Folding a reply, streamed or not, into text, tool calls and a finish reason.
+//! Folding a reply, streamed or not, into text, tool calls, a finish reason and the usage.
 
-use crate::wire::{FinishReason, FunctionCall, Response, ToolCall};
+use serde_json::Value;
 
-/// A whole reply.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Reply {
-    pub content: String,
-    /// Calls from the API's `tool_calls` (not the ones written in `content`; see
-    /// [`crate::toolcall`]).
-    pub tool_calls: Vec<ToolCall>,
-    pub finish_reason: Option<FinishReason>,
-}
+use super::wire::{FinishReason, Response};
+use crate::conversation::{Finish, Reply, ToolCall, Usage};
 
 /// Builds a [`Reply`] from chunks (or from one whole response).
 #[derive(Debug, Default)]
@@ -56,9 +49,20 @@ impl ReplyBuilder {
                     }
                 }
             }
-            if choice.finish_reason.is_some() {
-                self.reply.finish_reason.clone_from(&choice.finish_reason);
+            if let Some(reason) = &choice.finish_reason {
+                self.reply.finish = Some(match reason {
+                    FinishReason::Stop => Finish::Stop,
+                    FinishReason::Length => Finish::Length,
+                    FinishReason::ToolCalls => Finish::ToolCalls,
+                    FinishReason::ContentFilter | FinishReason::Other => Finish::Other,
+                });
             }
+        }
+        if let Some(usage) = &chunk.usage {
+            self.reply.usage = Some(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+            });
         }
         self.reply.content.push_str(&added);
         added
@@ -71,10 +75,21 @@ impl ReplyBuilder {
             .into_iter()
             .filter(|p| !p.2.is_empty())
             .enumerate()
-            .map(|(n, (_, id, name, arguments))| ToolCall {
-                id: if id.is_empty() { format!("call_{n}") } else { id },
-                kind: "function".into(),
-                function: FunctionCall { name, arguments },
+            .map(|(n, (_, id, name, text))| {
+                // The API writes the arguments as a JSON string; a model that wrote something
+                // else gets `null`, which the tool's argument check reports back to it.
+                let arguments = crate::toolcall::arguments(&Value::String(text.clone()))
+                    .unwrap_or_else(|| {
+                        tracing::warn!(
+                            "tool call {name}: the arguments are not a JSON object: {text}"
+                        );
+                        Value::Null
+                    });
+                ToolCall {
+                    id: if id.is_empty() { format!("call_{n}") } else { id },
+                    name,
+                    arguments,
+                }
             })
             .collect();
         self.reply
@@ -99,11 +114,21 @@ mod tests {
         b.add(&chunk(r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#));
         let reply = b.finish();
         assert_eq!(reply.content, "It is noon.");
-        assert_eq!(reply.finish_reason, Some(FinishReason::ToolCalls));
+        assert_eq!(reply.finish, Some(Finish::ToolCalls));
         assert_eq!(reply.tool_calls.len(), 1);
         assert_eq!(reply.tool_calls[0].id, "c7");
-        assert_eq!(reply.tool_calls[0].function.name, "set_timer");
-        assert_eq!(reply.tool_calls[0].function.arguments, "{\"minutes\": 5}");
+        assert_eq!(reply.tool_calls[0].name, "set_timer");
+        assert_eq!(reply.tool_calls[0].arguments, serde_json::json!({"minutes": 5}));
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_become_null_and_the_usage_is_kept() {
+        let mut b = ReplyBuilder::new();
+        b.add(&chunk(r#"{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"[1]"}},{"id":"b","function":{"name":"y","arguments":""}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":31,"completion_tokens":9,"total_tokens":40}}"#));
+        let reply = b.finish();
+        assert_eq!(reply.tool_calls[0].arguments, Value::Null);
+        assert_eq!(reply.tool_calls[1].arguments, serde_json::json!({}));
+        assert_eq!(reply.usage, Some(Usage { prompt_tokens: 31, completion_tokens: 9 }));
     }
 
     #[test]
@@ -112,6 +137,6 @@ mod tests {
         b.add(&chunk(r#"{"choices":[{"message":{"content":"Hi"},"finish_reason":"length"}]}"#));
         let reply = b.finish();
         assert_eq!(reply.content, "Hi");
-        assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+        assert_eq!(reply.finish, Some(Finish::Length));
     }
 }
