@@ -16,6 +16,28 @@ use stt_tests::{Sandbox, expect_within};
 
 const DEADLINE: Duration = Duration::from_secs(90);
 
+/// The set-up most tests here share: a scripted model the config points at (with `more`
+/// config after it), a daemon with no microphone (its audio retries, but its speech
+/// recognition is up, so execute is allowed), the assistant, and a viewer attached.
+struct Stack {
+    sandbox: Sandbox,
+    llm: LlmServer,
+    _daemon: stt_tests::Proc,
+    assistant: stt_tests::Proc,
+    seen: stt_tests::viewer::Seen,
+}
+
+fn stack(more: &str) -> Stack {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let config = format!("[llm]\nendpoint = \"{}\"\n{more}", llm.url());
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let daemon = sandbox.spawn("stt-daemon", &[]);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    Stack { sandbox, llm, _daemon: daemon, assistant, seen }
+}
+
 #[test]
 fn a_spoken_command_runs_a_tool_and_is_audited() {
     let sandbox = Sandbox::new();
@@ -210,17 +232,9 @@ fn audit_lines(sandbox: &Sandbox) -> Vec<Value> {
 
 #[test]
 fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    std::fs::write(
-        sandbox.config_file(),
-        format!("[llm]\nendpoint = \"{}\"\n\n[assistant]\nconfirmation_timeout_s = 2\n", llm.url()),
-    )
-    .unwrap();
-    // No microphone here: the daemon's audio retries, but its speech recognition is up.
-    let _daemon = sandbox.spawn("stt-daemon", &[]);
-    let _assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
+    // Every field bound: what is not would be dropped (and its process stopped) right here.
+    let Stack { sandbox, llm, seen, _daemon, assistant: _assistant } =
+        stack("\n[assistant]\nconfirmation_timeout_s = 2\n");
     let out = sandbox.run("stt-ctl", &["deny"]);
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
@@ -271,13 +285,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
 
 #[test]
 fn cancel_stops_a_running_command_before_its_tool_runs() {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
-    let _daemon = sandbox.spawn("stt-daemon", &[]);
-    let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
+    let Stack { sandbox, llm, assistant, seen, _daemon } = stack("");
     // The call waits for a yes or no (for a minute, by default): the command is running.
     llm.push(Script::ToolCalls(vec![("open_url".into(), json!({"url": "https://example.org"}))]));
     run_edited_command(&sandbox, "open example dot org");
@@ -317,13 +325,7 @@ fn cancel_stops_a_running_command_before_its_tool_runs() {
 
 #[test]
 fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
-    let _daemon = sandbox.spawn("stt-daemon", &[]);
-    let mut first = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
+    let Stack { sandbox, llm, assistant: mut first, seen, _daemon } = stack("");
     let answered = |text: &str| {
         let (text, seen) = (text.to_owned(), seen.clone());
         move || {
@@ -379,13 +381,7 @@ fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
 
 #[test]
 fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
-    let _daemon = sandbox.spawn("stt-daemon", &[]);
-    let _assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
+    let Stack { sandbox, llm, seen, _daemon, assistant: _assistant } = stack("");
     let set = |minutes: f64, label: &str| {
         llm.push(Script::ToolCalls(vec![(
             "set_timer".into(),

@@ -75,37 +75,30 @@ impl Conversation {
         self.reports.lock().unwrap().retain(|r| !matches!(r, Report::Conversation(_)));
     }
 
+    /// What `pick` takes from every report so far.
+    fn picked<T>(&self, pick: impl Fn(&Report) -> Option<T>) -> Vec<T> {
+        self.reports.lock().unwrap().iter().filter_map(pick).collect()
+    }
+
     fn notes(&self) -> Vec<String> {
-        let reports = self.reports.lock().unwrap();
-        reports
-            .iter()
-            .filter_map(|r| match r {
-                Report::Note(text) => Some(text.clone()),
-                _ => None,
-            })
-            .collect()
+        self.picked(|r| match r {
+            Report::Note(text) => Some(text.clone()),
+            _ => None,
+        })
     }
 
     fn errors(&self) -> Vec<ErrorCode> {
-        let reports = self.reports.lock().unwrap();
-        reports
-            .iter()
-            .filter_map(|r| match r {
-                Report::Publish(AssistantEvent::Error(e)) => Some(e.code),
-                _ => None,
-            })
-            .collect()
+        self.picked(|r| match r {
+            Report::Publish(AssistantEvent::Error(e)) => Some(e.code),
+            _ => None,
+        })
     }
 
     fn final_replies(&self) -> Vec<String> {
-        let reports = self.reports.lock().unwrap();
-        reports
-            .iter()
-            .filter_map(|r| match r {
-                Report::Reply { text, partial: false } => Some(text.clone()),
-                _ => None,
-            })
-            .collect()
+        self.picked(|r| match r {
+            Report::Reply { text, partial: false } => Some(text.clone()),
+            _ => None,
+        })
     }
 }
 
