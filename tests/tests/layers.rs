@@ -1,0 +1,117 @@
+//! The layering rule of docs/ARCHITECTURE.md, checked over `cargo metadata`: every crate of
+//! the workspace has a layer, and depends (outside its tests) only on crates of lower
+//! layers. The wire types import no stt crate; the engines import none either (they never
+//! read the config, the bus or the app crate); only the binaries and their app crates read
+//! the whole `Config`.
+
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Each crate's layer; a crate may depend only on crates of a lower one.
+const LAYERS: &[(&str, u8)] = &[
+    // The wire: messages, codes, framing.
+    ("stt-proto", 0),
+    // Engines: audio in, speech found, words out, the model's API. No stt crate at all.
+    ("stt-audio", 1),
+    ("stt-vad", 1),
+    ("stt-asr", 1),
+    ("stt-llm", 1),
+    // The config file's types and loading; the sockets, which carry only stt-proto types.
+    ("stt-config", 2),
+    ("stt-bus", 2),
+    // What the binaries share: start-up and logging, the ctl verbs, the assistant's tools.
+    ("stt-app", 3),
+    ("stt-control", 3),
+    ("stt-tools", 3),
+    // The programs.
+    ("stt-daemon", 4),
+    ("stt-assistant", 4),
+    ("stt-tui", 4),
+    ("stt-ctl", 4),
+    // Cross-process tests and benchmarks.
+    ("stt-tests", 5),
+];
+
+/// Crates that may name `stt_config::Config` (the whole file): the programs and their app
+/// crates. Everything else gets the values it needs passed in.
+const READ_CONFIG: &[&str] =
+    &["stt-config", "stt-app", "stt-control", "stt-daemon", "stt-assistant", "stt-tui", "stt-ctl"];
+
+fn metadata() -> Value {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_crate_depends_only_on_lower_layers() {
+    let layers: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let mut failures = Vec::new();
+    for package in metadata()["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let Some(&layer) = layers.get(name) else {
+            failures.push(format!("{name} has no layer: add it to LAYERS (and ARCHITECTURE.md)"));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            let Some(&dep_layer) = layers.get(dep_name) else { continue };
+            // Tests may use anything (stt-tests' kit included).
+            if dep["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            if dep_layer >= layer {
+                failures.push(format!(
+                    "{name} (layer {layer}) depends on {dep_name} (layer {dep_layer})"
+                ));
+            }
+            if layer == 1 {
+                failures.push(format!("{name} is an engine but depends on {dep_name}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "the layering rule is broken:\n  {}", failures.join("\n  "));
+}
+
+#[test]
+fn only_the_programs_read_the_whole_config() {
+    let mut failures = Vec::new();
+    for package in metadata()["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        if READ_CONFIG.contains(&name) || name == "stt-tests" {
+            continue;
+        }
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let src = manifest.parent().unwrap().join("src");
+        for file in rust_files(&src) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            if text.contains("stt_config::Config") || text.contains("stt_config::{Config") {
+                failures.push(format!("{} names stt_config::Config", file.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "pass the values in instead:\n  {}", failures.join("\n  "));
+}
+
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return files };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
