@@ -14,6 +14,55 @@ pub trait Message: Serialize + serde::de::DeserializeOwned {
     /// Every `type` tag this message family knows, for telling `unknown_type` apart from
     /// `bad_message`.
     const TYPES: &'static [&'static str];
+
+    /// This message's `type` tag.
+    fn kind(&self) -> &'static str;
+}
+
+/// Declares a message family once: each variant with its wire `type`, from which the enum
+/// (tagged by `type`), [`Message::TYPES`] and `kind()` are all made, so a new message is
+/// one line here and cannot be missing from either list.
+macro_rules! family {
+    (
+        $(#[doc = $doc:literal])*
+        pub enum $name:ident {
+            $(
+                $(#[doc = $vdoc:literal])*
+                $variant:ident
+                $( ( $ty:ty ) )?
+                $( { $( $(#[$fmeta:meta])* $field:ident : $fty:ty ),* $(,)? } )?
+                = $wire:literal
+            ),* $(,)?
+        }
+    ) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type")]
+        pub enum $name {
+            $(
+                $(#[doc = $vdoc])*
+                #[serde(rename = $wire)]
+                $variant $( ($ty) )? $( { $( $(#[$fmeta])* $field: $fty ),* } )?,
+            )*
+        }
+
+        impl $name {
+            /// The wire `type` of this message.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( Self::$variant { .. } => $wire, )*
+                }
+            }
+        }
+
+        impl Message for $name {
+            const TYPES: &'static [&'static str] = &[$($wire),*];
+
+            fn kind(&self) -> &'static str {
+                $name::kind(self)
+            }
+        }
+    };
 }
 
 /// Sent first on every connection, by both ends of the control socket and by the daemon.
@@ -183,122 +232,61 @@ pub struct DaemonHeartbeat {
     pub model: String,
 }
 
-/// Everything the daemon publishes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum DaemonEvent {
-    Hello(Hello),
-    SpeechStart(SpeechStart),
-    SpeechStop(SpeechStop),
-    Transcript(Transcript),
-    SegmentDone(SegmentDone),
-    Speakers(Speakers),
-    Heartbeat(DaemonHeartbeat),
-    Error(ErrorMsg),
-}
-
-impl Message for DaemonEvent {
-    const TYPES: &'static [&'static str] = &[
-        "hello",
-        "speech_start",
-        "speech_stop",
-        "transcript",
-        "segment_done",
-        "speakers",
-        "heartbeat",
-        "error",
-    ];
+family! {
+    /// Everything the daemon publishes.
+    pub enum DaemonEvent {
+        Hello(Hello) = "hello",
+        SpeechStart(SpeechStart) = "speech_start",
+        SpeechStop(SpeechStop) = "speech_stop",
+        Transcript(Transcript) = "transcript",
+        SegmentDone(SegmentDone) = "segment_done",
+        Speakers(Speakers) = "speakers",
+        Heartbeat(DaemonHeartbeat) = "heartbeat",
+        Error(ErrorMsg) = "error",
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // Client → assistant.
 
-/// Every request a client can send on the control socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Request {
-    Hello(Hello),
-    /// Turn this connection into an event stream too. `viewer: true` marks a watcher for
-    /// the `require_viewer` gate.
-    Subscribe {
-        #[serde(default)]
-        viewer: bool,
-    },
-    CommandStart,
-    /// Run the armed command; with `wait_ms`, held until the flow is ready (the last words
-    /// transcribed) or that many milliseconds have passed, then run or refused.
-    CommandExecute {
-        #[serde(default)]
-        wait_ms: Option<u64>,
-    },
-    CommandCancel,
-    /// Replace and freeze the command buffer.
-    CommandEdit {
-        text: String,
-    },
-    ChatToggle,
-    Clear,
-    Status,
-    SpeakerList,
-    SpeakerName {
-        speaker_id: String,
-        name: String,
-    },
-    /// Allow the tool call waiting for confirmation (`call_id`, or the only one waiting).
-    Confirm {
-        #[serde(default)]
-        call_id: Option<String>,
-    },
-    /// Refuse the tool call waiting for confirmation.
-    Deny {
-        #[serde(default)]
-        call_id: Option<String>,
-    },
-    /// Cancel a timer the `set_timer` tool set (its id as `status` lists it).
-    TimerCancel {
-        timer_id: u64,
-    },
-}
-
-impl Request {
-    /// The wire `type` of this request, used in `ack` replies.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Hello(_) => "hello",
-            Self::Subscribe { .. } => "subscribe",
-            Self::CommandStart => "command_start",
-            Self::CommandExecute { .. } => "command_execute",
-            Self::CommandCancel => "command_cancel",
-            Self::CommandEdit { .. } => "command_edit",
-            Self::ChatToggle => "chat_toggle",
-            Self::Clear => "clear",
-            Self::Status => "status",
-            Self::SpeakerList => "speaker_list",
-            Self::SpeakerName { .. } => "speaker_name",
-            Self::Confirm { .. } => "confirm",
-            Self::Deny { .. } => "deny",
-            Self::TimerCancel { .. } => "timer_cancel",
-        }
+family! {
+    /// Every request a client can send on the control socket.
+    pub enum Request {
+        Hello(Hello) = "hello",
+        /// Turn this connection into an event stream too. `viewer: true` marks a watcher for
+        /// the `require_viewer` gate.
+        Subscribe {
+            #[serde(default)]
+            viewer: bool,
+        } = "subscribe",
+        CommandStart = "command_start",
+        /// Run the armed command; with `wait_ms`, held until the flow is ready (the last
+        /// words transcribed) or that many milliseconds have passed, then run or refused.
+        CommandExecute {
+            #[serde(default)]
+            wait_ms: Option<u64>,
+        } = "command_execute",
+        CommandCancel = "command_cancel",
+        /// Replace and freeze the command buffer.
+        CommandEdit { text: String } = "command_edit",
+        ChatToggle = "chat_toggle",
+        Clear = "clear",
+        Status = "status",
+        SpeakerList = "speaker_list",
+        SpeakerName { speaker_id: String, name: String } = "speaker_name",
+        /// Allow the tool call waiting for confirmation (`call_id`, or the only one waiting).
+        Confirm {
+            #[serde(default)]
+            call_id: Option<String>,
+        } = "confirm",
+        /// Refuse the tool call waiting for confirmation.
+        Deny {
+            #[serde(default)]
+            call_id: Option<String>,
+        } = "deny",
+        /// Cancel a timer the `set_timer` tool set (its id as `status` lists it).
+        TimerCancel { timer_id: u64 } = "timer_cancel",
     }
-}
-
-impl Message for Request {
-    const TYPES: &'static [&'static str] = &[
-        "hello",
-        "subscribe",
-        "command_start",
-        "command_execute",
-        "command_cancel",
-        "command_edit",
-        "chat_toggle",
-        "clear",
-        "status",
-        "speaker_list",
-        "speaker_name",
-        "confirm",
-        "deny",
-        "timer_cancel",
-    ];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -469,33 +457,28 @@ pub struct Ack {
     pub ok: bool,
 }
 
-/// Everything the assistant sends to clients: events for subscribers and direct replies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum AssistantEvent {
-    Hello(Hello),
-    Mode {
-        mode: Mode,
-    },
-    /// The command buffer changed.
-    CommandText {
-        text: String,
-        edited: bool,
-    },
-    Transcript(Transcript),
-    SpeechStart(SpeechStart),
-    SpeechStop(SpeechStop),
-    ToolCall(ToolCall),
-    ToolResult(ToolResult),
-    ChatMessage(ChatMessage),
-    Speakers(Speakers),
-    /// The conversation and the LLM history were wiped.
-    Cleared {},
-    Heartbeat(AssistantHeartbeat),
-    Error(ErrorMsg),
-    Ack(Ack),
-    Status(Status),
-    SpeakerList(Speakers),
+family! {
+    /// Everything the assistant sends to clients: events for subscribers and direct replies.
+    pub enum AssistantEvent {
+        Hello(Hello) = "hello",
+        Mode { mode: Mode } = "mode",
+        /// The command buffer changed.
+        CommandText { text: String, edited: bool } = "command_text",
+        Transcript(Transcript) = "transcript",
+        SpeechStart(SpeechStart) = "speech_start",
+        SpeechStop(SpeechStop) = "speech_stop",
+        ToolCall(ToolCall) = "tool_call",
+        ToolResult(ToolResult) = "tool_result",
+        ChatMessage(ChatMessage) = "chat_message",
+        Speakers(Speakers) = "speakers",
+        /// The conversation and the LLM history were wiped.
+        Cleared {} = "cleared",
+        Heartbeat(AssistantHeartbeat) = "heartbeat",
+        Error(ErrorMsg) = "error",
+        Ack(Ack) = "ack",
+        Status(Status) = "status",
+        SpeakerList(Speakers) = "speaker_list",
+    }
 }
 
 impl AssistantEvent {
@@ -508,25 +491,4 @@ impl AssistantEvent {
     pub fn is_reply_type(kind: &str) -> bool {
         matches!(kind, "ack" | "status" | "speaker_list" | "error")
     }
-}
-
-impl Message for AssistantEvent {
-    const TYPES: &'static [&'static str] = &[
-        "hello",
-        "mode",
-        "command_text",
-        "transcript",
-        "speech_start",
-        "speech_stop",
-        "tool_call",
-        "tool_result",
-        "chat_message",
-        "speakers",
-        "cleared",
-        "heartbeat",
-        "error",
-        "ack",
-        "status",
-        "speaker_list",
-    ];
 }

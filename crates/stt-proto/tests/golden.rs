@@ -280,6 +280,7 @@ fn check<M: Message + PartialEq + std::fmt::Debug>(cases: Vec<(M, &'static str)>
         assert_eq!(std::str::from_utf8(&line).unwrap(), format!("{golden}\n"), "{msg:?}");
         assert_eq!(parse::<M>(golden.as_bytes()).as_ref(), Ok(&msg), "{golden}");
         let value: serde_json::Value = serde_json::from_str(golden).unwrap();
+        assert_eq!(Some(Message::kind(&msg)), value["type"].as_str(), "kind() of {golden}");
         seen.insert(value["type"].as_str().unwrap().to_owned());
     }
     let known: std::collections::BTreeSet<_> = M::TYPES.iter().map(|t| t.to_string()).collect();
