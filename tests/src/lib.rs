@@ -101,6 +101,8 @@ impl Sandbox {
             .env("STT_RUNTIME_DIR", self.runtime_dir())
             .env("XDG_CONFIG_HOME", self.root().join("config"))
             .env("XDG_DATA_HOME", self.root().join("data"))
+            .env("XDG_STATE_HOME", self.root().join("state"))
+            .env_remove("STT_STATE_DIR")
             .env("HOME", self.root())
             .env("STT_MODELS_DIR", models_dir())
             .env("STT_LOG", "info")

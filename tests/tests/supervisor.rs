@@ -209,6 +209,29 @@ fn an_assistant_that_keeps_failing_is_given_up_on_with_its_last_words() {
 }
 
 #[test]
+fn with_the_tui_the_logs_go_to_the_state_directory_and_a_give_up_names_the_file() {
+    let sandbox = Sandbox::new();
+    let blocker = sandbox.root().join("not-a-socket");
+    std::fs::write(&blocker, "").unwrap();
+    let config = sandbox.root().join("failing.toml");
+    std::fs::write(&config, format!("[assistant]\nsocket = \"{}\"\n", blocker.display())).unwrap();
+    let config_arg = config.to_string_lossy();
+    // The assistant never answers, so the TUI is never started: `up` gives up first.
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--with-tui", "--config", &config_arg]);
+    let status = up.wait(DEADLINE);
+    assert_eq!(status.code(), Some(1), "{}", up.log());
+    let file = sandbox.root().join("state/stt/up.log");
+    let log = up.log();
+    assert!(log.contains("giving up on stt-assistant"), "{log}");
+    assert!(log.contains(&format!("The whole log is in {}.", file.display())), "{log}");
+    // Nothing of the children's reached the terminal the TUI would own; the file has it all.
+    assert!(!log.contains("[up] started stt-assistant"), "{log}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written.matches("[up] started stt-assistant").count(), 3, "{written}");
+    assert!(written.contains("[assistant] stt-assistant: error: refusing to replace"), "{written}");
+}
+
+#[test]
 fn a_second_up_is_refused_and_the_first_keeps_running() {
     let sandbox = Sandbox::new();
     let Up { up, daemon, assistant } = start_up(&sandbox, &[]);

@@ -112,7 +112,9 @@ pub struct UpArgs {
     pub with_tui: bool,
 
     /// Append the children's logs (each line prefixed with its name) to FILE instead of
-    /// writing them to stderr; with --with-tui they are otherwise discarded
+    /// writing them to stderr. With --with-tui (the TUI owns the terminal) they go to
+    /// $XDG_STATE_HOME/stt/up.log unless this says otherwise (kept to 8 MiB: a longer one
+    /// becomes up.log.1 at the next start)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
 

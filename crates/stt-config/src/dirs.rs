@@ -120,6 +120,26 @@ pub fn data_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
         })
 }
 
+/// The state directory, for logs: `$STT_STATE_DIR`, `$XDG_STATE_HOME/stt` or
+/// `~/.local/state/stt`. Not created here.
+pub fn state_dir() -> Result<PathBuf, ConfigError> {
+    state_dir_with(&Env::from_process())
+}
+
+/// [`state_dir`] in `env`.
+pub fn state_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
+    if let Some(dir) = env.var("STT_STATE_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    env.xdg("XDG_STATE_HOME")
+        .or_else(|| env.home().map(|h| h.join(".local").join("state")))
+        .map(|base| base.join("stt"))
+        .ok_or(ConfigError::NoHome {
+            what: "state",
+            vars: "$STT_STATE_DIR, $XDG_STATE_HOME nor $HOME",
+        })
+}
+
 /// The runtime directory for sockets: `$STT_RUNTIME_DIR`, `$XDG_RUNTIME_DIR`, or
 /// `/tmp/stt-$UID`.
 ///

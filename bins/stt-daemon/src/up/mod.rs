@@ -14,8 +14,9 @@
 //!    `up`, however it ends ([`child`]).
 //!
 //! Output: without the TUI, each child's stderr goes to `up`'s stderr line by line, prefixed
-//! with its name (`[daemon] …`); with the TUI it is discarded; `--log FILE` appends it to
-//! FILE instead ([`output`]).
+//! with its name (`[daemon] …`); with the TUI it goes to `<state dir>/up.log` ([`LOG_NAME`]),
+//! which the message of a give-up names; `--log FILE` appends it to FILE instead
+//! ([`output`]).
 //!
 //! With `--input FILE` the daemon keeps serving after the file ends (`--stay`), and holds the
 //! file (`--hold-input`) until you first arm a command or start chat, so a recording can be
@@ -47,6 +48,10 @@ use stt_proto::{AssistantEvent, Mode};
 use crate::UpArgs;
 use child::{Running, STOP_GRACE, Spec};
 use lock::{LOCK_NAME, UpLock};
+
+/// The log file under the state directory that `up --with-tui` writes the children's lines to
+/// (the TUI owns the terminal).
+pub const LOG_NAME: &str = "up.log";
 use output::Output;
 use policy::RestartPolicy;
 use service::{Hold, PEER, Probe, Report, Supervised};
@@ -77,7 +82,8 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
     refuse_running("stt-assistant", &assistant_socket)?;
     let output = Arc::new(match (&args.log, args.with_tui) {
         (Some(path), _) => Output::file(path)?,
-        (None, true) => Output::discard(),
+        // The TUI owns the terminal: the logs go where a person can find them.
+        (None, true) => Output::file(&stt_config::dirs::state_dir()?.join(LOG_NAME))?,
         (None, false) => Output::stderr(),
     });
     let exe = std::env::current_exe().context("cannot find this executable")?;
@@ -205,7 +211,9 @@ impl Up<'_> {
                 () = self.signals.recv() => return Ok(()),
                 status = tui_exit(&mut self.tui) => return tui_result(status),
                 report = self.reports.1.recv() => match report {
-                    Some(Report::GaveUp { message, .. }) => return Err(anyhow::anyhow!(message)),
+                    Some(Report::GaveUp { message, .. }) => {
+                        return Err(anyhow::anyhow!(self.with_log(message)));
+                    }
                     Some(Report::Finished { .. }) => {
                         self.finished += 1;
                         if self.finished == self.services.len() && self.tui.is_none() {
@@ -239,7 +247,7 @@ impl Up<'_> {
                         return Ok(Ok(()));
                     }
                     Some(Report::Ready { .. }) => {}
-                    Some(Report::GaveUp { message, .. }) => anyhow::bail!(message),
+                    Some(Report::GaveUp { message, .. }) => anyhow::bail!(self.with_log(message)),
                     Some(Report::Finished { name: n }) => {
                         self.finished += 1;
                         if n == name {
@@ -266,6 +274,14 @@ impl Up<'_> {
 
     fn say(&self, line: &str) {
         self.output.line("up", line);
+    }
+
+    /// `message`, saying where the whole log is when it goes to a file.
+    fn with_log(&self, message: String) -> String {
+        match self.output.path() {
+            Some(path) => format!("{message}\nThe whole log is in {}.", path.display()),
+            None => message,
+        }
     }
 }
 

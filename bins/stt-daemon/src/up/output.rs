@@ -22,7 +22,6 @@ pub const MAX_LINE: usize = 8 * 1024;
 enum Sink {
     Stderr,
     File(File),
-    Discard,
 }
 
 /// The one place every child's lines, and `up`'s own, are written to; a line is written
@@ -30,29 +29,48 @@ enum Sink {
 #[derive(Debug)]
 pub struct Output {
     sink: Mutex<Sink>,
+    /// The log file, when lines go to one.
+    path: Option<std::path::PathBuf>,
 }
+
+/// A log file longer than this is moved aside (`…​.1`) when `up` starts.
+pub const MAX_LOG_BYTES: u64 = 8 << 20;
 
 impl Output {
     /// Lines to `up`'s stderr.
     pub fn stderr() -> Self {
-        Self { sink: Mutex::new(Sink::Stderr) }
+        Self { sink: Mutex::new(Sink::Stderr), path: None }
     }
 
-    /// Lines dropped (the TUI owns the terminal).
-    pub fn discard() -> Self {
-        Self { sink: Mutex::new(Sink::Discard) }
-    }
-
-    /// Lines appended to `path` (created 0600 if missing).
+    /// Lines appended to `path` (created 0600 if missing, its directory 0700); a file over
+    /// [`MAX_LOG_BYTES`] is first moved aside to `path.1`, replacing an older one.
     pub fn file(path: &Path) -> anyhow::Result<Self> {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| format!("cannot create '{}' for the log", dir.display()))?;
+        }
+        if std::fs::metadata(path).is_ok_and(|m| m.len() > MAX_LOG_BYTES) {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".1");
+            std::fs::rename(path, &aside)
+                .with_context(|| format!("cannot move the long log '{}' aside", path.display()))?;
+        }
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(path)
             .with_context(|| format!("cannot open the log file '{}'", path.display()))?;
-        Ok(Self { sink: Mutex::new(Sink::File(file)) })
+        Ok(Self { sink: Mutex::new(Sink::File(file)), path: Some(path.to_owned()) })
+    }
+
+    /// The log file, when lines go to one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 
     /// Writes `[name] line`. A failed write is dropped: logs must never stop the supervisor.
@@ -62,7 +80,6 @@ impl Output {
         let _ = match &mut *sink {
             Sink::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
             Sink::File(file) => file.write_all(text.as_bytes()),
-            Sink::Discard => Ok(()),
         };
     }
 }
@@ -236,6 +253,29 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "before\n[assistant] ready\n[up] stopping\n"
+        );
+    }
+
+    #[test]
+    fn a_log_in_a_new_directory_is_private_and_a_long_one_is_moved_aside() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("stt").join("up.log");
+        let output = Output::file(&path).unwrap();
+        assert_eq!(output.path(), Some(path.as_path()));
+        output.line("up", "first run");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        drop(output);
+
+        let long = vec![b'x'; usize::try_from(MAX_LOG_BYTES).unwrap() + 1];
+        std::fs::write(&path, &long).unwrap();
+        Output::file(&path).unwrap().line("up", "second run");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[up] second run\n");
+        assert_eq!(
+            std::fs::metadata(path.with_extension("log.1")).unwrap().len(),
+            long.len() as u64
         );
     }
 
