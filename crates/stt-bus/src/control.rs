@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use stt_proto::{
     Ack, AssistantEvent, ErrorCode, ErrorMsg, Frame, Hello, NdjsonCodec, Request, encode_line,
-    error_line, parse,
+    parse, reply_line, request_id,
 };
 
 use crate::publisher::{Batch, Forward, deliver, next_batch, write_within};
@@ -138,7 +138,7 @@ impl<H: Handler> ControlServer<H> {
                 frame = frames.next() => Next::Frame(frame),
                 batch = maybe_batch(events.as_mut(), &mut buf) => Next::Batch(batch),
             };
-            let reply = match next {
+            let line = match next {
                 // A write to a peer that stopped reading may stall for the stall timeout;
                 // shutdown must not wait that long (as in the publish server).
                 Next::Batch(batch) => {
@@ -152,44 +152,50 @@ impl<H: Handler> ControlServer<H> {
                     }
                 }
                 Next::Frame(None | Some(Err(_))) => break,
-                Next::Frame(Some(Ok(Frame::TooLong { len }))) => error_line(ErrorMsg::new(
+                Next::Frame(Some(Ok(Frame::TooLong { len }))) => Err(ErrorMsg::new(
                     ErrorCode::TooLong,
                     format!(
                         "a line of {len} bytes is over the {}-byte limit and was discarded",
                         self.max_line
                     ),
                 )),
-                Next::Frame(Some(Ok(Frame::Line(line)))) => match parse::<Request>(&line) {
-                    Err(e) => error_line(e.0),
-                    Ok(Request::Hello(theirs)) => match theirs.check(&self.name) {
-                        Ok(()) => {
-                            conn.peer = Some(theirs.peer);
-                            encode_line(&AssistantEvent::Ack(Ack {
-                                command: "hello".into(),
-                                ok: true,
-                            }))
-                        }
-                        Err(e) => {
-                            let _ = write_within(&mut write, &error_line(e)).await;
-                            break;
-                        }
-                    },
-                    Ok(Request::Subscribe { viewer }) => {
-                        if events.is_none() {
-                            events = Some(self.publisher.subscribe());
-                        }
-                        if viewer && !conn.viewer {
-                            conn.viewer = true;
-                            self.viewers.fetch_add(1, Ordering::SeqCst);
-                        }
-                        encode_line(&AssistantEvent::Ack(Ack {
-                            command: "subscribe".into(),
-                            ok: true,
-                        }))
-                    }
-                    Ok(request) => encode_line(&self.handler.handle(&conn, request).await),
-                },
+                Next::Frame(Some(Ok(Frame::Line(line)))) => Ok(line),
             };
+            // The reply names the request's `id`, when it has one (a line too long to read
+            // has none).
+            let (id, reply) = match line {
+                Err(error) => (None, AssistantEvent::Error(error)),
+                Ok(line) => {
+                    let id = request_id(&line);
+                    let reply = match parse::<Request>(&line) {
+                        Err(e) => AssistantEvent::Error(e.0),
+                        Ok(Request::Hello(theirs)) => match theirs.check(&self.name) {
+                            Ok(()) => {
+                                conn.peer = Some(theirs.peer);
+                                AssistantEvent::Ack(Ack { command: "hello".into(), ok: true })
+                            }
+                            Err(e) => {
+                                let refusal = reply_line(&AssistantEvent::Error(e), id.as_ref());
+                                let _ = write_within(&mut write, &refusal).await;
+                                break;
+                            }
+                        },
+                        Ok(Request::Subscribe { viewer }) => {
+                            if events.is_none() {
+                                events = Some(self.publisher.subscribe());
+                            }
+                            if viewer && !conn.viewer {
+                                conn.viewer = true;
+                                self.viewers.fetch_add(1, Ordering::SeqCst);
+                            }
+                            AssistantEvent::Ack(Ack { command: "subscribe".into(), ok: true })
+                        }
+                        Ok(request) => self.handler.handle(&conn, request).await,
+                    };
+                    (id, reply)
+                }
+            };
+            let reply = reply_line(&reply, id.as_ref());
             let written = tokio::select! {
                 () = shutdown.cancelled() => break,
                 written = write_within(&mut write, &reply) => written,

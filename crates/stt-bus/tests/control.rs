@@ -251,6 +251,38 @@ async fn a_hello_of_another_version_gets_version_mismatch_and_the_connection_clo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_subscribed_connection_a_reply_names_its_request_and_an_event_does_not() {
+    let (_dir, path) = temp_socket();
+    let server = Assistant::start(&path, None);
+    let mut client = connect(&server).await;
+    client.send(b"{\"type\":\"subscribe\",\"viewer\":true,\"id\":1}\n").await;
+    let ack = client.expect_type("ack").await;
+    assert_eq!(
+        (ack["command"].as_str(), ack["in_reply_to"].as_u64()),
+        (Some("subscribe"), Some(1))
+    );
+
+    // An error published for everyone, then the error that answers this client's request.
+    let broadcast = stt_proto::ErrorMsg::new(stt_proto::ErrorCode::LlmError, "the model is gone");
+    server.publisher.publish(&AssistantEvent::Error(broadcast));
+    client.send(b"{\"type\":\"fly\",\"id\":\"req-7\"}\n").await;
+    let first = client.expect_type("error").await;
+    assert_eq!(first["code"], "llm_error");
+    assert!(first.get("in_reply_to").is_none(), "{first}");
+    let second = client.expect_type("error").await;
+    assert_eq!(
+        (second["code"].as_str(), second["in_reply_to"].as_str()),
+        (Some("unknown_type"), Some("req-7"))
+    );
+    // The handler's own replies carry it too; a request without an id gets none.
+    client.send(b"{\"type\":\"command_start\",\"id\":2}\n").await;
+    assert_eq!(client.expect_type("ack").await["in_reply_to"], 2);
+    client.send(b"{\"type\":\"command_start\"}\n").await;
+    assert!(client.expect_type("ack").await.get("in_reply_to").is_none());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribers_get_an_ack_then_events_and_viewers_are_counted() {
     let (_dir, path) = temp_socket();
     let server = Assistant::start(&path, None);

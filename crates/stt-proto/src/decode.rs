@@ -110,6 +110,44 @@ pub fn encode_line<M: Serialize + ?Sized>(msg: &M) -> Bytes {
     Bytes::from(buf)
 }
 
+/// The envelope field a request may carry so a client can tell its reply from an event.
+pub const REQUEST_ID: &str = "id";
+
+/// The envelope field of a reply to a request that had an [`REQUEST_ID`]: the same value.
+pub const IN_REPLY_TO: &str = "in_reply_to";
+
+/// The `id` a request line carries, if any (any JSON value; clients use a number or a
+/// string). It is read even from a line that is not a valid request, so its error can say
+/// which request it answers.
+pub fn request_id(line: &[u8]) -> Option<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+    }
+    serde_json::from_slice::<Envelope>(line).ok()?.id.filter(|id| !id.is_null())
+}
+
+/// The line of the direct reply `event`, with `in_reply_to` set to `id` when the request
+/// had one.
+pub fn reply_line<M: Serialize>(event: &M, id: Option<&serde_json::Value>) -> Bytes {
+    let line = encode_line(event);
+    let Some(id) = id else { return line };
+    // The field goes last, so the line keeps its order (`type` first): `{…}\n` → `{…,"in_reply_to":ID}\n`.
+    let Some(body) = line.strip_suffix(b"}\n") else { return line };
+    let mut out = Vec::with_capacity(line.len() + 32);
+    out.extend_from_slice(body);
+    if body.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(format!("\"{IN_REPLY_TO}\":").as_bytes());
+    if serde_json::to_writer(&mut out, id).is_err() {
+        return line;
+    }
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
+}
+
 /// The line of an `error` message; its shape is the same in every direction.
 pub fn error_line(err: ErrorMsg) -> Bytes {
     encode_line(&crate::messages::AssistantEvent::Error(err))
@@ -138,6 +176,25 @@ mod tests {
         check(r#"{"type":"command_edit"}"#, ErrorCode::BadMessage, "missing field `text`");
         check(r#"{"type":"command_edit","text":3}"#, ErrorCode::BadMessage, "invalid type");
         check(r#"{"type":"speaker_name","name":"A"}"#, ErrorCode::BadMessage, "speaker_id");
+    }
+
+    #[test]
+    fn a_reply_carries_the_id_of_its_request() {
+        use crate::error::{ErrorCode, ErrorMsg};
+        assert_eq!(request_id(br#"{"type":"status","id":7}"#), Some(serde_json::json!(7)));
+        assert_eq!(request_id(br#"{"type":"fly","id":"a"}"#), Some(serde_json::json!("a")));
+        assert_eq!(request_id(br#"{"type":"status","id":null}"#), None);
+        assert_eq!(request_id(br#"{"type":"status"}"#), None);
+        assert_eq!(request_id(b"not json"), None);
+        let error = AssistantEvent::Error(ErrorMsg::new(ErrorCode::UnknownType, "m"));
+        assert_eq!(
+            &reply_line(&error, Some(&serde_json::json!(7)))[..],
+            &br#"{"type":"error","code":"unknown_type","message":"m","in_reply_to":7}
+"#[..]
+        );
+        assert_eq!(reply_line(&error, None), encode_line(&error));
+        // A request with an id parses as without it.
+        assert_eq!(parse::<Request>(br#"{"type":"status","id":7}"#), Ok(Request::Status));
     }
 
     #[test]

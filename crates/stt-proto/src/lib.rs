@@ -28,7 +28,9 @@ pub mod error;
 pub mod frame;
 pub mod messages;
 
-pub use decode::{ProtoError, encode_line, error_line, parse};
+pub use decode::{
+    IN_REPLY_TO, ProtoError, REQUEST_ID, encode_line, error_line, parse, reply_line, request_id,
+};
 pub use error::{ErrorCode, ErrorMsg};
 pub use frame::{Frame, NdjsonCodec};
 pub use messages::*;

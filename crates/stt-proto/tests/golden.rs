@@ -331,3 +331,33 @@ fn a_version_mismatch_says_what_to_do() {
     assert!(err.message.contains("restart"));
     assert!(Hello::new("stt-assistant").check("stt-ctl").is_ok());
 }
+
+#[test]
+fn a_request_id_comes_back_as_in_reply_to() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/PROTOCOL.md"))
+            .unwrap();
+    let cases = [
+        (
+            r#"{"type":"command_start","id":7}"#,
+            Ok(Request::CommandStart),
+            AssistantEvent::Ack(Ack { command: "command_start".into(), ok: true }),
+            r#"{"type":"ack","command":"command_start","ok":true,"in_reply_to":7}"#,
+        ),
+        (
+            r#"{"type":"fly","id":"req-8"}"#,
+            Err(ErrorCode::UnknownType),
+            AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel)","in_reply_to":"req-8"}"#,
+        ),
+    ];
+    for (request, parsed, reply, golden) in cases {
+        assert_eq!(parse::<Request>(request.as_bytes()).map_err(|e| e.code()), parsed);
+        let id = request_id(request.as_bytes());
+        let line = reply_line(&reply, id.as_ref());
+        assert_eq!(std::str::from_utf8(&line).unwrap(), format!("{golden}\n"));
+        // The reply still parses as itself, and the doc shows both lines.
+        assert_eq!(parse::<AssistantEvent>(golden.as_bytes()), Ok(reply));
+        assert!(doc.contains(request) && doc.contains(golden), "docs/PROTOCOL.md lacks {golden}");
+    }
+}
