@@ -140,6 +140,13 @@ impl Sandbox {
         self.spawn_command(name, cmd)
     }
 
+    /// [`Sandbox::spawn`] with more environment (`STT_LOG=debug`, say).
+    pub fn spawn_with_env(&self, name: &str, args: &[&str], env: &[(&str, &str)]) -> Proc {
+        let mut cmd = self.command(name);
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).envs(env.iter().copied());
+        self.spawn_command(name, cmd)
+    }
+
     fn spawn_with(&self, name: &str, args: &[&str], stdin: Stdio) -> Proc {
         let mut cmd = self.command(name);
         cmd.args(args).stdin(stdin).stdout(Stdio::null());

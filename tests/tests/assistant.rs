@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
@@ -157,7 +157,8 @@ fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
     let llm = LlmServer::start();
     let config = format!("[llm]\nendpoint = \"{}\"\nprobe_interval_s = 1\n", llm.url());
     std::fs::write(sandbox.config_file(), config).unwrap();
-    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let assistant =
+        sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "info,stt_assistant=debug")]);
     let seen = watch_attached(&sandbox, DEADLINE);
     expect_within("status says the model answers", DEADLINE, || {
         let s = status(&sandbox);
@@ -193,11 +194,13 @@ fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
             _ => Err(format!("{errors:?}")),
         }
     });
-    // Later probes that fail the same way add nothing: one message per change.
-    let probes_later = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < probes_later {
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
+    // Later probes that fail the same way add nothing: one message per change. Wait for two
+    // of them (the assistant's debug log says each), then count.
+    expect_within("two more probes that fail", DEADLINE, || {
+        let log = assistant.log();
+        let later = log.matches("probe: the model still does not answer").count();
+        if later >= 2 { Ok(()) } else { Err(log) }
+    });
     let errors = events(&seen).iter().filter(|e| matches!(e, AssistantEvent::Error(_))).count();
     assert_eq!(errors, 1);
 }

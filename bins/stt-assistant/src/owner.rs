@@ -462,7 +462,8 @@ impl Owner {
                 tracing::info!(endpoint = %self.llm_endpoint, "the model answers again");
             }
             (None, Ok(())) => tracing::debug!(endpoint = %self.llm_endpoint, "the model answers"),
-            (Some(false), Err(_)) | (Some(true), Ok(())) => {}
+            (Some(false), Err(_)) => tracing::debug!("probe: the model still does not answer"),
+            (Some(true), Ok(())) => tracing::debug!("probe: the model answers"),
         }
     }
 
