@@ -468,16 +468,18 @@ fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     // Held until the segment is done, then run.
     let out = sandbox.run("stt-ctl", &["command-execute", "--wait=60000"]);
     assert_eq!(out.code, Some(0), "{out:?}\n{}", daemon.log());
-    let events = events(&seen);
+    // The viewer's stream may trail the ack a little: wait for the answer, then look at the
+    // order the events came in.
+    let events = expect_within("the answer", DEADLINE, || {
+        let events = events(&seen);
+        let answered = events
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
+        if answered { Ok(events) } else { Err(format!("{events:?}")) }
+    });
     let at = |what: &dyn Fn(&AssistantEvent) -> bool| events.iter().position(what);
     let stopped = at(&|e| matches!(e, AssistantEvent::SpeechStop(_))).expect("speech_stop");
     let executing =
         at(&|e| matches!(e, AssistantEvent::Mode { mode } if mode.as_str() == "executing"));
     assert!(executing.is_some_and(|x| x > stopped), "{events:?}");
-    expect_within("the answer", DEADLINE, || {
-        let answered = stt_tests::viewer::events(&seen)
-            .iter()
-            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
-        if answered { Ok(()) } else { Err("no answer yet".to_owned()) }
-    });
 }
