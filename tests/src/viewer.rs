@@ -61,6 +61,18 @@ pub fn watch(socket: PathBuf) -> Seen {
     seen
 }
 
+/// Waits until the viewer has seen the whole (not partial) chat line `text`; returns every
+/// event seen by then.
+pub fn answered(seen: &Seen, text: &str, deadline: Duration) -> Vec<AssistantEvent> {
+    crate::expect_within(&format!("the answer {text:?}"), deadline, || {
+        let events = events(seen);
+        let found = events
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == text && !m.partial));
+        if found { Ok(events) } else { Err(format!("{events:?}")) }
+    })
+}
+
 /// [`watch`]es the sandbox's assistant as a viewer and waits until `status` counts it, so
 /// nothing published after this returns is missed.
 pub fn watch_attached(sandbox: &Sandbox, deadline: Duration) -> Seen {

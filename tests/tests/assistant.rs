@@ -329,19 +329,9 @@ fn cancel_stops_a_running_command_before_its_tool_runs() {
 #[test]
 fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
     let Stack { sandbox, llm, assistant: mut first, seen, _daemon } = stack("");
-    let answered = |text: &str| {
-        let (text, seen) = (text.to_owned(), seen.clone());
-        move || {
-            let events = events(&seen);
-            let found = events.iter().any(
-                |e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == text && !m.partial),
-            );
-            if found { Ok(()) } else { Err(format!("{events:?}")) }
-        }
-    };
     llm.push(Script::Text("The first answer.".into()));
     run_edited_command(&sandbox, "say one thing");
-    expect_within("the first answer", DEADLINE, answered("The first answer."));
+    stt_tests::viewer::answered(&seen, "The first answer.", DEADLINE);
 
     // As the supervisor does when the assistant dies: a new one, the viewer reconnecting.
     first.signal_and_wait(nix::sys::signal::Signal::SIGKILL);
@@ -352,7 +342,7 @@ fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
     });
     llm.push(Script::Text("The second answer.".into()));
     run_edited_command(&sandbox, "say another thing");
-    expect_within("the second answer", DEADLINE, answered("The second answer."));
+    stt_tests::viewer::answered(&seen, "The second answer.", DEADLINE);
 
     let events = events(&seen);
     let ids: Vec<u64> = events
@@ -470,13 +460,7 @@ fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     assert_eq!(out.code, Some(0), "{out:?}\n{}", daemon.log());
     // The viewer's stream may trail the ack a little: wait for the answer, then look at the
     // order the events came in.
-    let events = expect_within("the answer", DEADLINE, || {
-        let events = events(&seen);
-        let answered = events
-            .iter()
-            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
-        if answered { Ok(events) } else { Err(format!("{events:?}")) }
-    });
+    let events = stt_tests::viewer::answered(&seen, "It is noon.", DEADLINE);
     let at = |what: &dyn Fn(&AssistantEvent) -> bool| events.iter().position(what);
     let stopped = at(&|e| matches!(e, AssistantEvent::SpeechStop(_))).expect("speech_stop");
     let executing =

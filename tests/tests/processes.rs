@@ -224,3 +224,49 @@ fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
     assert!(!log.contains("link down"), "{log}");
     assert_eq!(log.matches("skipping 'speech_start' messages").count(), 1, "{log}");
 }
+
+#[test]
+fn clear_forgets_the_conversation_the_next_chat_turn_is_sent_with() {
+    use stt_tests::llm_server::{LlmServer, Script};
+    use stt_tests::viewer::{events, watch_attached};
+
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    llm.respond_with(|_| Script::Text("Hello.".into()));
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let daemon = HandWrittenDaemon::start(&sandbox);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    expect_within("the assistant follows the daemon", DEADLINE, || {
+        if daemon.publisher.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
+    });
+    assert_eq!(sandbox.run("stt-ctl", &["chat-toggle"]).code, Some(0));
+    let say = |seg_id: u64, text: &str| {
+        daemon.line(&format!(
+            r#"{{"type":"transcript","seg_id":{seg_id},"text":"{text}","language":"en","start":1.0,"end":2.0,"duration":1.0,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}}"#
+        ));
+    };
+    let answers = || {
+        events(&seen)
+            .iter()
+            .filter(|e| matches!(e, stt_proto::AssistantEvent::ChatMessage(m) if m.text == "Hello." && !m.partial))
+            .count()
+    };
+    say(1, "my name is Ana");
+    expect_within("the first answer", DEADLINE, || {
+        if answers() == 1 { Ok(()) } else { Err(assistant.log()) }
+    });
+    assert_eq!(sandbox.run("stt-ctl", &["clear"]).code, Some(0));
+    say(2, "what is my name");
+    expect_within("the second answer", DEADLINE, || {
+        if answers() == 2 { Ok(()) } else { Err(assistant.log()) }
+    });
+    // The turn after `clear` went to the model without the turns before it.
+    let last = llm.requests().pop().unwrap();
+    let said: Vec<&str> =
+        last["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[1].ends_with("what is my name"), "{said:?}");
+    assert!(!said.iter().any(|m| m.contains("Ana")), "{said:?}");
+}

@@ -314,13 +314,7 @@ fn a_model_that_repeats_a_call_is_asked_for_the_outcome_instead() {
         let out = sandbox.run("stt-ctl", &["command-execute"]);
         if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
     });
-    let events = expect_within("the answer", DEADLINE, || {
-        let events = events(&seen);
-        let answered = events
-            .iter()
-            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == "It is noon."));
-        if answered { Ok(events) } else { Err(format!("{events:?}")) }
-    });
+    let events = stt_tests::viewer::answered(&seen, "It is noon.", DEADLINE);
     let calls = events.iter().filter(|e| matches!(e, AssistantEvent::ToolCall(_))).count();
     // The daemon's audio errors (no microphone) aside.
     let errors: Vec<_> = events

@@ -171,14 +171,20 @@ fn sigkill_to_up_takes_its_children_along_and_a_new_up_starts() {
     assert!(status.success(), "{status:?}: {}", again.up.log());
 }
 
-#[test]
-fn an_assistant_that_keeps_failing_is_given_up_on_with_its_last_words() {
-    let sandbox = Sandbox::new();
-    // A regular file where the assistant's socket should go: it refuses to start, every time.
+/// A config whose assistant refuses to start, every time: a regular file where its socket
+/// should go. The file and the config.
+fn failing_assistant(sandbox: &Sandbox) -> (std::path::PathBuf, std::path::PathBuf) {
     let blocker = sandbox.root().join("not-a-socket");
     std::fs::write(&blocker, "").unwrap();
     let config = sandbox.root().join("failing.toml");
     std::fs::write(&config, format!("[assistant]\nsocket = \"{}\"\n", blocker.display())).unwrap();
+    (blocker, config)
+}
+
+#[test]
+fn an_assistant_that_keeps_failing_is_given_up_on_with_its_last_words() {
+    let sandbox = Sandbox::new();
+    let (blocker, config) = failing_assistant(&sandbox);
     let wav = wav(&sandbox);
     let config_arg = config.to_string_lossy();
     let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav, "--config", &config_arg]);
@@ -211,10 +217,7 @@ fn an_assistant_that_keeps_failing_is_given_up_on_with_its_last_words() {
 #[test]
 fn with_the_tui_the_logs_go_to_the_state_directory_and_a_give_up_names_the_file() {
     let sandbox = Sandbox::new();
-    let blocker = sandbox.root().join("not-a-socket");
-    std::fs::write(&blocker, "").unwrap();
-    let config = sandbox.root().join("failing.toml");
-    std::fs::write(&config, format!("[assistant]\nsocket = \"{}\"\n", blocker.display())).unwrap();
+    let (_, config) = failing_assistant(&sandbox);
     let config_arg = config.to_string_lossy();
     // The assistant never answers, so the TUI is never started: `up` gives up first.
     let mut up = sandbox.spawn("stt-daemon", &["up", "--with-tui", "--config", &config_arg]);

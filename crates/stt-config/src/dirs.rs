@@ -108,16 +108,20 @@ pub fn data_dir() -> Result<PathBuf, ConfigError> {
 
 /// [`data_dir`] in `env`.
 pub fn data_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
-    if let Some(dir) = env.var("STT_DATA_DIR") {
-        return Ok(PathBuf::from(dir));
+    xdg_dir(env, "STT_DATA_DIR", "XDG_DATA_HOME", "share").ok_or(ConfigError::NoHome {
+        what: "data",
+        vars: "$STT_DATA_DIR, $XDG_DATA_HOME nor $HOME",
+    })
+}
+
+/// `$own`, else `$xdg/stt`, else `~/.local/<under_home>/stt`.
+fn xdg_dir(env: &Env, own: &str, xdg: &str, under_home: &str) -> Option<PathBuf> {
+    if let Some(dir) = env.var(own) {
+        return Some(PathBuf::from(dir));
     }
-    env.xdg("XDG_DATA_HOME")
-        .or_else(|| env.home().map(|h| h.join(".local").join("share")))
+    env.xdg(xdg)
+        .or_else(|| env.home().map(|h| h.join(".local").join(under_home)))
         .map(|base| base.join("stt"))
-        .ok_or(ConfigError::NoHome {
-            what: "data",
-            vars: "$STT_DATA_DIR, $XDG_DATA_HOME nor $HOME",
-        })
 }
 
 /// The state directory, for logs: `$STT_STATE_DIR`, `$XDG_STATE_HOME/stt` or
@@ -128,16 +132,10 @@ pub fn state_dir() -> Result<PathBuf, ConfigError> {
 
 /// [`state_dir`] in `env`.
 pub fn state_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
-    if let Some(dir) = env.var("STT_STATE_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    env.xdg("XDG_STATE_HOME")
-        .or_else(|| env.home().map(|h| h.join(".local").join("state")))
-        .map(|base| base.join("stt"))
-        .ok_or(ConfigError::NoHome {
-            what: "state",
-            vars: "$STT_STATE_DIR, $XDG_STATE_HOME nor $HOME",
-        })
+    xdg_dir(env, "STT_STATE_DIR", "XDG_STATE_HOME", "state").ok_or(ConfigError::NoHome {
+        what: "state",
+        vars: "$STT_STATE_DIR, $XDG_STATE_HOME nor $HOME",
+    })
 }
 
 /// The runtime directory for sockets: `$STT_RUNTIME_DIR`, `$XDG_RUNTIME_DIR`, or
