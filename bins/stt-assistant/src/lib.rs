@@ -9,6 +9,16 @@
 //!
 //! Not built yet: telling the daemon a speaker's new name (it is validated and audited),
 //! the triage lane and long-term memory.
+//!
+//! # Invariants
+//!
+//! One model call at a time. Execute is refused unless no speech is open, every closed
+//! segment's `segment_done` has arrived and STT is healthy (and, with `require_viewer`, a viewer
+//! is attached); the refusal names the condition. Command and chat modes never overlap. Only
+//! the owner's loop changes state and only it publishes. Ids on the wire come from one
+//! allocator seeded from the clock, so a restarted assistant never reuses an id a TUI shows.
+//! The only locks and atomics in the crate are the control server's viewer counter and what the
+//! standard channels hold.
 
 pub mod core;
 pub mod ids;

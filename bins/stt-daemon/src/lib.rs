@@ -6,6 +6,13 @@
 //! the library crates' settings), [`pipeline`] (the threads and what each publishes),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
 //! that runs the daemon, the assistant and the TUI as children).
+//!
+//! # Invariants
+//!
+//! The socket is bound before anything expensive, so a second daemon fails fast. Every closed
+//! segment gets exactly one `segment_done`, after its `speech_stop` and after its `transcript` if
+//! it has one. A file input waits for room in whisper's queue; the microphone drops the oldest
+//! waiting segment, and the daemon publishes that it did.
 
 pub mod cli;
 pub mod pipeline;

@@ -15,6 +15,15 @@
 //! - [`app`]: the event loop over one channel of actions, and the tasks that feed it.
 //! - [`terminal`]: raw mode and the alternate screen, restored on exit and on panic.
 //! - [`dump`]: `--dump N`.
+//!
+//! # Invariants
+//!
+//! The view never mutates and the update does no I/O. Requests go on one-shot connections of
+//! their own, their replies coming back as actions: the UI never waits on the assistant, and a
+//! refusal is shown as a red line with the assistant's message. A pane scrolled up stays put
+//! while lines arrive; reaching its bottom follows again. The terminal is restored on exit, on
+//! SIGINT/SIGTERM/SIGHUP and from the panic hook before the message prints; logs never go onto
+//! the screen.
 
 pub mod action;
 pub mod app;

@@ -7,6 +7,15 @@
 //!   "[BLANK_AUDIO]", a phrase repeated over and over), caught before anyone sees them.
 //! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed
 //!   by a bounded queue of closed segments whose depth is the daemon's backlog.
+//!
+//! # Invariants
+//!
+//! No published text has more words than its segment's speech can hold
+//! (`filter::word_capacity`); the guard is deterministic (greedy decoding, no temperature), so
+//! the same audio always gives the same text. Exactly one thread touches the whisper context.
+//! Every job is reported back, success or failure. Between utterances the worker holds what it
+//! held idle (`Whisper::shed` whenever the queue empties): nothing grows with the number of
+//! segments.
 
 pub mod filter;
 pub mod whisper;

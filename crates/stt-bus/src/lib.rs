@@ -10,6 +10,14 @@
 //! - [`control`]: the assistant's request/response + subscription socket.
 //! - [`client`]: connecting with errors that say what to do, one-shot requests (stt-ctl)
 //!   and long-lived subscriptions that reconnect with capped backoff.
+//!
+//! # Invariants
+//!
+//! The publish-only socket never parses what a subscriber sends (it reads only to notice the
+//! peer left). The publisher never waits for a subscriber: one that falls a ring behind gets a
+//! final `error{code:"lagged"}` and is disconnected; one whose writes stall for 10 s is dropped.
+//! Every request on the control socket gets exactly one reply, in order. Event batches are
+//! written only outside `select!`, so a cancelled branch never leaves half a line on the wire.
 
 pub mod client;
 pub mod control;

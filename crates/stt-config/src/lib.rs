@@ -25,6 +25,13 @@
 //! - `validate`: the checks beyond types.
 //! - [`dirs`]: the config file, data and runtime directories, and the socket paths.
 //! - `error`: [`ConfigError`].
+//!
+//! # Invariants
+//!
+//! Tests prove `default.toml` parses to `Config::default()` and has exactly the keys of the
+//! structs, each with a comment, so a key cannot be added without its documentation. An API key
+//! is never in the file, only the name of the variable that holds it. Sections whose feature is
+//! not built yet refuse `enabled = true` rather than ignore it.
 
 use std::path::Path;
 

@@ -10,6 +10,12 @@
 //! - [`sse`]: server-sent events, the framing of a streamed reply.
 //! - [`toolcall`]: tool calls small local models write as JSON in their text (bare, fenced,
 //!   or wrapped in `<tool_call>` tags), for providers that return them that way.
+//!
+//! # Invariants
+//!
+//! The assistant speaks only `conversation` types: a new provider is a new variant and
+//! module, never an `if provider ==` in the tool loop. A call found in the text is only taken for
+//! a tool that exists. Every failure is an `LlmError` whose message names the fix.
 
 pub mod conversation;
 pub mod openai;

@@ -22,6 +22,14 @@
 //! Modules, in reading order: [`messages`] (the types), [`error`] (error codes),
 //! [`decode`] (bytes → message, with the error code each failure earns), [`frame`] (the
 //! NDJSON codec with its line limit).
+//!
+//! # Invariants
+//!
+//! Only this crate defines types that cross a socket. Every message is `{"type": ...}` in
+//! snake_case; golden lines (`tests/golden.rs`) pin the bytes of each one, and
+//! `tests/protocol_doc.rs` parses every example in `docs/PROTOCOL.md`. A line over the limit
+//! costs the sender a `too_long` error, never the connection, and never more than the limit in
+//! memory.
 
 pub mod decode;
 pub mod error;

@@ -7,6 +7,11 @@
 //! - [`audit`]: the append-only audit log of actions, one JSON line per action in
 //!   `<data_dir>/audit/YYYY-MM-DD.jsonl` (file 0600, directory 0700). Only actions are
 //!   written: never chat, never audio.
+//!
+//! # Invariants
+//!
+//! No tool runs a shell string: configured commands are argv templates filled one element at
+//! a time. Only actions are audited; chat never touches the disk.
 
 pub mod audit;
 pub mod registry;
