@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nix::time::{ClockId, clock_gettime};
 use serde_json::{Value, json};
@@ -54,11 +54,13 @@ use tokio::runtime::Runtime;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use stt_bus::{BoundSocket, ConnInfo, Connection, ControlServer, Handler, Publisher, Service};
+use stt_bus::{BoundSocket, Connection, ControlServer, Publisher, Service};
 use stt_proto::{
-    Ack, AssistantEvent, DaemonEvent, Hello, Mode, Request, SegmentDone, SpeakerStatus, Status,
-    Transcript, encode_line,
+    AssistantEvent, DaemonEvent, Hello, Request, SegmentDone, SpeakerStatus, Transcript,
+    encode_line,
 };
+use stt_testkit::fake::FakeAssistant;
+use stt_testkit::msg;
 
 const ROLE: &str = "STT_BENCH_ROLE";
 const SOCKET: &str = "STT_BENCH_SOCKET";
@@ -554,33 +556,6 @@ fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> std::proc
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()))
 }
 
-/// Answers `status` the way the assistant does; acks anything else.
-#[derive(Debug)]
-struct BenchAssistant;
-
-impl Handler for BenchAssistant {
-    async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
-        match request {
-            Request::Status => AssistantEvent::Status(Status {
-                mode: Mode::Idle,
-                stt_healthy: true,
-                stt_detail: String::new(),
-                llm_enabled: true,
-                llm_endpoint: "http://127.0.0.1:8080/v1".to_owned(),
-                llm_reachable: Some(true),
-                inference_queue: 0,
-                inference_busy: false,
-                viewers: 1,
-                command_buffer: String::new(),
-                command_edited: false,
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                timers: Vec::new(),
-            }),
-            other => AssistantEvent::Ack(Ack { command: other.kind().to_owned(), ok: true }),
-        }
-    }
-}
-
 /// `stt_bus::request(status)` from a current-thread runtime, `iters` times; ms.
 fn ctl_round_trips(socket: &Path, iters: u64) -> Stats {
     let client =
@@ -701,7 +676,10 @@ fn bench_main() -> ExitCode {
         let _entered = assistant.enter();
         let bound =
             BoundSocket::bind(&ctl_socket, "stt-assistant").expect("bind the control socket");
-        let server = ControlServer::new(Arc::new(BenchAssistant), Publisher::default());
+        let server = ControlServer::new(
+            Arc::new(FakeAssistant::new(msg::status(), msg::roster(Vec::new()))),
+            Publisher::default(),
+        );
         assistant.spawn(server.serve(bound, shutdown.clone()));
     }
     eprintln!("bench-bus: ctl round trip, {ctl_iters} requests…");
@@ -734,7 +712,8 @@ fn bench_main() -> ExitCode {
     if let Ok(target) = std::env::var("STT_BENCH_WRITE") {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
         let path = root.join(target);
-        write_section(&path, &section);
+        stt_testkit::perf::write_section(&path, START, END, &section)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
         eprintln!("bench-bus: wrote {}", path.display());
     }
     if report.runs.iter().chain([&report.relayed]).all(BusRun::lossless) {
@@ -775,8 +754,8 @@ impl Report {
              `cargo build --release -p stt-ctl -p stt-assistant`, then \
              `STT_BENCH_WRITE=docs/PERFORMANCE.md cargo bench -p stt-tests --bench bus`, which \
              rewrites this section); the benchmark is `tests/benches/bus.rs`.\n",
-            today(),
-            machine()
+            stt_testkit::perf::today(),
+            stt_testkit::perf::machine()
         );
         let _ = writeln!(
             s,
@@ -913,61 +892,4 @@ fn row(s: &mut String, what: &str, st: Stats, delivery: &str) {
         "| {what} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {delivery} |",
         st.p50, st.p99, st.max, st.mean, st.n
     );
-}
-
-/// Replaces this benchmark's section of `path`, or appends it; creates the file if needed.
-fn write_section(path: &Path, section: &str) {
-    let old = std::fs::read_to_string(path).unwrap_or_else(|_| {
-        "# Performance\n\nMeasured figures for stt, each section written by the benchmark \
-         named in its heading; rerun the command it gives to refresh it.\n"
-            .to_owned()
-    });
-    let new = match (old.find(START), old.find(END)) {
-        (Some(start), Some(end)) if start < end => {
-            let after = &old[end + END.len()..];
-            let after = after.strip_prefix('\n').unwrap_or(after);
-            format!("{}{section}{after}", &old[..start])
-        }
-        _ => {
-            let sep = if old.ends_with("\n\n") {
-                ""
-            } else if old.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            format!("{old}{sep}{section}")
-        }
-    };
-    std::fs::write(path, new).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-}
-
-/// The CPU model, the number of CPUs and the kernel.
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map_or("an unknown CPU", |(_, m)| m.trim())
-        .to_owned();
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{model} ({cpus} CPUs available), Linux {}", kernel.trim())
-}
-
-/// Today's date (UTC), as YYYY-MM-DD.
-fn today() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    // Howard Hinnant's civil_from_days.
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }

@@ -5,98 +5,38 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use stt_bus::{BoundSocket, ConnInfo, ControlServer, Handler, Publisher};
-use stt_proto::{
-    Ack, AssistantEvent, ErrorCode, ErrorMsg, Mode, Request, Speaker, SpeakerState, Speakers,
-    Status, TimerInfo,
-};
-use stt_tests::{Output, Sandbox};
-use tokio_util::sync::CancellationToken;
+use stt_proto::{Mode, Request, Status, TimerInfo};
+use stt_testkit::fake::{FakeAssistant, Served};
+use stt_testkit::{Output, Sandbox, msg};
 
-/// Answers like the assistant would, and remembers every request.
-#[derive(Debug, Default)]
-struct Recorder {
-    seen: Mutex<Vec<Request>>,
-}
-
-impl Handler for Recorder {
-    async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
-        self.seen.lock().unwrap().push(request.clone());
-        match request {
-            Request::Status => AssistantEvent::Status(Status {
-                mode: Mode::CommandArmed,
-                stt_healthy: true,
-                stt_detail: String::new(),
-                llm_enabled: true,
-                llm_endpoint: "http://localhost:9931/v1/chat/completions".into(),
-                llm_reachable: Some(true),
-                inference_queue: 2,
-                inference_busy: true,
-                viewers: 1,
-                command_buffer: "turn on the lights".into(),
-                command_edited: true,
-                version: "0.1.0".into(),
-                timers: vec![TimerInfo {
-                    id: 1_764_581_534_000_001,
-                    label: "tea".into(),
-                    remaining_s: 42.4,
-                }],
-            }),
-            Request::SpeakerList => AssistantEvent::SpeakerList(Speakers {
-                speakers: vec![Speaker {
-                    id: "spk_0001".into(),
-                    name: Some("Efren".into()),
-                    status: SpeakerState::Confirmed,
-                    cumulative_s: 73.5,
-                    sample_path: None,
-                    created_at: "2026-11-30T09:12:44Z".into(),
-                }],
-            }),
-            Request::SpeakerName { speaker_id, .. } if speaker_id != "spk_0001" => {
-                AssistantEvent::Error(ErrorMsg::new(
-                    ErrorCode::UnknownSpeaker,
-                    format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
-                ))
-            }
-            other => AssistantEvent::Ack(Ack { command: other.kind().into(), ok: true }),
-        }
-    }
-}
-
-/// A control server on its own runtime thread.
+/// A fake assistant with an armed command, a timer and one named speaker, served on the
+/// sandbox's control socket.
 struct TestServer {
     sandbox: Sandbox,
-    recorder: Arc<Recorder>,
-    shutdown: CancellationToken,
-    thread: Option<std::thread::JoinHandle<()>>,
+    served: Served<FakeAssistant>,
 }
 
 impl TestServer {
     fn start() -> Self {
         let sandbox = Sandbox::new();
-        let recorder = Arc::new(Recorder::default());
-        let shutdown = CancellationToken::new();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let thread = {
-            let (recorder, shutdown) = (Arc::clone(&recorder), shutdown.clone());
-            let path = sandbox.assistant_socket();
-            std::thread::spawn(move || {
-                let rt =
-                    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                rt.block_on(async move {
-                    let socket = BoundSocket::bind(&path, "stt-assistant").unwrap();
-                    ready_tx.send(()).unwrap();
-                    ControlServer::new(recorder, Publisher::default())
-                        .serve(socket, shutdown)
-                        .await;
-                });
-            })
+        let status = Status {
+            mode: Mode::CommandArmed,
+            llm_endpoint: "http://localhost:9931/v1/chat/completions".into(),
+            inference_queue: 2,
+            inference_busy: true,
+            command_buffer: "turn on the lights".into(),
+            command_edited: true,
+            timers: vec![TimerInfo {
+                id: 1_764_581_534_000_001,
+                label: "tea".into(),
+                remaining_s: 42.4,
+            }],
+            ..msg::status()
         };
-        ready_rx.recv_timeout(Duration::from_secs(10)).expect("test server did not start");
-        Self { sandbox, recorder, shutdown, thread: Some(thread) }
+        let roster = msg::roster(vec![msg::speaker("spk_0001", Some("Efren"))]);
+        let served = Served::start(&sandbox.assistant_socket(), FakeAssistant::new(status, roster));
+        Self { sandbox, served }
     }
 
     fn ctl(&self, args: &[&str]) -> Output {
@@ -104,16 +44,7 @@ impl TestServer {
     }
 
     fn take_seen(&self) -> Vec<Request> {
-        std::mem::take(&mut *self.recorder.seen.lock().unwrap())
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.served.handler.take_seen()
     }
 }
 

@@ -16,8 +16,8 @@ use nix::sys::signal::Signal;
 use stt_asr::whisper::seconds;
 use stt_bus::{Connection, Service};
 use stt_proto::{AudioState, DaemonEvent, DaemonHeartbeat};
-use stt_tests::speech::{self, Format, Line, Part, Speech, word_errors, words};
-use stt_tests::{Output, Proc, Sandbox, real_speech, wait_until};
+use stt_testkit::speech::{self, Format, Line, Part, Speech, word_errors, words};
+use stt_testkit::{Output, Proc, Sandbox, real_speech, wait_until};
 
 /// Sentences tiny.en gets right, each in a voice that it hears well (checked with
 /// `stt-daemon transcribe`): commands without digits or rare words, no commas (a pause
@@ -95,7 +95,7 @@ fn no_word_is_clipped_at_the_segment_edges() {
     // the VAD, with the daemon's default settings. A word at a sentence's edge that whisper
     // hears in the whole clip must be in the segment's transcript too.
     let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
-        model: stt_tests::models_dir().join("ggml-tiny.en-q8_0.bin"),
+        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
         ..stt_asr::AsrConfig::default()
     })
     .unwrap();
@@ -135,7 +135,7 @@ fn no_word_is_clipped_at_the_segment_edges() {
 fn whisper_hears_the_same_after_giving_its_buffers_back() {
     let _turn = one_at_a_time();
     let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
-        model: stt_tests::models_dir().join("ggml-tiny.en-q8_0.bin"),
+        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
         ..stt_asr::AsrConfig::default()
     })
     .unwrap();

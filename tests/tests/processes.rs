@@ -5,12 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use stt_tests::{Sandbox, expect_within};
+use stt_testkit::{Sandbox, expect_within};
 
-const DEADLINE: Duration = Duration::from_secs(15);
+use stt_testkit::DEADLINE;
 
 /// `stt-ctl status` output, once it exits 0 and contains `needle`.
 fn status_with(sandbox: &Sandbox, needle: &str) -> String {
@@ -190,7 +189,7 @@ impl Drop for HandWrittenDaemon {
 #[test]
 fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
     use stt_proto::AssistantEvent;
-    use stt_tests::viewer::{events, status, watch_attached};
+    use stt_testkit::viewer::{events, status, watch_attached};
 
     let sandbox = Sandbox::new();
     let daemon = HandWrittenDaemon::start(&sandbox);
@@ -227,8 +226,8 @@ fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
 
 #[test]
 fn clear_forgets_the_conversation_the_next_chat_turn_is_sent_with() {
-    use stt_tests::llm_server::{LlmServer, Script};
-    use stt_tests::viewer::{events, watch_attached};
+    use stt_testkit::llm_server::{LlmServer, Script};
+    use stt_testkit::viewer::{events, watch_attached};
 
     let sandbox = Sandbox::new();
     let llm = LlmServer::start();

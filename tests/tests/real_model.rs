@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
-use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
-use stt_tests::{Sandbox, expect_within, models_dir, wait_until};
+use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
+use stt_testkit::{Sandbox, expect_within, models_dir, wait_until};
 
 /// The GGUF `scripts/fetch-llm` assembles into the models directory.
 const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 /// For the processes and the transcription.
-const DEADLINE: Duration = Duration::from_secs(90);
+use stt_testkit::DEADLINE;
 /// For the model: two requests on one thread of a machine that may be busy.
 const MODEL_DEADLINE: Duration = Duration::from_secs(240);
 
@@ -314,7 +314,7 @@ fn a_model_that_repeats_a_call_is_asked_for_the_outcome_instead() {
         let out = sandbox.run("stt-ctl", &["command-execute"]);
         if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
     });
-    let events = stt_tests::viewer::answered(&seen, "It is noon.", DEADLINE);
+    let events = stt_testkit::viewer::answered(&seen, "It is noon.", DEADLINE);
     let calls = events.iter().filter(|e| matches!(e, AssistantEvent::ToolCall(_))).count();
     // The daemon's audio errors (no microphone) aside.
     let errors: Vec<_> = events

@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use stt_proto::AssistantEvent;
-use stt_tests::procs::{self, child_named, left_behind};
-use stt_tests::viewer::{events, speak, status, watch};
-use stt_tests::{Proc, Sandbox, expect_within};
+use stt_testkit::procs::{self, child_named, left_behind};
+use stt_testkit::viewer::{events, speak, status, watch};
+use stt_testkit::{Proc, Sandbox, expect_within};
 
 /// For anything that loads a model or waits on the machine's other tests.
-const DEADLINE: Duration = Duration::from_secs(60);
+use stt_testkit::DEADLINE;
 
 /// `up` and its two children, each answering on its socket.
 struct Up {
@@ -276,9 +276,10 @@ fn quitting_the_tui_stops_everything_and_up_exits_0() {
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(&tui).unwrap();
     let exe = bin.join("stt-daemon");
-    let real = stt_tests::bin("stt-daemon");
+    let real = stt_testkit::bin("stt-daemon");
     std::fs::hard_link(&real, &exe).or_else(|_| std::fs::copy(&real, &exe).map(drop)).unwrap();
-    std::os::unix::fs::symlink(stt_tests::bin("stt-assistant"), bin.join("stt-assistant")).unwrap();
+    std::os::unix::fs::symlink(stt_testkit::bin("stt-assistant"), bin.join("stt-assistant"))
+        .unwrap();
     std::fs::write(bin.join("stt-tui"), fake_tui(&tui)).unwrap();
     std::fs::set_permissions(bin.join("stt-tui"), std::fs::Permissions::from_mode(0o755)).unwrap();
 

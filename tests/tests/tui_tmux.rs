@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::procs::{self, left_behind};
-use stt_tests::speech::{Format, Line, Part, Speech};
-use stt_tests::tmux::{Tmux, panel};
-use stt_tests::{Sandbox, expect_within};
+use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::procs::{self, left_behind};
+use stt_testkit::speech::{Format, Line, Part, Speech};
+use stt_testkit::tmux::{Tmux, panel};
+use stt_testkit::{Sandbox, expect_within};
 
 /// For anything that loads a model or transcribes (whisper in a debug build, the machine
 /// shared with other tests).
-const DEADLINE: Duration = Duration::from_secs(90);
+use stt_testkit::DEADLINE;
 
 /// What is said, and what the model answers once the tool has run.
 const SAID: &str = "what time is it";
@@ -49,14 +49,14 @@ fn scripted_model() -> LlmServer {
 /// Whether `text` holds the spoken command, in whatever case and punctuation whisper
 /// wrote it, across rows where a panel wraps it.
 fn says_the_command(text: &str) -> bool {
-    let words = stt_tests::speech::words(text).join(" ");
+    let words = stt_testkit::speech::words(text).join(" ");
     words.contains(SAID)
 }
 
 /// Whether `text` is exactly the spoken command (case and punctuation aside): once, nothing
 /// added.
 fn is_the_command(text: &str) -> bool {
-    stt_tests::speech::words(text).join(" ") == SAID
+    stt_testkit::speech::words(text).join(" ") == SAID
 }
 
 /// Presses Enter until the command runs. Until its last segment is finished the assistant

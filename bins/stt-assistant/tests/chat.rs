@@ -12,7 +12,7 @@ use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, Lane, Report, Settings, estimate_tokens};
 use stt_llm::{Endpoint, Provider};
 use stt_proto::{AssistantEvent, ErrorCode};
-use stt_tests::llm_server::{LlmServer, Script};
+use stt_testkit::llm_server::{LlmServer, Script};
 
 const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;

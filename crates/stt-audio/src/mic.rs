@@ -473,7 +473,6 @@ mod tests {
     //! nothing unless it is that child.
 
     use std::path::Path;
-    use std::process::Command;
     use std::sync::mpsc::Receiver;
 
     use super::*;
@@ -499,17 +498,9 @@ mod tests {
         std::fs::write(home.path().join(".asoundrc"), asoundrc).expect("write .asoundrc");
         let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
         let test = format!("{module}::child_{name}");
-        let output = Command::new(std::env::current_exe().expect("test binary"))
-            .args([test.as_str(), "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env("HOME", home.path())
-            .env(CHILD, "1")
-            .output()
-            .expect("run the test binary");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "{test} failed in its child process\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        stt_testkit::reexec::run_child(
+            &test,
+            &[("HOME", home.path().as_os_str()), (CHILD, std::ffi::OsStr::new("1"))],
         );
     }
 

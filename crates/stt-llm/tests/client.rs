@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use stt_llm::{Endpoint, Finish, LlmError, Message, Provider, Request, ToolSpec, calls_in_content};
-use stt_tests::llm_server::{LlmServer, Script};
+use stt_testkit::llm_server::{LlmServer, Script};
 
 fn client(url: &str) -> Provider {
     Provider::new(Endpoint {

@@ -18,7 +18,6 @@
 use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use stt_vad::segmenter::{HYSTERESIS, TAIL_MS};
 use stt_vad::{Earshot, Gated, SAMPLE_RATE, SegEvent, Segmenter, Silero, SpeechProb, VadConfig};
@@ -88,7 +87,8 @@ fn main() -> Result<()> {
     let report = report(&clips, &vads, audio_s, &check);
     println!("{report}");
     if let Some(path) = write {
-        write_section(&path, &report)?;
+        stt_testkit::perf::write_section(&path, START, END, &report)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("measure_vad: wrote its section of {}", path.display());
     }
     Ok(())
@@ -504,8 +504,8 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> Result
          clips and runs Silero's Python wrapper as the reference, then \
          `crates/stt-vad/examples/measure_vad.rs` runs earshot and Silero (`stt_vad::Silero`, \
          as the daemon does), scores both and rewrites this section.\n",
-        today(),
-        machine()
+        stt_testkit::perf::today(),
+        stt_testkit::perf::machine()
     )?;
     writeln!(
         o,
@@ -743,61 +743,4 @@ fn sweeps(cfg: &VadConfig) -> Vec<(String, VadConfig)> {
 /// The choice and the defaults, in words; the tables above are what they rest on.
 fn conclusion() -> &'static str {
     include_str!("measure_vad_conclusion.md")
-}
-
-/// Replaces this section of `path`, or appends it; creates the file if needed.
-fn write_section(path: &Path, section: &str) -> Result<()> {
-    let old = std::fs::read_to_string(path).unwrap_or_else(|_| {
-        "# Performance\n\nMeasured figures for stt, each section written by the benchmark \
-         named in its heading; rerun the command it gives to refresh it.\n"
-            .to_owned()
-    });
-    let new = match (old.find(START), old.find(END)) {
-        (Some(start), Some(end)) if start < end => {
-            let after = &old[end + END.len()..];
-            let after = after.strip_prefix('\n').unwrap_or(after);
-            format!("{}{section}{after}", &old[..start])
-        }
-        _ => {
-            let sep = if old.ends_with("\n\n") {
-                ""
-            } else if old.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            format!("{old}{sep}{section}")
-        }
-    };
-    std::fs::write(path, new).map_err(|e| format!("cannot write {}: {e}", path.display()).into())
-}
-
-/// The CPU model, the number of CPUs and the kernel.
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map_or("an unknown CPU", |(_, m)| m.trim())
-        .to_owned();
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{model} ({cpus} CPUs available), Linux {}", kernel.trim())
-}
-
-/// Today's date (UTC), as YYYY-MM-DD.
-fn today() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    // Howard Hinnant's civil_from_days.
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }

@@ -12,6 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use stt_testkit::speech::{Line, Part, Speech};
 use stt_vad::{Earshot, SAMPLE_RATE, SegEvent, Segmenter, Silero, SpeechProb, VadConfig};
 
 const RATE: usize = SAMPLE_RATE as usize;
@@ -35,24 +36,11 @@ fn read_wav(path: &Path) -> Vec<f32> {
     wav.samples::<i16>().map(|s| f32::from(s.unwrap()) / 32768.0).collect()
 }
 
-/// `text` spoken by espeak-ng, at 16 kHz, trimmed to where it is non-silent (|x| ≥ 0.001).
-fn speak(dir: &Path, voice: &str, wpm: u32, text: &str) -> Vec<f32> {
-    let raw = dir.join("espeak.wav");
-    let out = dir.join("speech.wav");
-    tool(
-        Command::new("espeak-ng")
-            .args(["-v", voice, "-s", &wpm.to_string(), "-w"])
-            .arg(&raw)
-            .arg(text),
-    );
-    tool(
-        Command::new("sox")
-            .arg("-R")
-            .arg(&raw)
-            .args(["-r", "16000", "-c", "1", "-b", "16"])
-            .arg(&out),
-    );
-    let x = read_wav(&out);
+/// `text` spoken by espeak-ng, at 16 kHz, trimmed to where it is non-silent (|x| ≥ 0.001);
+/// made once and cached by the test kit.
+fn speak(voice: &'static str, wpm: u32, text: &'static str) -> Vec<f32> {
+    let speech = Speech::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("speech"));
+    let x = speech.samples(&[Part::SayAt { line: Line { text, voice }, wpm }]);
     let first = x.iter().position(|s| s.abs() >= 1e-3).unwrap();
     let last = x.iter().rposition(|s| s.abs() >= 1e-3).unwrap();
     x[first..=last].to_vec()
@@ -138,7 +126,6 @@ for_each_vad!(
 );
 
 fn two_sentences_make_two_segments_that_hold_every_word(vad: Vad) {
-    let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("en-us", 165, "Open the file manager and show me my downloads.", "Stop."),
         ("en-gb", 190, "Six fish were found in the sea.", "Thanks."),
@@ -150,8 +137,8 @@ fn two_sentences_make_two_segments_that_hold_every_word(vad: Vad) {
         ),
     ];
     for (voice, wpm, first, second) in cases {
-        let a = speak(dir.path(), voice, wpm, first);
-        let b = speak(dir.path(), voice, wpm, second);
+        let a = speak(voice, wpm, first);
+        let b = speak(voice, wpm, second);
         let mut audio = silence(1.0);
         let span_a = (audio.len(), audio.len() + a.len());
         audio.extend(&a);
@@ -190,7 +177,6 @@ fn silence_and_noise_alone_make_no_segment(vad: Vad) {
 }
 
 fn long_speech_is_split_at_quiet_points_and_nothing_is_lost(vad: Vad) {
-    let dir = tempfile::tempdir().unwrap();
     let sentences = [
         "Find every file that changed since yesterday afternoon,",
         "and send a message to Sam saying I will be five minutes late,",
@@ -202,7 +188,7 @@ fn long_speech_is_split_at_quiet_points_and_nothing_is_lost(vad: Vad) {
     for round in 0..2 {
         for (i, text) in sentences.iter().enumerate() {
             let voice = if (round + i) % 2 == 0 { "en-us" } else { "en-gb" };
-            audio.extend(speak(dir.path(), voice, 165, text));
+            audio.extend(speak(voice, 165, text));
             audio.extend(silence(0.2));
         }
     }
@@ -256,8 +242,8 @@ fn silero_opens_nothing_on_loud_noise() {
 #[test]
 fn silero_keeps_sentences_apart_in_noise() {
     let dir = tempfile::tempdir().unwrap();
-    let a = speak(dir.path(), "en-us", 165, "Open the file manager and show me my downloads.");
-    let b = speak(dir.path(), "en-gb", 165, "Set a timer for fifteen minutes.");
+    let a = speak("en-us", 165, "Open the file manager and show me my downloads.");
+    let b = speak("en-gb", 165, "Set a timer for fifteen minutes.");
     let mut speech = silence(1.0);
     let span_a = (speech.len(), speech.len() + a.len());
     speech.extend(&a);
@@ -283,8 +269,7 @@ fn silero_keeps_sentences_apart_in_noise() {
 
 #[test]
 fn silero_reset_starts_the_stream_afresh() {
-    let dir = tempfile::tempdir().unwrap();
-    let audio = speak(dir.path(), "en-us", 165, "Six fish were found in the sea.");
+    let audio = speak("en-us", 165, "Six fish were found in the sea.");
     let mut vad = Vad::Silero.classifier();
     let mut probs = || -> Vec<f32> { audio.chunks_exact(512).map(|f| vad.prob(f)).collect() };
     let first = probs();

@@ -12,6 +12,8 @@ pub mod onnx_runtime;
 use std::path::Path;
 use std::process::Command;
 
+use stt_testkit::speech::{Line, Part, Speech};
+
 /// The sample rate of everything here.
 pub const RATE: usize = 16_000;
 
@@ -67,38 +69,12 @@ pub fn mixture() -> (Vec<f32>, bool) {
     (out, real)
 }
 
-/// `text` spoken by espeak-ng, resampled from its 22 050 Hz to 16 kHz; `None` if espeak-ng
-/// cannot run.
-fn speak(dir: &Path, voice: &str, wpm: u32, text: &str) -> Option<Vec<f32>> {
-    let path = dir.join("espeak.wav");
-    let status = Command::new("espeak-ng")
-        .args(["-v", voice, "-s", &wpm.to_string(), "-w"])
-        .arg(&path)
-        .arg(text)
-        .output()
-        .ok()?
-        .status;
-    if !status.success() {
-        return None;
-    }
-    let mut wav = hound::WavReader::open(&path).ok()?;
-    let rate = wav.spec().sample_rate as usize;
-    let x: Vec<f32> = wav.samples::<i16>().map(|s| f32::from(s.unwrap_or(0)) / 32768.0).collect();
-    Some(resample(&x, rate, RATE))
-}
-
-/// Linear interpolation: crude, but what matters here is speech-like input, not fidelity.
-fn resample(x: &[f32], from: usize, to: usize) -> Vec<f32> {
-    let n = x.len() * to / from;
-    (0..n)
-        .map(|i| {
-            let pos = i as f64 * from as f64 / to as f64;
-            let (k, frac) = (pos as usize, (pos.fract()) as f32);
-            let a = x[k.min(x.len() - 1)];
-            let b = x[(k + 1).min(x.len() - 1)];
-            a + (b - a) * frac
-        })
-        .collect()
+/// `text` spoken by espeak-ng at 16 kHz (made by the test kit, which resamples with sox);
+/// `None` if espeak-ng cannot run.
+fn speak(dir: &Path, voice: &'static str, wpm: u32, text: &'static str) -> Option<Vec<f32>> {
+    let runs =
+        Command::new("espeak-ng").arg("--version").output().is_ok_and(|o| o.status.success());
+    runs.then(|| Speech::new(dir).samples(&[Part::SayAt { line: Line { text, voice }, wpm }]))
 }
 
 pub fn silence(seconds: f32) -> Vec<f32> {

@@ -1,5 +1,6 @@
 //! What the assistant tests share: spoken commands made with espeak-ng, a viewer that
-//! records every event, and `stt-ctl status` as JSON.
+//! records every event, `stt-ctl status` as JSON, and the usual stack of scripted model,
+//! daemon, assistant and viewer ([`start_stack`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +12,7 @@ use stt_bus::{Link, Subscription};
 use stt_proto::{AssistantEvent, ToolCall, ToolResult};
 
 use crate::Sandbox;
+use crate::llm_server::LlmServer;
 
 /// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
 pub fn speak(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -146,4 +148,29 @@ pub fn spoken_command(sandbox: &Sandbox, text: &str, deadline: Duration) -> Spok
         if out.code == Some(0) { Ok(Instant::now()) } else { Err(format!("{out:?}")) }
     });
     SpokenCommand { assistant, daemon, seen, executed }
+}
+
+/// What most assistant tests start from: a scripted model the config points at (with
+/// `more_config` after it), a daemon with no microphone (its audio retries, but its speech
+/// recognition is up, so execute is allowed), the assistant, and a viewer attached.
+#[derive(Debug)]
+pub struct Stack {
+    pub sandbox: Sandbox,
+    pub llm: LlmServer,
+    pub daemon: crate::Proc,
+    pub assistant: crate::Proc,
+    pub seen: Seen,
+}
+
+/// Starts a [`Stack`].
+pub fn start_stack(more_config: &str) -> Stack {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let config = format!("[llm]\nendpoint = \"{}\"\n{more_config}", llm.url());
+    std::fs::write(sandbox.config_file(), config)
+        .unwrap_or_else(|e| panic!("{}: {e}", sandbox.config_file().display()));
+    let daemon = sandbox.spawn("stt-daemon", &[]);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, crate::DEADLINE);
+    Stack { sandbox, llm, daemon, assistant, seen }
 }

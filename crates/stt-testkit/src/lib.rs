@@ -1,10 +1,22 @@
-//! Support for the cross-process tests in `tests/tests/`: finding the real binaries, a
-//! sandbox of temporary XDG directories per test, child processes that never outlive their
-//! test, and waiting on conditions with deadlines instead of sleeps.
+//! What stt's tests share (not published). Here: finding the real binaries, a sandbox of
+//! temporary XDG directories per test, child processes that never outlive their test, and
+//! waiting on conditions with one deadline ([`expect_within`]) instead of sleeps.
+//!
+//! Modules: [`speech`] (espeak-ng clips, cached; WER) and [`real_speech`] (recordings of
+//! people), [`viewer`] (an attached viewer, the spoken-command flow, [`viewer::start_stack`]),
+//! [`llm_server`] (the scripted OpenAI-compatible model, the one stand-in), [`fake`] (a fake
+//! assistant on a real control socket), [`msg`] (message builders), [`reexec`] (a test's
+//! `child_…` half in a process of its own), [`tmux`] (the real TUI in a private tmux),
+//! [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
+//! of its own: a kit that depends on it cannot serve its own tests.
 
+pub mod fake;
 pub mod llm_server;
+pub mod msg;
+pub mod perf;
 pub mod procs;
 pub mod real_speech;
+pub mod reexec;
 pub mod speech;
 pub mod tmux;
 pub mod viewer;
@@ -14,10 +26,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// How long a test waits for anything before it fails: long, since a deadline only matters
+/// when something is wrong, and a loaded two-core machine with whisper busy is slow.
+pub const DEADLINE: Duration = Duration::from_secs(90);
+
 /// The path of a binary of this workspace, built next to the test executable.
 ///
-/// `cargo test` does not build other packages' binaries, so `scripts/check` runs
-/// `cargo build --workspace --bins` first; a missing binary names that fix.
+/// `cargo test` does not build other packages' binaries, so `scripts/check` builds every
+/// target first; a missing binary names the fix.
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     // target/<profile>/deps/<test> → target/<profile>/<name>

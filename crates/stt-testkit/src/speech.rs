@@ -24,6 +24,8 @@ pub struct Line {
 pub enum Part {
     /// A sentence, as espeak-ng says it.
     Say(Line),
+    /// A sentence at `wpm` words a minute (espeak-ng's `-s`; it speaks 175 by default).
+    SayAt { line: Line, wpm: u32 },
     /// Digital silence, in seconds.
     Silence(f64),
     /// Noise from sox `synth` (`pinknoise`, `whitenoise`, `brownnoise`), in seconds, scaled
@@ -35,6 +37,7 @@ impl Hash for Part {
     fn hash<H: Hasher>(&self, state: &mut H) {
         match *self {
             Self::Say(line) => ("say", line).hash(state),
+            Self::SayAt { line, wpm } => ("say_at", line, wpm).hash(state),
             Self::Silence(s) => ("silence", s.to_bits()).hash(state),
             Self::Noise { kind, seconds, amplitude } => {
                 ("noise", kind, seconds.to_bits(), amplitude.to_bits()).hash(state);
@@ -122,6 +125,16 @@ impl Speech {
         path
     }
 
+    /// The samples of a clip of `parts` at 16 kHz mono, in [-1, 1).
+    pub fn samples(&self, parts: &[Part]) -> Vec<f32> {
+        let path = self.clip(parts, Format::raw(16_000, 1));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        bytes
+            .chunks_exact(2)
+            .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0)
+            .collect()
+    }
+
     /// A WAV file of one part at espeak-ng's rate, mono.
     fn part(&self, part: &Part) -> PathBuf {
         let path = self.dir.join(format!("part-{:016x}.wav", key(part)));
@@ -131,14 +144,13 @@ impl Speech {
         let tmp = temporary(&path);
         let rate = PART_RATE.to_string();
         match *part {
-            Part::Say(line) => {
+            Part::Say(line) | Part::SayAt { line, .. } => {
                 let spoken = temporary(&path.with_extension("espeak.wav"));
-                run(Command::new("espeak-ng")
-                    .arg("-v")
-                    .arg(line.voice)
-                    .arg("-w")
-                    .arg(&spoken)
-                    .arg(line.text));
+                let mut espeak = Command::new("espeak-ng");
+                if let Part::SayAt { wpm, .. } = *part {
+                    espeak.arg("-s").arg(wpm.to_string());
+                }
+                run(espeak.arg("-v").arg(line.voice).arg("-w").arg(&spoken).arg(line.text));
                 // espeak-ng writes 22.05 kHz for its own voices; make sure, so parts join.
                 run(sox().arg(&spoken).args(["-b", "16", "-c", "1", "-r", &rate]).arg(&tmp));
                 let _ = std::fs::remove_file(&spoken);

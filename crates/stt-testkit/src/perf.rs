@@ -1,0 +1,94 @@
+//! Writing measured figures into `docs/PERFORMANCE.md`: each benchmark owns one section
+//! between a pair of markers, rewritten in place (or appended the first time), and says when
+//! and where it measured.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+/// What a new `docs/PERFORMANCE.md` starts with.
+const HEADER: &str = "# Performance\n\nMeasured figures for stt, each section written by the \
+                      benchmark named in its heading; rerun the command it gives to refresh it.\n";
+
+/// Replaces the text from `start` to `end` (markers included; `section` must begin with
+/// `start` and end with `end`) in the file at `path`, or appends `section` when the markers
+/// are not there; creates the file if needed.
+pub fn write_section(path: &Path, start: &str, end: &str, section: &str) -> std::io::Result<()> {
+    let old = std::fs::read_to_string(path).unwrap_or_else(|_| HEADER.to_owned());
+    std::fs::write(path, replace_section(&old, start, end, section))
+}
+
+fn replace_section(old: &str, start: &str, end: &str, section: &str) -> String {
+    match (old.find(start), old.find(end)) {
+        (Some(from), Some(to)) if from < to => {
+            let after = &old[to + end.len()..];
+            let after = after.strip_prefix('\n').unwrap_or(after);
+            format!("{}{section}{after}", &old[..from])
+        }
+        _ => {
+            let sep = if old.ends_with("\n\n") {
+                ""
+            } else if old.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            };
+            format!("{old}{sep}{section}")
+        }
+    }
+}
+
+/// The CPU model, the number of CPUs and the kernel.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("an unknown CPU", |(_, m)| m.trim())
+        .to_owned();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{model} ({cpus} CPUs available), Linux {}", kernel.trim())
+}
+
+/// Today's date (UTC), as YYYY-MM-DD.
+pub fn today() -> String {
+    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    civil_date(secs / 86_400)
+}
+
+/// The date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_date(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_is_replaced_in_place_or_appended() {
+        let (s, e) = ("<!-- x:start -->", "<!-- x:end -->");
+        let section = format!("{s}\nnew\n{e}\n");
+        let old = format!("# P\n\n{s}\nold\n{e}\n\n## after\n");
+        assert_eq!(replace_section(&old, s, e, &section), format!("# P\n\n{section}\n## after\n"));
+        assert_eq!(replace_section("# P\n", s, e, &section), format!("# P\n\n{section}"));
+        assert_eq!(replace_section("# P", s, e, &section), format!("# P\n\n{section}"));
+    }
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_788), "2026-12-01");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+}
