@@ -150,7 +150,10 @@ async fn subscription(socket: PathBuf, tx: mpsc::Sender<Action>) {
                 tracing::info!("subscribed to {} {} as a viewer", hello.peer, hello.version);
                 Action::LinkUp(hello)
             }
-            Link::Event(event) => Action::Event(event),
+            Link::Event(event) => {
+                crate::trace_event(&event);
+                Action::Event(event)
+            }
             Link::Down(why) => {
                 tracing::warn!("{why}; retrying");
                 Action::LinkDown(why)

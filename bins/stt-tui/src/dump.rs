@@ -28,6 +28,7 @@ pub async fn dump(socket: PathBuf, seconds: u64) -> anyhow::Result<()> {
         };
         match next {
             Link::Event(event) => {
+                crate::trace_event(&event);
                 out.write_all(&encode_line(&event))?;
                 out.flush()?;
             }

@@ -10,7 +10,8 @@
 //! - [`action`]: [`action::Action`], all that can happen (keys, assistant events, the link
 //!   going up and down, request replies, ticks), and [`action::Effect`], all that
 //!   [`update::update`] may ask for in return (send a request, quit).
-//! - [`update`]: the keymap and the rules; pure, returns effects.
+//! - [`keymap`]: every key, in one table that drives the dispatch, the footer and `--help`.
+//! - [`update`]: the rules; pure, returns effects.
 //! - [`view`]: draws a `&State`, never changes it; [`wrap`] wraps its lines.
 //! - [`app`]: the event loop over one channel of actions, and the tasks that feed it.
 //! - [`terminal`]: raw mode and the alternate screen, restored on exit and on panic.
@@ -28,6 +29,7 @@
 pub mod action;
 pub mod app;
 pub mod dump;
+pub mod keymap;
 pub mod state;
 pub mod terminal;
 pub mod update;
@@ -55,21 +57,6 @@ use anyhow::Context;
 ///                        waiting for y/n, or the clear question
 ///   footer               the keys that work now
 ///
-/// Keys:
-///   a                    arm a command (command_start)
-///   Enter                execute it (command_execute)
-///   Esc                  cancel it (command_cancel)
-///   e                    edit it in place: Enter sends the edit (command_edit),
-///                        Esc abandons it
-///   t                    chat mode on or off (chat_toggle)
-///   c                    clear the conversation and the chat history (asks y/n)
-///   y / n                allow / deny the tool call that waits for confirmation
-///   PgUp PgDn Home End   scroll (also ↑ ↓); End follows new lines again
-///   Tab                  switch the pane that scrolls
-///   q, Ctrl-C            quit
-///
-///   mouse                wheel scrolls the pane under the pointer, a click focuses it
-///
 /// Selecting text: with [tui].mouse = true (the default) the screen takes mouse events,
 /// so hold Shift while dragging to select and copy with your terminal. With
 /// [tui].mouse = false the mouse is left to the terminal.
@@ -85,7 +72,7 @@ use anyhow::Context;
 /// --dump N prints the assistant's events as JSON lines (one per event) for N seconds
 /// instead, for pipes and scripts; it needs no terminal.
 #[derive(Debug, clap::Parser)]
-#[command(name = "stt-tui", version, verbatim_doc_comment)]
+#[command(name = "stt-tui", version, verbatim_doc_comment, after_help = keymap::help())]
 pub struct Cli {
     #[command(flatten)]
     pub common: stt_app::CommonArgs,
@@ -98,6 +85,14 @@ pub struct Cli {
     /// Control socket to connect to instead of the configured one
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+}
+
+/// Logs (at debug) the segment a transcript came from, so one grep for `seg_id=N` finds the
+/// TUI's part of an utterance as it finds the daemon's and the assistant's.
+fn trace_event(event: &stt_proto::AssistantEvent) {
+    if let stt_proto::AssistantEvent::Transcript(t) = event {
+        tracing::debug!(seg_id = t.seg_id, "transcript received");
+    }
 }
 
 /// Runs the TUI (or the dump).

@@ -72,10 +72,9 @@ pub struct TranscriptLine {
     pub start: f64,
     /// Language code (`en`).
     pub language: String,
-    /// The speaker as the assistant resolved it: a name, or `Unknown`.
-    pub speaker: String,
-    /// Whether `speaker` is a name (shown bold green) rather than `Unknown` (bold red).
-    pub named: bool,
+    /// The speaker's name as the assistant resolved it (shown bold green); `None` when no
+    /// one knows who spoke (shown as `Unknown`, bold red).
+    pub speaker: Option<String>,
     /// Seconds of speech.
     pub duration: f64,
     /// What was said.
@@ -91,7 +90,7 @@ pub enum Entry {
         id: u64,
         /// Who it belongs to.
         role: ChatRole,
-        /// The speaker display of a user turn.
+        /// The speaker's name for a user turn; `None` when unknown.
         speaker: Option<String>,
         /// The text so far.
         text: String,

@@ -2,21 +2,8 @@
 //! event loop carries out. It does no I/O, so every key and every event can be tested as
 //! plain data in, plain data out.
 //!
-//! The keymap (see [`keys`]):
-//!
-//! | key | does |
-//! |---|---|
-//! | `a` | arm a command (`command_start`) |
-//! | `Enter` | execute it (`command_execute`) |
-//! | `Esc` | cancel the armed command (`command_cancel`) |
-//! | `e` | edit the buffer in place; `Enter` sends `command_edit`, `Esc` abandons the edit |
-//! | `t` | chat on or off (`chat_toggle`) |
-//! | `c` | clear, after a `y` (`clear`); `n` or `Esc` keeps everything |
-//! | `y` / `n` | allow / deny the tool call that waits for confirmation (`confirm`/`deny`) |
-//! | `PgUp` `PgDn` `Home` `End` `↑` `↓` | scroll the focused pane; `End` follows new lines again |
-//! | `Tab` | focus the other pane |
-//! | mouse wheel / click | scroll / focus the pane under the pointer (with `[tui].mouse`) |
-//! | `q`, `Ctrl-C` | quit |
+//! What each key asks for is in [`crate::keymap`], the one table of keys; [`keys`] says
+//! what each command does in the state it finds.
 
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -25,6 +12,7 @@ use ratatui::layout::Position;
 use stt_proto::{AssistantEvent, ChatMessage, ErrorCode, ErrorMsg, Hello, Mode, Request, Status};
 
 use crate::action::{Action, Effect};
+use crate::keymap::{self, Command, Context, Step};
 use crate::state::{Connection, Editor, Entry, Input, Llm, Pane, Pending, State, TranscriptLine};
 use crate::view::{areas, first_row, pane_rows};
 
@@ -90,41 +78,50 @@ fn link_up(state: &mut State, hello: &Hello) -> Vec<Effect> {
 // ---------------------------------------------------------------------------------------
 // Keys.
 
+/// How long Enter lets the assistant wait for the last words before it runs or refuses the
+/// command (`command_execute {wait_ms}`): Enter often comes the moment speech stops.
+pub const EXECUTE_WAIT_MS: u64 = 3000;
+
 /// What a key does, given what keys mean now ([`Input`]).
 pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     if key.kind == KeyEventKind::Release {
         return vec![];
     }
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    if ctrl && key.code == KeyCode::Char('c') {
-        return vec![Effect::Quit];
-    }
-    match std::mem::take(&mut state.input) {
-        Input::Editing(editor) => edit_key(state, editor, key, ctrl),
-        Input::ConfirmClear => match key.code {
-            KeyCode::Char('y' | 'Y') => vec![Effect::Send(Request::Clear)],
-            KeyCode::Char('n' | 'N') | KeyCode::Esc => vec![],
-            _ => {
-                state.input = Input::ConfirmClear;
-                vec![]
+    let context = Context::of(&state.input);
+    let Some(command) = keymap::lookup(context, &key) else {
+        if let Input::Editing(editor) = &mut state.input {
+            let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+            if let (KeyCode::Char(c), true) = (key.code, plain) {
+                editor.insert(c);
             }
-        },
-        Input::Normal => normal_key(state, key, ctrl),
-    }
-}
-
-fn normal_key(state: &mut State, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
-    if ctrl {
+        }
         return vec![];
-    }
+    };
     let send = |request| vec![Effect::Send(request)];
-    match key.code {
-        KeyCode::Char('q') => vec![Effect::Quit],
-        KeyCode::Char('a') => send(Request::CommandStart),
-        KeyCode::Enter => send(Request::CommandExecute { wait_ms: None }),
-        // Only an armed command can be cancelled; a reflexive Esc elsewhere is no error.
-        KeyCode::Esc if state.mode == Mode::CommandArmed => send(Request::CommandCancel),
-        KeyCode::Char('e') => {
+    if let Input::Editing(editor) = &mut state.input {
+        match command {
+            Command::Left => editor.left(),
+            Command::Right => editor.right(),
+            Command::LineStart => editor.home(),
+            Command::LineEnd => editor.end(),
+            Command::CutBefore => editor.kill_to_start(),
+            Command::CutAfter => editor.kill_to_end(),
+            Command::Backspace => editor.backspace(),
+            Command::Delete => editor.delete(),
+            _ => {}
+        }
+    }
+    match command {
+        Command::Quit => vec![Effect::Quit],
+        Command::Arm => send(Request::CommandStart),
+        Command::Execute => send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) }),
+        // Only an armed or running command can be cancelled; a reflexive Esc elsewhere is no
+        // error.
+        Command::Cancel if matches!(state.mode, Mode::CommandArmed | Mode::Executing) => {
+            send(Request::CommandCancel)
+        }
+        Command::Cancel => vec![],
+        Command::Edit => {
             if state.mode == Mode::CommandArmed {
                 state.input = Input::Editing(Editor::new(&state.buffer));
             } else {
@@ -134,15 +131,15 @@ fn normal_key(state: &mut State, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
             }
             vec![]
         }
-        KeyCode::Char('t') => send(Request::ChatToggle),
-        KeyCode::Char('c') => {
+        Command::ToggleChat => send(Request::ChatToggle),
+        Command::AskClear => {
             state.input = Input::ConfirmClear;
             vec![]
         }
-        KeyCode::Char(c @ ('y' | 'n')) => match state.pending.first() {
+        Command::Allow | Command::Deny => match state.pending.first() {
             Some(pending) => {
                 let call_id = Some(pending.call_id.clone());
-                send(if c == 'y' {
+                send(if command == Command::Allow {
                     Request::Confirm { call_id }
                 } else {
                     Request::Deny { call_id }
@@ -150,44 +147,38 @@ fn normal_key(state: &mut State, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
             }
             None => vec![],
         },
-        KeyCode::Tab | KeyCode::BackTab => {
+        Command::SwitchPane => {
             state.focus = match state.focus {
                 Pane::Transcripts => Pane::Conversation,
                 Pane::Conversation => Pane::Transcripts,
             };
             vec![]
         }
-        KeyCode::PageUp => scroll(state, Step::PageUp),
-        KeyCode::PageDown => scroll(state, Step::PageDown),
-        KeyCode::Up => scroll(state, Step::Up(1)),
-        KeyCode::Down => scroll(state, Step::Down(1)),
-        KeyCode::Home => scroll(state, Step::Top),
-        KeyCode::End => scroll(state, Step::Bottom),
-        _ => vec![],
-    }
-}
-
-fn edit_key(state: &mut State, mut editor: Editor, key: KeyEvent, ctrl: bool) -> Vec<Effect> {
-    match key.code {
-        KeyCode::Enter => return vec![Effect::Send(Request::CommandEdit { text: editor.text() })],
-        KeyCode::Esc => return vec![],
-        KeyCode::Char('a') if ctrl => editor.home(),
-        KeyCode::Char('e') if ctrl => editor.end(),
-        KeyCode::Char('u') if ctrl => editor.kill_to_start(),
-        KeyCode::Char('k') if ctrl => editor.kill_to_end(),
-        KeyCode::Char(c) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
-            editor.insert(c);
+        Command::Scroll(step) => scroll(state, step),
+        Command::SendEdit => match std::mem::take(&mut state.input) {
+            Input::Editing(editor) => send(Request::CommandEdit { text: editor.text() }),
+            other => {
+                state.input = other;
+                vec![]
+            }
+        },
+        Command::AbandonEdit | Command::KeepAll => {
+            state.input = Input::Normal;
+            vec![]
         }
-        KeyCode::Backspace => editor.backspace(),
-        KeyCode::Delete => editor.delete(),
-        KeyCode::Left => editor.left(),
-        KeyCode::Right => editor.right(),
-        KeyCode::Home => editor.home(),
-        KeyCode::End => editor.end(),
-        _ => {}
+        Command::Clear => {
+            state.input = Input::Normal;
+            send(Request::Clear)
+        }
+        Command::Left
+        | Command::Right
+        | Command::LineStart
+        | Command::LineEnd
+        | Command::CutBefore
+        | Command::CutAfter
+        | Command::Backspace
+        | Command::Delete => vec![],
     }
-    state.input = Input::Editing(editor);
-    vec![]
 }
 
 /// Rows one turn of the mouse wheel scrolls.
@@ -218,16 +209,6 @@ fn mouse_event(state: &mut State, mouse: MouseEvent) -> Vec<Effect> {
         }
         _ => vec![],
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    PageUp,
-    PageDown,
-    Up(usize),
-    Down(usize),
-    Top,
-    Bottom,
 }
 
 /// Scrolls the focused pane.
@@ -266,13 +247,11 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             state.buffer_edited = edited;
         }
         AssistantEvent::Transcript(t) => {
-            let speaker = t.speaker.unwrap_or_else(|| "Unknown".into());
             state.push_transcript(TranscriptLine {
                 seg_id: t.seg_id,
                 start: t.start,
                 language: t.language,
-                named: speaker != "Unknown",
-                speaker,
+                speaker: t.speaker,
                 duration: t.duration,
                 text: t.text.trim().to_owned(),
             });

@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use stt_proto::{ChatRole, Mode};
 
+use crate::keymap::{self, Situation};
 use crate::state::{Connection, Entry, Input, Pane, Pending, Scroll, State, TranscriptLine};
 use crate::wrap::{char_width, wrap};
 
@@ -127,8 +128,12 @@ fn dim() -> Style {
     Style::new().fg(Color::DarkGray)
 }
 
-fn speaker_style(named: bool) -> Style {
-    if named { Style::new().green().bold() } else { Style::new().red().bold() }
+/// A speaker's name in bold green, or `Unknown` in bold red.
+fn speaker_span(name: Option<&str>) -> Span<'static> {
+    match name {
+        Some(name) => Span::styled(name.to_owned(), Style::new().green().bold()),
+        None => Span::styled("Unknown", Style::new().red().bold()),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -281,7 +286,7 @@ fn transcript_line(t: &TranscriptLine, timestamps: bool) -> Line<'static> {
     }
     spans.extend([
         Span::styled(format!("[{}] ", t.language), dim()),
-        Span::styled(t.speaker.clone(), speaker_style(t.named)),
+        speaker_span(t.speaker.as_deref()),
         Span::styled(format!(" ({:.1}s)", t.duration), dim()),
         Span::raw(": "),
         Span::raw(t.text.clone()),
@@ -309,15 +314,11 @@ fn conversation_lines(state: &State) -> Vec<Line<'static>> {
 
 fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
     match entry {
-        Entry::Chat { role: ChatRole::User, speaker, text, .. } => {
-            let who = speaker.clone().unwrap_or_else(|| "you".into());
-            let named = who != "Unknown";
-            Line::from(vec![
-                Span::styled(who, speaker_style(named)),
-                Span::raw(": "),
-                Span::raw(text.clone()),
-            ])
-        }
+        Entry::Chat { role: ChatRole::User, speaker, text, .. } => Line::from(vec![
+            speaker_span(speaker.as_deref()),
+            Span::raw(": "),
+            Span::raw(text.clone()),
+        ]),
         Entry::Chat { role: ChatRole::Assistant, text, streaming, .. } => {
             let mut spans = vec![
                 Span::styled("assistant", Style::new().cyan().bold()),
@@ -498,42 +499,7 @@ fn edit_window(chars: &[char], cursor: usize, width: usize) -> usize {
 // Footer.
 
 fn footer(state: &State) -> Line<'static> {
-    let scroll = ("PgUp/PgDn/Home/End", "scroll");
-    let keys: Vec<(&str, &str)> = match &state.input {
-        Input::ConfirmClear => vec![("y", "clear the conversation"), ("n/Esc", "keep it")],
-        Input::Editing(_) => vec![
-            ("Enter", "send the edit"),
-            ("Esc", "abandon it"),
-            ("←/→/Home/End", "move"),
-            ("Ctrl-U/Ctrl-K", "cut before/after"),
-        ],
-        Input::Normal if !state.is_up() => vec![scroll, ("Tab", "pane"), ("q", "quit")],
-        Input::Normal if !state.pending.is_empty() => {
-            vec![("y", "allow the tool call"), ("n", "deny it"), scroll, ("q", "quit")]
-        }
-        Input::Normal => match state.mode {
-            Mode::Idle => vec![
-                ("a", "arm a command"),
-                ("t", "chat"),
-                ("c", "clear"),
-                scroll,
-                ("Tab", "pane"),
-                ("q", "quit"),
-            ],
-            Mode::CommandArmed => vec![
-                ("Enter", "execute"),
-                ("Esc", "cancel"),
-                ("e", "edit"),
-                ("c", "clear"),
-                scroll,
-                ("q", "quit"),
-            ],
-            Mode::Executing => vec![("c", "clear"), scroll, ("Tab", "pane"), ("q", "quit")],
-            Mode::Chat => {
-                vec![("t", "leave chat"), ("c", "clear"), scroll, ("Tab", "pane"), ("q", "quit")]
-            }
-        },
-    };
+    let keys = keymap::footer(Situation::of(state));
     let mut spans = Vec::new();
     if !state.is_up() {
         spans.push(Span::styled(" not connected ", Style::new().red().bold()));

@@ -13,7 +13,7 @@ use stt_proto::Request;
 use stt_tui::action::{Action, Effect};
 use stt_tui::app::run_loop;
 use stt_tui::state::{Entry, Input, Options, State};
-use stt_tui::update::STATUS_EVERY_TICKS;
+use stt_tui::update::{EXECUTE_WAIT_MS, STATUS_EVERY_TICKS};
 use support::*;
 use tokio::sync::mpsc;
 
@@ -39,9 +39,15 @@ fn enter_executes_esc_cancels_and_t_toggles_chat() {
     let (mut state, _) = armed();
     assert_eq!(
         feed(&mut state, [press(KeyCode::Enter)]),
-        [Effect::Send(Request::CommandExecute { wait_ms: None })]
+        [Effect::Send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) })],
+        "Enter lets the assistant wait for the last words"
     );
     assert_eq!(feed(&mut state, [press(KeyCode::Esc)]), [Effect::Send(Request::CommandCancel)]);
+    // A running command can be stopped too; in idle, Esc asks for nothing.
+    feed(&mut state, [event(r#"{"type":"mode","mode":"executing"}"#)]);
+    assert_eq!(feed(&mut state, [press(KeyCode::Esc)]), [Effect::Send(Request::CommandCancel)]);
+    feed(&mut state, [event(r#"{"type":"mode","mode":"idle"}"#)]);
+    assert_eq!(feed(&mut state, [press(KeyCode::Esc)]), []);
     assert_eq!(feed(&mut state, [key('t')]), [Effect::Send(Request::ChatToggle)]);
 }
 
@@ -105,7 +111,7 @@ fn an_edit_ends_when_the_command_is_no_longer_armed() {
     assert_eq!(state.input, Input::Normal);
     assert_eq!(
         feed(&mut state, [press(KeyCode::Enter)]),
-        [Effect::Send(Request::CommandExecute { wait_ms: None })]
+        [Effect::Send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) })]
     );
 }
 
@@ -251,7 +257,7 @@ fn tab_moves_scrolling_to_the_transcripts() {
         feed(
             &mut state,
             [event(&format!(
-                r#"{{"type":"transcript","seg_id":{n},"text":"utterance {n}","language":"en","start":0,"end":1,"duration":1,"speaker_id":null,"speaker_status":"none","speaker":"Unknown","speaker_score":null}}"#
+                r#"{{"type":"transcript","seg_id":{n},"text":"utterance {n}","language":"en","start":0,"end":1,"duration":1,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}}"#
             ))],
         );
     }

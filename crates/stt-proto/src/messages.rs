@@ -153,8 +153,8 @@ pub struct Transcript {
     pub speaker_id: Option<String>,
     #[serde(default)]
     pub speaker_status: SpeakerStatus,
-    /// From the daemon: the speaker's name if named. From the assistant: the resolved
-    /// display, the name when matched and named, otherwise `"Unknown"`.
+    /// The speaker's name when the speaker is named (from the assistant: matched and named by
+    /// the roster or a `speaker_name`); `None` when no one knows who spoke.
     #[serde(default)]
     pub speaker: Option<String>,
     #[serde(default)]
@@ -393,7 +393,7 @@ pub struct ToolResult {
 pub struct ChatMessage {
     pub id: u64,
     pub role: ChatRole,
-    /// The resolved speaker display for user turns.
+    /// For user turns, the speaker's name as in [`Transcript::speaker`]; `None` when unknown.
     #[serde(default)]
     pub speaker: Option<String>,
     pub text: String,

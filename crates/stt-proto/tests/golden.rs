@@ -149,13 +149,13 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
         ),
         (
             AssistantEvent::Transcript(Transcript {
-                speaker: Some("Unknown".into()),
+                speaker: None,
                 speaker_status: SpeakerStatus::Unknown,
                 speaker_id: Some("spk_0002".into()),
                 speaker_score: Some(0.41),
                 ..transcript(None)
             }),
-            r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":"Unknown","speaker_score":0.41}"#,
+            r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":null,"speaker_score":0.41}"#,
         ),
         (
             AssistantEvent::SpeechStart(SpeechStart { seg_id: 8, start: 15.0 }),

@@ -63,7 +63,7 @@ pub const HEARTBEAT_IDLE: &str = r#"{"type":"heartbeat","seq":1,"mode":"idle","s
 
 pub const TRANSCRIPT_EFREN: &str = r#"{"type":"transcript","seg_id":1,"text":" turn on the lights","language":"en","start":1.0,"end":2.5,"duration":1.5,"speaker_id":"spk_0001","speaker_status":"matched","speaker":"Efren","speaker_score":0.87}"#;
 
-pub const TRANSCRIPT_UNKNOWN: &str = r#"{"type":"transcript","seg_id":2,"text":"wie spät ist es","language":"de","start":3.0,"end":4.25,"duration":1.25,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":"Unknown","speaker_score":0.41}"#;
+pub const TRANSCRIPT_UNKNOWN: &str = r#"{"type":"transcript","seg_id":2,"text":"wie spät ist es","language":"de","start":3.0,"end":4.25,"duration":1.25,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":null,"speaker_score":0.41}"#;
 
 /// A state of the snapshot size, with the default `[tui]` settings, after `actions`, and
 /// every effect they asked for.
