@@ -4,39 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
-use stt_tests::llm_server::{LlmServer, Script};
-use stt_tests::viewer::{
-    SpokenCommand, events, spoken_command, status, tool_call, tool_result, watch_attached,
+use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::viewer::{
+    SpokenCommand, Stack, events, spoken_command, start_stack, status, tool_call, tool_result,
+    watch_attached,
 };
-use stt_tests::{Sandbox, expect_within};
+use stt_testkit::{Sandbox, expect_within};
 
-const DEADLINE: Duration = Duration::from_secs(90);
-
-/// The set-up most tests here share: a scripted model the config points at (with `more`
-/// config after it), a daemon with no microphone (its audio retries, but its speech
-/// recognition is up, so execute is allowed), the assistant, and a viewer attached.
-struct Stack {
-    sandbox: Sandbox,
-    llm: LlmServer,
-    _daemon: stt_tests::Proc,
-    assistant: stt_tests::Proc,
-    seen: stt_tests::viewer::Seen,
-}
-
-fn stack(more: &str) -> Stack {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    let config = format!("[llm]\nendpoint = \"{}\"\n{more}", llm.url());
-    std::fs::write(sandbox.config_file(), config).unwrap();
-    let daemon = sandbox.spawn("stt-daemon", &[]);
-    let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
-    Stack { sandbox, llm, _daemon: daemon, assistant, seen }
-}
+use stt_testkit::DEADLINE;
 
 #[test]
 fn a_spoken_command_runs_a_tool_and_is_audited() {
@@ -236,8 +213,8 @@ fn audit_lines(sandbox: &Sandbox) -> Vec<Value> {
 #[test]
 fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
     // Every field bound: what is not would be dropped (and its process stopped) right here.
-    let Stack { sandbox, llm, seen, _daemon, assistant: _assistant } =
-        stack("\n[assistant]\nconfirmation_timeout_s = 2\n");
+    let Stack { sandbox, llm, seen, daemon: _daemon, assistant: _assistant } =
+        start_stack("\n[assistant]\nconfirmation_timeout_s = 2\n");
     let out = sandbox.run("stt-ctl", &["deny"]);
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("(nothing_pending)"), "{}", out.stderr);
@@ -288,7 +265,7 @@ fn a_tool_that_needs_confirmation_waits_for_yes_or_no_and_times_out_as_no() {
 
 #[test]
 fn cancel_stops_a_running_command_before_its_tool_runs() {
-    let Stack { sandbox, llm, assistant, seen, _daemon } = stack("");
+    let Stack { sandbox, llm, assistant, seen, daemon: _daemon } = start_stack("");
     // The call waits for a yes or no (for a minute, by default): the command is running.
     llm.push(Script::ToolCalls(vec![("open_url".into(), json!({"url": "https://example.org"}))]));
     run_edited_command(&sandbox, "open example dot org");
@@ -328,10 +305,10 @@ fn cancel_stops_a_running_command_before_its_tool_runs() {
 
 #[test]
 fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
-    let Stack { sandbox, llm, assistant: mut first, seen, _daemon } = stack("");
+    let Stack { sandbox, llm, assistant: mut first, seen, daemon: _daemon } = start_stack("");
     llm.push(Script::Text("The first answer.".into()));
     run_edited_command(&sandbox, "say one thing");
-    stt_tests::viewer::answered(&seen, "The first answer.", DEADLINE);
+    stt_testkit::viewer::answered(&seen, "The first answer.", DEADLINE);
 
     // As the supervisor does when the assistant dies: a new one, the viewer reconnecting.
     first.signal_and_wait(nix::sys::signal::Signal::SIGKILL);
@@ -342,7 +319,7 @@ fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
     });
     llm.push(Script::Text("The second answer.".into()));
     run_edited_command(&sandbox, "say another thing");
-    stt_tests::viewer::answered(&seen, "The second answer.", DEADLINE);
+    stt_testkit::viewer::answered(&seen, "The second answer.", DEADLINE);
 
     let events = events(&seen);
     let ids: Vec<u64> = events
@@ -374,7 +351,7 @@ fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
 
 #[test]
 fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
-    let Stack { sandbox, llm, seen, _daemon, assistant: _assistant } = stack("");
+    let Stack { sandbox, llm, seen, daemon: _daemon, assistant: _assistant } = start_stack("");
     let set = |minutes: f64, label: &str| {
         llm.push(Script::ToolCalls(vec![(
             "set_timer".into(),
@@ -429,7 +406,7 @@ fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     llm.push(Script::Text("It is noon.".into()));
     std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
         .unwrap();
-    let wav = stt_tests::viewer::speak(
+    let wav = stt_testkit::viewer::speak(
         sandbox.root(),
         "long",
         "please turn on the kitchen lights and then tell me what time it is in Tokyo",
@@ -460,10 +437,84 @@ fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     assert_eq!(out.code, Some(0), "{out:?}\n{}", daemon.log());
     // The viewer's stream may trail the ack a little: wait for the answer, then look at the
     // order the events came in.
-    let events = stt_tests::viewer::answered(&seen, "It is noon.", DEADLINE);
+    let events = stt_testkit::viewer::answered(&seen, "It is noon.", DEADLINE);
     let at = |what: &dyn Fn(&AssistantEvent) -> bool| events.iter().position(what);
     let stopped = at(&|e| matches!(e, AssistantEvent::SpeechStop(_))).expect("speech_stop");
     let executing =
         at(&|e| matches!(e, AssistantEvent::Mode { mode } if mode.as_str() == "executing"));
     assert!(executing.is_some_and(|x| x > stopped), "{events:?}");
+}
+
+/// Whether `line` carries `key=value` as a whole field (`seg_id=1` is not in `seg_id=12`).
+fn has_field(line: &str, key: &str, value: u64) -> bool {
+    let pattern = format!("{key}={value}");
+    line.match_indices(&pattern).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + pattern.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+#[test]
+fn one_grep_follows_an_utterance_through_daemon_assistant_and_tui() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    llm.push(Script::Text("It is noon.".into()));
+    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
+        .unwrap();
+    let debug = [("STT_LOG", "debug")];
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &debug);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let tui = sandbox.spawn_with_env("stt-tui", &["--dump", "0"], &debug);
+    expect_within("the TUI's dump connects", DEADLINE, || {
+        let log = tui.log();
+        if log.contains("connected to stt-assistant") { Ok(()) } else { Err(log) }
+    });
+    let out = sandbox.run("stt-ctl", &["command-start"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let wav = stt_testkit::viewer::speak(sandbox.root(), "command", "what time is it");
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon = sandbox.spawn_with_env(
+        "stt-daemon",
+        &["--input", &wav_arg, "--fast", "--stay", "--wait-for-subscriber"],
+        &debug,
+    );
+    let seg_id = expect_within("a transcript", DEADLINE, || {
+        events(&seen)
+            .iter()
+            .find_map(|e| match e {
+                AssistantEvent::Transcript(t) => Some(t.seg_id),
+                _ => None,
+            })
+            .ok_or_else(|| daemon.log())
+    });
+    let out = sandbox.run("stt-ctl", &["command-execute", "--wait"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    stt_testkit::viewer::answered(&seen, "It is noon.", DEADLINE);
+
+    let grep = |log: &str, key: &str, value: u64| -> Vec<String> {
+        log.lines().filter(|l| has_field(l, key, value)).map(str::to_owned).collect()
+    };
+    let has = |lines: &[String], what: &str| lines.iter().any(|l| l.contains(what));
+    let in_daemon = grep(&daemon.log(), "seg_id", seg_id);
+    for what in ["speech started", "speech stopped", "transcribed"] {
+        assert!(has(&in_daemon, what), "the daemon's {what:?} for seg_id={seg_id}: {in_daemon:#?}");
+    }
+    let assistant_log = assistant.log();
+    let in_assistant = grep(&assistant_log, "seg_id", seg_id);
+    assert!(has(&in_assistant, "from the daemon"), "{in_assistant:#?}");
+    let job = in_assistant
+        .iter()
+        .find(|l| l.contains("job for segment"))
+        .and_then(|l| l.split("job{job=").nth(1))
+        .and_then(|rest| rest.split('}').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no job names seg_id={seg_id}: {assistant_log}"));
+    let of_job = grep(&assistant_log, "job", job);
+    for what in ["job started", "job over"] {
+        assert!(has(&of_job, what), "the assistant's {what:?} for job={job}: {of_job:#?}");
+    }
+    let in_tui = grep(&tui.log(), "seg_id", seg_id);
+    assert!(has(&in_tui, "transcript received"), "{}", tui.log());
 }

@@ -22,10 +22,10 @@ use crate::ids::Ids;
 pub enum Effect {
     /// Send to every subscriber.
     Publish(AssistantEvent),
-    /// Run the command through the model and tools.
-    Execute { text: String, edited: bool },
-    /// Send a chat turn (already prefixed with the speaker display) to the model.
-    ChatTurn { text: String },
+    /// Run the command through the model and tools; `segs` are the segments it was said in.
+    Execute { text: String, edited: bool, segs: Vec<u64> },
+    /// Send a chat turn (already prefixed with who spoke) to the model; `segs` as above.
+    ChatTurn { text: String, segs: Vec<u64> },
     /// Chat mode was left: drop chat turns still waiting.
     DropQueuedChat,
     /// Wipe the LLM conversation.
@@ -55,6 +55,8 @@ pub struct Outside {
 pub struct Core {
     mode: Mode,
     buffer: String,
+    /// The segments whose words are in `buffer`.
+    segs: Vec<u64>,
     edited: bool,
     require_viewer: bool,
     stale_after: Duration,
@@ -78,6 +80,7 @@ impl Core {
         Self {
             mode: Mode::Idle,
             buffer: String::new(),
+            segs: Vec::new(),
             edited: false,
             require_viewer,
             stale_after,
@@ -220,33 +223,23 @@ impl Core {
         }
     }
 
-    /// The name to show for a transcript's speaker: the name when matched and named,
-    /// otherwise "Unknown".
-    pub fn speaker_display(&self, transcript: &Transcript) -> String {
-        let named = transcript.speaker_status == SpeakerStatus::Matched
-            && transcript.speaker_id.as_ref().is_some_and(|id| {
-                self.roster.speakers.iter().any(|s| &s.id == id && s.name.is_some())
-            });
-        match (named, &transcript.speaker_id) {
-            (true, Some(id)) => self
-                .roster
-                .speakers
-                .iter()
-                .find(|s| &s.id == id)
-                .and_then(|s| s.name.clone())
-                .unwrap_or_else(|| "Unknown".into()),
-            _ => transcript
-                .speaker
-                .clone()
-                .filter(|_| transcript.speaker_status == SpeakerStatus::Matched)
-                .unwrap_or_else(|| "Unknown".into()),
+    /// A transcript's speaker's name, when identification matched a named speaker; `None`
+    /// when the speaker is not known by name (viewers show it as unknown).
+    pub fn speaker_name(&self, transcript: &Transcript) -> Option<String> {
+        if transcript.speaker_status != SpeakerStatus::Matched {
+            return None;
         }
+        let roster = transcript.speaker_id.as_ref().and_then(|id| {
+            self.roster.speakers.iter().find(|s| &s.id == id).and_then(|s| s.name.clone())
+        });
+        roster.or_else(|| transcript.speaker.clone())
     }
 
     fn transcript(&mut self, mut transcript: Transcript) -> Vec<Effect> {
-        let display = self.speaker_display(&transcript);
-        transcript.speaker = Some(display.clone());
+        let name = self.speaker_name(&transcript);
+        transcript.speaker.clone_from(&name);
         let text = transcript.text.trim().to_owned();
+        let seg_id = transcript.seg_id;
         let mut effects = vec![Effect::Publish(AssistantEvent::Transcript(transcript))];
         match self.mode {
             Mode::CommandArmed if !self.edited && !text.is_empty() => {
@@ -254,6 +247,7 @@ impl Core {
                     self.buffer.push(' ');
                 }
                 self.buffer.push_str(&text);
+                self.segs.push(seg_id);
                 effects.push(self.command_text());
             }
             Mode::Chat if !text.is_empty() => {
@@ -261,11 +255,14 @@ impl Core {
                 effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
                     id,
                     role: ChatRole::User,
-                    speaker: Some(display.clone()),
+                    speaker: name.clone(),
                     text: text.clone(),
                     partial: false,
                 })));
-                effects.push(Effect::ChatTurn { text: format!("{display}: {text}") });
+                // The model is told who spoke, or that no one knows.
+                let who = name.as_deref().unwrap_or("Unknown");
+                effects
+                    .push(Effect::ChatTurn { text: format!("{who}: {text}"), segs: vec![seg_id] });
             }
             _ => {}
         }
@@ -293,6 +290,7 @@ impl Core {
         self.awaiting.clear();
         if self.mode == Mode::Executing {
             self.buffer.clear();
+            self.segs.clear();
             self.edited = false;
             self.set_mode(Mode::Idle, &mut effects);
         }
@@ -326,6 +324,7 @@ impl Core {
             Request::CommandStart => match self.mode {
                 Mode::Idle => {
                     self.buffer.clear();
+                    self.segs.clear();
                     self.edited = false;
                     self.set_mode(Mode::CommandArmed, effects);
                     effects.push(self.command_text());
@@ -358,6 +357,7 @@ impl Core {
                     return Err(wrong_mode("no command armed or running to cancel"));
                 }
                 self.buffer.clear();
+                self.segs.clear();
                 self.edited = false;
                 self.set_mode(Mode::Idle, effects);
                 Ok(())
@@ -484,7 +484,11 @@ impl Core {
             ));
         }
         self.set_mode(Mode::Executing, effects);
-        effects.push(Effect::Execute { text: self.buffer.clone(), edited: self.edited });
+        effects.push(Effect::Execute {
+            text: self.buffer.clone(),
+            edited: self.edited,
+            segs: self.segs.clone(),
+        });
         Ok(())
     }
 }
@@ -589,9 +593,11 @@ mod tests {
         let effects =
             check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
         assert_eq!(core.mode(), Mode::Executing);
-        assert!(
-            effects.contains(&Effect::Execute { text: "what time is it".into(), edited: false })
-        );
+        assert!(effects.contains(&Effect::Execute {
+            text: "what time is it".into(),
+            edited: false,
+            segs: vec![1, 2]
+        }));
         // Transcripts while executing do not touch the command.
         say(&mut core, now, 3, "never mind");
         core.execution_finished();
@@ -667,9 +673,11 @@ mod tests {
         assert_eq!(core.buffer(), ("what time is it", true));
         let effects =
             check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
-        assert!(
-            effects.contains(&Effect::Execute { text: "what time is it".into(), edited: true })
-        );
+        assert!(effects.contains(&Effect::Execute {
+            text: "what time is it".into(),
+            edited: true,
+            segs: vec![1]
+        }));
     }
 
     #[test]
@@ -789,7 +797,12 @@ mod tests {
             "chat mode is on",
         );
         let effects = say(&mut core, now, 1, "tell me a joke");
-        assert!(effects.contains(&Effect::ChatTurn { text: "Unknown: tell me a joke".into() }));
+        assert!(
+            effects.contains(&Effect::ChatTurn {
+                text: "Unknown: tell me a joke".into(),
+                segs: vec![1]
+            })
+        );
         let effects = check(&mut core, now, Request::ChatToggle, OUT, None, "");
         assert!(effects.contains(&Effect::DropQueuedChat));
         check(&mut core, now, Request::CommandStart, OUT, None, "");
@@ -864,12 +877,12 @@ mod tests {
         let DaemonEvent::Transcript(mut t) = transcript(1, "hi") else { unreachable!() };
         t.speaker_id = Some("spk_0001".into());
         t.speaker_status = SpeakerStatus::Matched;
-        assert_eq!(core.speaker_display(&t), "Efren");
+        assert_eq!(core.speaker_name(&t).as_deref(), Some("Efren"));
         t.speaker_status = SpeakerStatus::Uncertain;
-        assert_eq!(core.speaker_display(&t), "Unknown");
+        assert_eq!(core.speaker_name(&t), None);
         t.speaker_id = Some("spk_0002".into());
         t.speaker_status = SpeakerStatus::Matched;
-        assert_eq!(core.speaker_display(&t), "Unknown");
+        assert_eq!(core.speaker_name(&t), None);
 
         check(
             &mut core,
@@ -904,16 +917,16 @@ mod tests {
             Effect::NameSpeaker { speaker_id: "spk_0001".into(), name: "Ef".into() }
         );
         t.speaker_id = Some("spk_0001".into());
-        assert_eq!(core.speaker_display(&t), "Ef", "transcripts show it at once");
+        assert_eq!(core.speaker_name(&t).as_deref(), Some("Ef"), "transcripts show it at once");
 
         // The daemon's next roster does not know the name; the given one still wins, and it
         // outlives the process (the assistant saves `names()` and starts `with_names`).
         let mut unnamed = core.roster().clone();
         unnamed.speakers[0].name = None;
         core.daemon_event(DaemonEvent::Speakers(unnamed.clone()), now);
-        assert_eq!(core.speaker_display(&t), "Ef");
+        assert_eq!(core.speaker_name(&t).as_deref(), Some("Ef"));
         let mut next = ready().0.with_names(core.names().clone());
         next.daemon_event(DaemonEvent::Speakers(unnamed), now);
-        assert_eq!(next.speaker_display(&t), "Ef");
+        assert_eq!(next.speaker_name(&t).as_deref(), Some("Ef"));
     }
 }

@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
 use stt_llm::LlmError;
 use stt_proto::{
-    Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, ErrorCode, ErrorMsg, Request,
-    Status,
+    Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, DaemonEvent, ErrorCode,
+    ErrorMsg, Request, Status,
 };
 use stt_tools::SpeakerRecord;
 
@@ -160,7 +160,7 @@ impl Owner {
                     self.retry_held();
                 }
                 () = sleep_until(next_deadline) => {
-                    self.fire_timers(Instant::now());
+                    self.fire_timers(now());
                     self.retry_held();
                 }
             }
@@ -178,7 +178,7 @@ impl Owner {
         }
     }
 
-    fn on_link(&mut self, next: Link<stt_proto::DaemonEvent>) {
+    fn on_link(&mut self, next: Link<DaemonEvent>) {
         match next {
             Link::Up(_) => {
                 tracing::info!("connected to stt-daemon");
@@ -189,7 +189,18 @@ impl Owner {
                 self.core.daemon_link(false);
             }
             Link::Event(event) => {
-                let effects = self.core.daemon_event(event, Instant::now());
+                // What follows from a segment's event names the segment, as the daemon's log
+                // does: one grep for `seg_id=N` follows an utterance through the processes.
+                let seg = seg_id(&event);
+                let span = match seg {
+                    Some(seg_id) => tracing::info_span!("segment", seg_id),
+                    None => tracing::Span::none(),
+                };
+                let _entered = span.enter();
+                if seg.is_some() {
+                    tracing::debug!(kind = event.kind(), "from the daemon");
+                }
+                let effects = self.core.daemon_event(event, now());
                 self.apply(effects);
             }
         }
@@ -202,13 +213,16 @@ impl Owner {
                 if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
                     && not_ready(&answer)
                 {
-                    self.hold(Instant::now() + Duration::from_millis(ms), reply);
+                    self.hold(now() + Duration::from_millis(ms), reply);
                     return;
                 }
                 // A client that hung up has no reply to read.
                 let _ = reply.send(answer);
             }
-            Input::Llm { job, report } => self.on_report(job, report),
+            Input::Llm { job, report } => {
+                let _job = tracing::info_span!("job", job).entered();
+                self.on_report(job, report);
+            }
             Input::Probe(outcome) => self.on_probe(outcome),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
         }
@@ -230,7 +244,7 @@ impl Owner {
     fn retry_held(&mut self) {
         let Some(held) = self.held.take() else { return };
         let answer = self.request(&Request::CommandExecute { wait_ms: None });
-        if not_ready(&answer) && Instant::now() < held.deadline {
+        if not_ready(&answer) && now() < held.deadline {
             self.held = Some(held);
             return;
         }
@@ -253,7 +267,7 @@ impl Owner {
             llm_enabled: self.llm_enabled,
             queue_has_room: self.queue.has_room(),
         };
-        let (reply, effects) = self.core.request(request, Instant::now(), outside);
+        let (reply, effects) = self.core.request(request, now(), outside);
         if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
             self.queue.drop_oldest_chat();
         }
@@ -275,7 +289,7 @@ impl Owner {
     }
 
     fn status(&self) -> Status {
-        let now = Instant::now();
+        let now = now();
         let (stt_healthy, stt_detail) = self.core.stt_health(now);
         let (buffer, edited) = self.core.buffer();
         Status {
@@ -300,8 +314,8 @@ impl Owner {
         for effect in effects {
             match effect {
                 Effect::Publish(event) => self.publish(&event),
-                Effect::Execute { text, edited } => {
-                    if self.queue.push_command(text, edited).is_err() {
+                Effect::Execute { text, edited, segs } => {
+                    if self.queue.push_command(text, edited, segs).is_err() {
                         // The core checked for room; report it and stand down all the same.
                         self.error(
                             ErrorCode::Busy,
@@ -312,8 +326,9 @@ impl Owner {
                     }
                     self.start_next();
                 }
-                Effect::ChatTurn { text } => {
-                    if let Some(Job::Chat { text: dropped }) = self.queue.push_chat(text) {
+                Effect::ChatTurn { text, segs } => {
+                    if let Some(Job::Chat { text: dropped, .. }) = self.queue.push_chat(text, segs)
+                    {
                         self.error(
                             ErrorCode::Busy,
                             format!("the model is behind: dropped the chat turn \"{dropped}\""),
@@ -361,23 +376,32 @@ impl Owner {
         let Some(job) = self.queue.start_next() else { return };
         let id = self.next_job;
         self.next_job += 1;
-        let work = match job {
-            Job::Command { text, edited } => Work::Command { text, edited },
-            Job::Chat { text } => Work::Chat { text, conversation: self.conversation.clone() },
+        let (work, segs) = match job {
+            Job::Command { text, edited, segs } => (Work::Command { text, edited }, segs),
+            Job::Chat { text, segs } => {
+                (Work::Chat { text, conversation: self.conversation.clone() }, segs)
+            }
         };
+        // Everything the job logs names it; this names its segments.
+        let span = tracing::info_span!("job", job = id);
+        span.in_scope(|| {
+            for seg_id in &segs {
+                tracing::debug!(seg_id, "job for segment");
+            }
+        });
         let inputs = self.inputs.clone();
         let out = Sink::new(move |report| {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Llm { job: id, report });
         });
-        let handle = llm::spawn(&self.lane, work, self.epoch, out);
-        tracing::debug!(job = id, chat = handle.chat, "job started");
+        let handle = llm::spawn(&self.lane, work, self.epoch, span.clone(), out);
+        span.in_scope(|| tracing::debug!(chat = handle.chat, "job started"));
         self.running = Some(Running { job: id, handle, reply_id: None });
     }
 
     fn on_report(&mut self, job: u64, report: Report) {
         let Some(running) = self.running.as_ref().filter(|r| r.job == job) else {
-            tracing::debug!(job, "a report from a job that is over: {report:?}");
+            tracing::debug!("a report from a job that is over: {report:?}");
             return;
         };
         let current = running.handle.epoch == self.epoch;
@@ -409,7 +433,7 @@ impl Owner {
             Report::Timer { after, label } => {
                 let id = self.core.next_id();
                 tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, Instant::now() + after);
+                self.timers.add(id, label, now() + after);
             }
             Report::Audit(record) => self.writer.audit_action(*record),
             Report::Conversation(chat) => {
@@ -435,7 +459,7 @@ impl Owner {
         for call_id in std::mem::take(&mut self.answers).into_keys() {
             self.core.confirmation_over(&call_id);
         }
-        tracing::debug!(job = running.job, ?end, "job over");
+        tracing::debug!(?end, "job over");
         match end {
             End::Done => {}
             End::Cancelled if !running.handle.chat => self.note("command cancelled".into()),
@@ -494,7 +518,7 @@ impl Owner {
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq: self.heartbeat_seq,
             mode: self.core.mode(),
-            stt_healthy: self.core.stt_health(Instant::now()).0,
+            stt_healthy: self.core.stt_health(now()).0,
             daemon_backlog: self.core.daemon_backlog(),
             inference_queue: self.queue.depth(),
             inference_busy: self.queue.busy(),
@@ -524,11 +548,29 @@ impl Owner {
 }
 
 /// Whether `reply` refuses a request only until the flow is ready.
+/// The segment a daemon event is about, if any.
+fn seg_id(event: &DaemonEvent) -> Option<u64> {
+    match event {
+        DaemonEvent::SpeechStart(e) => Some(e.seg_id),
+        DaemonEvent::SpeechStop(e) => Some(e.seg_id),
+        DaemonEvent::Transcript(e) => Some(e.seg_id),
+        DaemonEvent::SegmentDone(e) => Some(e.seg_id),
+        _ => None,
+    }
+}
+
 fn not_ready(reply: &AssistantEvent) -> bool {
     matches!(reply, AssistantEvent::Error(ErrorMsg { code: ErrorCode::NotReady, .. }))
 }
 
 /// Sleeps until `deadline`; never returns without one.
+/// The loop's clock: tokio's, so that a test that pauses tokio's time moves this clock
+/// too (every deadline the loop keeps, held requests, timers and the heartbeat's staleness,
+/// then passes in virtual time).
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,

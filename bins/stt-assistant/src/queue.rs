@@ -11,8 +11,16 @@ use std::collections::VecDeque;
 /// One model call to make.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Job {
-    Command { text: String, edited: bool },
-    Chat { text: String },
+    /// `segs`: the daemon's segments the text came from, so logs can follow an utterance.
+    Command {
+        text: String,
+        edited: bool,
+        segs: Vec<u64>,
+    },
+    Chat {
+        text: String,
+        segs: Vec<u64>,
+    },
 }
 
 /// The bounded queue in front of the worker.
@@ -44,7 +52,12 @@ impl InferenceQueue {
 
     /// Queues a command ahead of every chat turn. Full: refused, and the oldest waiting chat
     /// turn is dropped (returned), so the next try finds room.
-    pub fn push_command(&mut self, text: String, edited: bool) -> Result<(), Option<Job>> {
+    pub fn push_command(
+        &mut self,
+        text: String,
+        edited: bool,
+        segs: Vec<u64>,
+    ) -> Result<(), Option<Job>> {
         if self.jobs.len() >= self.capacity {
             return Err(drop_oldest_chat(&mut self.jobs));
         }
@@ -53,21 +66,21 @@ impl InferenceQueue {
             .iter()
             .position(|job| matches!(job, Job::Chat { .. }))
             .unwrap_or(self.jobs.len());
-        self.jobs.insert(at, Job::Command { text, edited });
+        self.jobs.insert(at, Job::Command { text, edited, segs });
         Ok(())
     }
 
     /// Queues a chat turn; when full, the oldest waiting chat turn makes room (and is
     /// returned). With only commands waiting and no room, the turn itself is dropped.
-    pub fn push_chat(&mut self, text: String) -> Option<Job> {
+    pub fn push_chat(&mut self, text: String, segs: Vec<u64>) -> Option<Job> {
         let mut dropped = None;
         if self.jobs.len() >= self.capacity {
             dropped = drop_oldest_chat(&mut self.jobs);
             if dropped.is_none() {
-                return Some(Job::Chat { text });
+                return Some(Job::Chat { text, segs });
             }
         }
-        self.jobs.push_back(Job::Chat { text });
+        self.jobs.push_back(Job::Chat { text, segs });
         dropped
     }
 
@@ -109,11 +122,11 @@ mod tests {
     use super::*;
 
     fn chat(text: &str) -> Job {
-        Job::Chat { text: text.into() }
+        Job::Chat { text: text.into(), segs: vec![] }
     }
 
     fn command(text: &str) -> Job {
-        Job::Command { text: text.into(), edited: false }
+        Job::Command { text: text.into(), edited: false, segs: vec![] }
     }
 
     fn drain(queue: &mut InferenceQueue) -> Vec<Job> {
@@ -128,42 +141,42 @@ mod tests {
     #[test]
     fn commands_jump_ahead_of_chat() {
         let mut queue = InferenceQueue::new(8);
-        queue.push_chat("a".into());
-        queue.push_chat("b".into());
-        queue.push_command("lights".into(), false).unwrap();
+        queue.push_chat("a".into(), vec![]);
+        queue.push_chat("b".into(), vec![]);
+        queue.push_command("lights".into(), false, vec![]).unwrap();
         assert_eq!(drain(&mut queue), vec![command("lights"), chat("a"), chat("b")]);
     }
 
     #[test]
     fn a_full_queue_refuses_a_command_and_drops_the_oldest_chat_turn() {
         let mut queue = InferenceQueue::new(2);
-        queue.push_chat("a".into());
-        queue.push_chat("b".into());
-        assert_eq!(queue.push_command("lights".into(), false), Err(Some(chat("a"))));
+        queue.push_chat("a".into(), vec![]);
+        queue.push_chat("b".into(), vec![]);
+        assert_eq!(queue.push_command("lights".into(), false, vec![]), Err(Some(chat("a"))));
         assert_eq!(queue.depth(), 1);
-        queue.push_command("lights".into(), false).unwrap();
+        queue.push_command("lights".into(), false, vec![]).unwrap();
         assert_eq!(drain(&mut queue), vec![command("lights"), chat("b")]);
     }
 
     #[test]
     fn a_full_queue_makes_room_for_a_new_chat_turn() {
         let mut queue = InferenceQueue::new(2);
-        queue.push_chat("a".into());
-        queue.push_chat("b".into());
-        assert_eq!(queue.push_chat("c".into()), Some(chat("a")));
+        queue.push_chat("a".into(), vec![]);
+        queue.push_chat("b".into(), vec![]);
+        assert_eq!(queue.push_chat("c".into(), vec![]), Some(chat("a")));
         assert_eq!(drain(&mut queue), vec![chat("b"), chat("c")]);
 
-        queue.push_command("x".into(), false).unwrap();
-        queue.push_command("y".into(), false).unwrap();
-        assert_eq!(queue.push_chat("z".into()), Some(chat("z")), "no chat turn to give up");
+        queue.push_command("x".into(), false, vec![]).unwrap();
+        queue.push_command("y".into(), false, vec![]).unwrap();
+        assert_eq!(queue.push_chat("z".into(), vec![]), Some(chat("z")), "no chat turn to give up");
     }
 
     #[test]
     fn leaving_chat_drops_waiting_turns_only() {
         let mut queue = InferenceQueue::new(8);
-        queue.push_chat("a".into());
-        queue.push_command("x".into(), false).unwrap();
-        queue.push_chat("b".into());
+        queue.push_chat("a".into(), vec![]);
+        queue.push_command("x".into(), false, vec![]).unwrap();
+        queue.push_chat("b".into(), vec![]);
         assert_eq!(queue.drop_chat(), 2);
         assert_eq!(drain(&mut queue), vec![command("x")]);
     }
@@ -171,8 +184,8 @@ mod tests {
     #[test]
     fn the_worker_is_busy_between_start_and_done_and_runs_one_job_at_a_time() {
         let mut queue = InferenceQueue::new(2);
-        queue.push_chat("a".into());
-        queue.push_chat("b".into());
+        queue.push_chat("a".into(), vec![]);
+        queue.push_chat("b".into(), vec![]);
         assert!(!queue.busy());
         assert_eq!(queue.start_next(), Some(chat("a")));
         assert!(queue.busy());

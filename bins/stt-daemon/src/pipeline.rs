@@ -222,6 +222,7 @@ fn segment(
                 SegEvent::Start { start_s } => {
                     next_seg_id += 1;
                     open = Some(next_seg_id);
+                    tracing::debug!(seg_id = next_seg_id, start_s, "speech started");
                     publisher.publish(&DaemonEvent::SpeechStart(SpeechStart {
                         seg_id: next_seg_id,
                         start: start_s,
@@ -229,6 +230,7 @@ fn segment(
                 }
                 SegEvent::End { start_s, end_s, samples, speech_s, too_short } => {
                     let seg_id = open.take().unwrap_or(next_seg_id);
+                    tracing::debug!(seg_id, end_s, speech_s, too_short, "speech stopped");
                     publisher.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id, end: end_s }));
                     if too_short {
                         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
@@ -289,8 +291,8 @@ fn segment(
 fn publish_done(publisher: &Publisher, done: Done) {
     match done.outcome {
         Ok(transcription) => {
+            // In the worker's span, which names the segment.
             tracing::debug!(
-                seg_id = done.seg_id,
                 elapsed_ms = done.elapsed.as_millis(),
                 waited_ms = done.waited.as_millis(),
                 raw = %transcription.raw,

@@ -135,6 +135,9 @@ impl Worker {
                         }
                     };
                     while let Some((job, queued_at)) = next_job(&shared) {
+                        // What is logged about a segment names it, in every process.
+                        let _segment =
+                            tracing::info_span!("segment", seg_id = job.seg_id).entered();
                         let waited = queued_at.elapsed();
                         let started = Instant::now();
                         let outcome = whisper.transcribe(&job.samples, job.speech_s);

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 use stt_llm::{LlmError, Message, Provider, Request};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
@@ -145,36 +146,45 @@ impl Handle {
     }
 }
 
-/// Starts `work` in `epoch`; its reports go to `out`, ending with [`Report::Finished`].
-pub fn spawn(lane: &Lane, work: Work, epoch: u64, out: Sink<Report>) -> Handle {
+/// Starts `work` in `epoch`, logging in `span`; its reports go to `out`, ending with
+/// [`Report::Finished`].
+pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
     let cancel = CancellationToken::new();
     let handle = Handle { epoch, chat: matches!(work, Work::Chat { .. }), cancel: cancel.clone() };
     let lane = lane.clone();
     let job_out = out.clone();
-    let job = tokio::spawn(async move {
-        match work {
-            Work::Command { text, edited } => command::run(&lane, &text, edited, &job_out).await,
-            Work::Chat { text, conversation } => {
-                chat::turn(&lane, &text, conversation, &job_out).await;
+    let job = tokio::spawn(
+        async move {
+            match work {
+                Work::Command { text, edited } => {
+                    command::run(&lane, &text, edited, &job_out).await;
+                }
+                Work::Chat { text, conversation } => {
+                    chat::turn(&lane, &text, conversation, &job_out).await;
+                }
             }
         }
-    });
-    tokio::spawn(async move {
-        let abort = job.abort_handle();
-        let end = tokio::select! {
-            () = cancel.cancelled() => {
-                // Dropping the job's future kills a tool's process (`kill_on_drop`).
-                abort.abort();
-                End::Cancelled
-            }
-            outcome = job => match outcome {
-                Ok(()) => End::Done,
-                Err(e) if e.is_cancelled() => End::Cancelled,
-                Err(_) => End::Panicked,
-            },
-        };
-        out.send(Report::Finished(end));
-    });
+        .instrument(span.clone()),
+    );
+    tokio::spawn(
+        async move {
+            let abort = job.abort_handle();
+            let end = tokio::select! {
+                () = cancel.cancelled() => {
+                    // Dropping the job's future kills a tool's process (`kill_on_drop`).
+                    abort.abort();
+                    End::Cancelled
+                }
+                outcome = job => match outcome {
+                    Ok(()) => End::Done,
+                    Err(e) if e.is_cancelled() => End::Cancelled,
+                    Err(_) => End::Panicked,
+                },
+            };
+            out.send(Report::Finished(end));
+        }
+        .instrument(span),
+    );
     handle
 }
 
