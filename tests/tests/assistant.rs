@@ -6,10 +6,10 @@
 
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
-use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::llm_server::Script;
 use stt_testkit::viewer::{
-    SpokenCommand, Stack, events, spoken_command, start_stack, status, tool_call, tool_result,
-    watch_attached,
+    SpokenCommand, Stack, events, scripted_model, spoken_command, start_stack, status, tool_call,
+    tool_result, watch_attached,
 };
 use stt_testkit::{Sandbox, expect_within};
 
@@ -18,14 +18,9 @@ use stt_testkit::DEADLINE;
 #[test]
 fn a_spoken_command_runs_a_tool_and_is_audited() {
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
+    let llm = scripted_model(&sandbox, "request_timeout_s = 20\n");
     llm.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
     llm.push(Script::Text("It is noon on Monday.".into()));
-    std::fs::write(
-        sandbox.config_file(),
-        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url()),
-    )
-    .unwrap();
     let SpokenCommand { assistant, seen, daemon: _daemon, .. } =
         spoken_command(&sandbox, "what time is it", DEADLINE);
 
@@ -131,9 +126,7 @@ fn without_an_llm_execute_says_no_executor_configured() {
 #[test]
 fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    let config = format!("[llm]\nendpoint = \"{}\"\nprobe_interval_s = 1\n", llm.url());
-    std::fs::write(sandbox.config_file(), config).unwrap();
+    let llm = scripted_model(&sandbox, "probe_interval_s = 1\n");
     let assistant =
         sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "info,stt_assistant=debug")]);
     let seen = watch_attached(&sandbox, DEADLINE);
@@ -402,10 +395,8 @@ fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
 #[test]
 fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
+    let llm = scripted_model(&sandbox, "");
     llm.push(Script::Text("It is noon.".into()));
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
     let wav = stt_testkit::viewer::speak(
         sandbox.root(),
         "long",
@@ -459,10 +450,8 @@ fn has_field(line: &str, key: &str, value: u64) -> bool {
 #[test]
 fn one_grep_follows_an_utterance_through_daemon_assistant_and_tui() {
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
+    let llm = scripted_model(&sandbox, "");
     llm.push(Script::Text("It is noon.".into()));
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
     let debug = [("STT_LOG", "debug")];
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &debug);
     let seen = watch_attached(&sandbox, DEADLINE);

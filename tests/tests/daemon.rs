@@ -493,7 +493,7 @@ fn segment_texts(events: &[DaemonEvent], expected: usize, what: &str) -> Vec<Str
     }
     let mut texts = Vec::new();
     for &id in &ids {
-        let group: Vec<&DaemonEvent> = events.iter().filter(|e| seg_id(e) == Some(id)).collect();
+        let group: Vec<&DaemonEvent> = events.iter().filter(|e| e.seg_id() == Some(id)).collect();
         match group[..] {
             [
                 DaemonEvent::SpeechStart(start),
@@ -510,7 +510,7 @@ fn segment_texts(events: &[DaemonEvent], expected: usize, what: &str) -> Vec<Str
         }
     }
     let orphans: Vec<&DaemonEvent> =
-        events.iter().filter(|e| seg_id(e).is_some_and(|id| !ids.contains(&id))).collect();
+        events.iter().filter(|e| e.seg_id().is_some_and(|id| !ids.contains(&id))).collect();
     if !orphans.is_empty() {
         fail(format!("events of segments that never started: {orphans:?}"));
     }
@@ -542,16 +542,6 @@ fn expect_spoken(texts: &[String], what: &str) {
         wer * 100.0,
         MAX_WER * 100.0
     );
-}
-
-fn seg_id(event: &DaemonEvent) -> Option<u64> {
-    match event {
-        DaemonEvent::SpeechStart(e) => Some(e.seg_id),
-        DaemonEvent::SpeechStop(e) => Some(e.seg_id),
-        DaemonEvent::Transcript(e) => Some(e.seg_id),
-        DaemonEvent::SegmentDone(e) => Some(e.seg_id),
-        _ => None,
-    }
 }
 
 fn heartbeat(event: &DaemonEvent) -> Option<&DaemonHeartbeat> {

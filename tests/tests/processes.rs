@@ -226,14 +226,12 @@ fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
 
 #[test]
 fn clear_forgets_the_conversation_the_next_chat_turn_is_sent_with() {
-    use stt_testkit::llm_server::{LlmServer, Script};
+    use stt_testkit::llm_server::Script;
     use stt_testkit::viewer::{events, watch_attached};
 
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
+    let llm = stt_testkit::viewer::scripted_model(&sandbox, "");
     llm.respond_with(|_| Script::Text("Hello.".into()));
-    std::fs::write(sandbox.config_file(), format!("[llm]\nendpoint = \"{}\"\n", llm.url()))
-        .unwrap();
     let daemon = HandWrittenDaemon::start(&sandbox);
     let assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
-use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::llm_server::Script;
 use stt_testkit::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
 use stt_testkit::{Sandbox, expect_within, models_dir, wait_until};
 
@@ -292,16 +292,11 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
 #[test]
 fn a_model_that_repeats_a_call_is_asked_for_the_outcome_instead() {
     let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
+    let llm = stt_testkit::viewer::scripted_model(&sandbox, "request_timeout_s = 20\n");
     let call = r#"{"name": "get_datetime", "arguments": {}}"#;
     llm.push(Script::ContentCall(call.into()));
     llm.push(Script::ContentCall(format!("{call}\n{call}")));
     llm.push(Script::Text("It is noon.".into()));
-    std::fs::write(
-        sandbox.config_file(),
-        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url()),
-    )
-    .unwrap();
     // No microphone here: the daemon's audio retries, but its speech recognition is up.
     let _daemon = sandbox.spawn("stt-daemon", &[]);
     let _assistant = sandbox.spawn("stt-assistant", &[]);

@@ -191,7 +191,7 @@ impl Owner {
             Link::Event(event) => {
                 // What follows from a segment's event names the segment, as the daemon's log
                 // does: one grep for `seg_id=N` follows an utterance through the processes.
-                let seg = seg_id(&event);
+                let seg = event.seg_id();
                 let span = match seg {
                     Some(seg_id) => tracing::info_span!("segment", seg_id),
                     None => tracing::Span::none(),
@@ -548,17 +548,6 @@ impl Owner {
 }
 
 /// Whether `reply` refuses a request only until the flow is ready.
-/// The segment a daemon event is about, if any.
-fn seg_id(event: &DaemonEvent) -> Option<u64> {
-    match event {
-        DaemonEvent::SpeechStart(e) => Some(e.seg_id),
-        DaemonEvent::SpeechStop(e) => Some(e.seg_id),
-        DaemonEvent::Transcript(e) => Some(e.seg_id),
-        DaemonEvent::SegmentDone(e) => Some(e.seg_id),
-        _ => None,
-    }
-}
-
 fn not_ready(reply: &AssistantEvent) -> bool {
     matches!(reply, AssistantEvent::Error(ErrorMsg { code: ErrorCode::NotReady, .. }))
 }

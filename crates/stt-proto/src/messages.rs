@@ -246,6 +246,19 @@ family! {
     }
 }
 
+impl DaemonEvent {
+    /// The segment this event is about, for the events that are about one.
+    pub fn seg_id(&self) -> Option<u64> {
+        match self {
+            Self::SpeechStart(e) => Some(e.seg_id),
+            Self::SpeechStop(e) => Some(e.seg_id),
+            Self::Transcript(e) => Some(e.seg_id),
+            Self::SegmentDone(e) => Some(e.seg_id),
+            _ => None,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Client → assistant.
 

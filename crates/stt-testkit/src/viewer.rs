@@ -162,13 +162,19 @@ pub struct Stack {
     pub seen: Seen,
 }
 
-/// Starts a [`Stack`].
-pub fn start_stack(more_config: &str) -> Stack {
-    let sandbox = Sandbox::new();
+/// A scripted model, and the sandbox's config pointing at it (`more_config` after that).
+pub fn scripted_model(sandbox: &Sandbox, more_config: &str) -> LlmServer {
     let llm = LlmServer::start();
     let config = format!("[llm]\nendpoint = \"{}\"\n{more_config}", llm.url());
     std::fs::write(sandbox.config_file(), config)
         .unwrap_or_else(|e| panic!("{}: {e}", sandbox.config_file().display()));
+    llm
+}
+
+/// Starts a [`Stack`].
+pub fn start_stack(more_config: &str) -> Stack {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, more_config);
     let daemon = sandbox.spawn("stt-daemon", &[]);
     let assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, crate::DEADLINE);
