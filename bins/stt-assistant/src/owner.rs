@@ -190,10 +190,12 @@ impl Owner {
             }
             Link::Event(event) => {
                 // What follows from a segment's event names the segment, as the daemon's log
-                // does: one grep for `seg_id=N` follows an utterance through the processes.
+                // does: one grep for `seg_id=N` follows an utterance through the processes. At
+                // debug only: this is the relay's hot path, and below debug the span costs a
+                // level check.
                 let seg = event.seg_id();
                 let span = match seg {
-                    Some(seg_id) => tracing::info_span!("segment", seg_id),
+                    Some(seg_id) => tracing::debug_span!("segment", seg_id),
                     None => tracing::Span::none(),
                 };
                 let _entered = span.enter();
