@@ -101,6 +101,8 @@ pub enum Finish {
 pub struct Usage {
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
+    /// Prompt tokens the provider served from its cache (counted in `prompt_tokens` too).
+    pub cached_tokens: u32,
 }
 
 /// A provider's handle on its own copy of the conversation (a CLI's session id), to carry on

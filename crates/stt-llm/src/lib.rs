@@ -7,6 +7,9 @@
 //!   provider's resume handle.
 //! - [`openai`]: OpenAI-compatible chat completions (`llama-server`, ollama, any other), its
 //!   wire bodies and its streamed deltas.
+//! - [`anthropic`]: Anthropic's messages API, streamed, with its `tool_use` blocks.
+//! - [`cli`]: subscription CLIs (claude, codex, gemini, opencode), one process per turn,
+//!   each with its stream format and its resume handle.
 //! - [`sse`]: server-sent events, the framing of a streamed reply.
 //! - [`toolcall`]: tool calls small local models write as JSON in their text (bare, fenced,
 //!   or wrapped in `<tool_call>` tags), for providers that return them that way.
@@ -17,6 +20,8 @@
 //! module, never an `if provider ==` in the tool loop. A call found in the text is only taken for
 //! a tool that exists. Every failure is an `LlmError` whose message names the fix.
 
+pub mod anthropic;
+pub mod cli;
 pub mod conversation;
 pub mod openai;
 pub mod sse;
@@ -34,71 +39,173 @@ pub struct Endpoint {
     pub url: String,
     /// Sent as `model`; empty to let the server choose.
     pub model: String,
-    /// The API key, if the server wants one (read from the env var the config names).
-    pub api_key: Option<String>,
+    /// The API key, if the server wants one.
+    pub api_key: Option<Secret>,
     pub connect_timeout: Duration,
     /// Longest wait for the response to start, and for each next piece of a stream.
     pub idle_timeout: Duration,
 }
 
-/// What went wrong, worded for the person who has to fix it.
+/// A key or token: its `Debug` never shows it, so a logged struct cannot leak it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// What went wrong, worded for the person who has to fix it. Each message says what
+/// happened; [`registry::Registry::explain`] adds the fix for the provider it happened with.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error(
-        "could not reach the model at {url}: {why}; start llama-server (or ollama) there, or \
-         set [llm].endpoint"
-    )]
+    #[error("could not reach {url}: {why}")]
     Unreachable { url: String, why: String },
 
-    #[error("the model at {url} answered {status}: {body}")]
+    /// The server answered with an error status; `body` is the first 200 characters of what
+    /// it said.
+    #[error("{url} answered {status}: {body}")]
     Status { url: String, status: u16, body: String },
 
     #[error(
-        "the model at {url} sent nothing for {seconds} s; it may be overloaded (see [llm].request_timeout_s)"
+        "{url} sent nothing for {seconds} s; it may be overloaded (see [llm].request_timeout_s)"
     )]
     Timeout { url: String, seconds: u64 },
 
+    /// The reply stopped before it was finished; `partial` is what had arrived.
     #[error("the model's reply stopped mid-answer ({why})")]
     Interrupted { partial: String, why: String },
 
-    #[error("the model at {url} sent something that is not a chat completion: {why}")]
+    #[error("{url} sent something that is not a chat completion: {why}")]
     Malformed { url: String, why: String },
 
     #[error(
-        "{url} is an https endpoint, but this build has no TLS: rebuild with `--features https`, or use http on this machine"
+        "{url} is an https endpoint, but this build has no TLS: rebuild with `--features https` \
+         (scripts/install does), or use http on this machine"
     )]
     NoTls { url: String },
+
+    /// A CLI provider's program is not on `PATH`.
+    #[error("`{program}` is not installed (not found on PATH)")]
+    NotInstalled { program: String },
+
+    /// A CLI provider's program runs but is not signed in.
+    #[error("{program} is installed but not signed in ({why})")]
+    NotLoggedIn { program: String, why: String },
+
+    /// A CLI provider's program failed: its exit status and the end of what it wrote to
+    /// stderr. `partial` is the text it had streamed before.
+    #[error("{program} failed: {why}")]
+    Cli { program: String, why: String, partial: String },
+}
+
+impl LlmError {
+    /// Whether the provider failed before saying anything: the request can go to another
+    /// provider without a person seeing half an answer twice.
+    pub fn before_first_token(&self) -> bool {
+        match self {
+            Self::Unreachable { .. }
+            | Self::Status { .. }
+            | Self::Timeout { .. }
+            | Self::NoTls { .. }
+            | Self::NotInstalled { .. }
+            | Self::NotLoggedIn { .. }
+            | Self::Malformed { .. } => true,
+            Self::Interrupted { partial, .. } | Self::Cli { partial, .. } => partial.is_empty(),
+        }
+    }
+
+    /// The text that arrived before the failure, if any.
+    pub fn partial(&self) -> &str {
+        match self {
+            Self::Interrupted { partial, .. } | Self::Cli { partial, .. } => partial,
+            _ => "",
+        }
+    }
 }
 
 /// A way to reach a model. Every provider is a variant and a module of this crate; the
-/// assistant never asks which one it has.
+/// assistant never asks which one it has, only whether it runs tools.
 #[derive(Debug, Clone)]
 pub enum Provider {
-    /// An OpenAI-compatible chat completions endpoint.
+    /// An OpenAI-compatible chat completions endpoint (llama-server, ollama, LM Studio,
+    /// vLLM, OpenAI, z.ai, any other).
     OpenAi(openai::Client),
+    /// Anthropic's messages API.
+    Anthropic(anthropic::Client),
+    /// A subscription CLI the user is signed in to (claude, codex, gemini, opencode), run
+    /// once per turn.
+    Cli(cli::Client),
 }
 
 impl Provider {
-    /// The provider for `endpoint` (an OpenAI-compatible one: the only kind so far).
+    /// An OpenAI-compatible provider at `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<Self, LlmError> {
         openai::Client::new(endpoint).map(Self::OpenAi)
     }
 
-    pub fn endpoint(&self) -> &Endpoint {
+    /// Whether the provider takes tool specs and returns tool calls (the command flow needs
+    /// that). CLI providers run their own agents, not our tool loop: chat only.
+    pub fn supports_tools(&self) -> bool {
         match self {
-            Self::OpenAi(client) => client.endpoint(),
+            Self::OpenAi(_) | Self::Anthropic(_) => true,
+            Self::Cli(_) => false,
         }
     }
 
-    /// Whether the model's server answers at all.
+    /// Where requests go, for messages and the TUI's header: a URL, or the CLI's program.
+    pub fn target(&self) -> String {
+        match self {
+            Self::OpenAi(client) => client.endpoint().url.clone(),
+            Self::Anthropic(client) => client.endpoint().url.clone(),
+            Self::Cli(client) => client.program().to_owned(),
+        }
+    }
+
+    /// The model requests name; empty when the server or CLI chooses.
+    pub fn model(&self) -> &str {
+        match self {
+            Self::OpenAi(client) => &client.endpoint().model,
+            Self::Anthropic(client) => &client.endpoint().model,
+            Self::Cli(client) => client.model(),
+        }
+    }
+
+    /// Whether the provider is there at all: the server answers, or the CLI is installed
+    /// (and signed in, where that can be checked cheaply). Takes at most the connect timeout.
     pub async fn probe(&self) -> Result<(), LlmError> {
         match self {
             Self::OpenAi(client) => client.probe().await,
+            Self::Anthropic(client) => client.probe().await,
+            Self::Cli(client) => client.probe().await,
+        }
+    }
+
+    /// The models the provider offers right now (a server's `/models`, `opencode models`);
+    /// empty when it has no live list.
+    pub async fn models(&self) -> Result<Vec<String>, LlmError> {
+        match self {
+            Self::OpenAi(client) => client.models().await,
+            Self::Anthropic(client) => client.models().await,
+            Self::Cli(client) => client.models().await,
         }
     }
 
     /// Sends one request. With `request.stream`, `on_text` is called with each piece of text
-    /// as it arrives; either way the whole reply is returned.
+    /// as it arrives; either way the whole reply is returned. Dropping the future stops the
+    /// request (a CLI's process is killed).
     pub async fn complete(
         &self,
         request: &Request<'_>,
@@ -106,6 +213,8 @@ impl Provider {
     ) -> Result<Reply, LlmError> {
         match self {
             Self::OpenAi(client) => client.complete(request, on_text).await,
+            Self::Anthropic(client) => client.complete(request, on_text).await,
+            Self::Cli(client) => client.complete(request, on_text).await,
         }
     }
 }

@@ -13,7 +13,7 @@ fn client(url: &str) -> Provider {
     Provider::new(Endpoint {
         url: url.into(),
         model: "test-model".into(),
-        api_key: Some("sk-test".into()),
+        api_key: Some(stt_llm::Secret::new("sk-test")),
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_millis(500),
     })

@@ -11,6 +11,7 @@
 //! of its own: a kit that depends on it cannot serve its own tests.
 
 pub mod fake;
+pub mod fake_cli;
 pub mod llm_server;
 pub mod msg;
 pub mod perf;

@@ -43,7 +43,7 @@ impl Client {
         let url = models_url(&self.endpoint.url);
         let mut builder = self.http.get(&url).timeout(self.endpoint.connect_timeout);
         if let Some(key) = &self.endpoint.api_key {
-            builder = builder.bearer_auth(key);
+            builder = builder.bearer_auth(key.expose());
         }
         builder.send().await.map(drop).map_err(|e| match self.send_error(&e) {
             LlmError::Unreachable { url, .. } if e.is_timeout() => LlmError::Unreachable {
@@ -52,6 +52,29 @@ impl Client {
             },
             other => other,
         })
+    }
+
+    /// The models the server offers (`GET …/models`: OpenAI's `data[].id`, which
+    /// llama-server, LM Studio, vLLM and ollama's `/v1` all serve).
+    pub async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let url = models_url(&self.endpoint.url);
+        let mut builder = self.http.get(&url);
+        if let Some(key) = &self.endpoint.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
+        let status = response.status();
+        let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
+        if !status.is_success() {
+            return Err(LlmError::Status {
+                url,
+                status: status.as_u16(),
+                body: text.trim().chars().take(200).collect(),
+            });
+        }
+        let list: wire::ModelList = serde_json::from_str(&text)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        Ok(list.data.into_iter().map(|m| m.id).collect())
     }
 
     /// Sends one request. With `request.stream`, `on_text` is called with each piece of
@@ -72,7 +95,7 @@ impl Client {
             .header("accept", if request.stream { "text/event-stream" } else { "application/json" })
             .body(json);
         if let Some(key) = &self.endpoint.api_key {
-            builder = builder.bearer_auth(key);
+            builder = builder.bearer_auth(key.expose());
         }
         let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
         let status = response.status();
@@ -179,7 +202,7 @@ impl Client {
 
 /// The models route beside a chat-completions URL: `…/chat/completions` → `…/models`; any
 /// other URL gets `/models` after its last path segment's parent.
-fn models_url(chat_url: &str) -> String {
+pub(crate) fn models_url(chat_url: &str) -> String {
     let base = chat_url.split(['?', '#']).next().unwrap_or(chat_url).trim_end_matches('/');
     match base.strip_suffix("/chat/completions") {
         Some(root) => format!("{root}/models"),

@@ -62,6 +62,7 @@ impl ReplyBuilder {
             self.reply.usage = Some(Usage {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
+                cached_tokens: usage.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
             });
         }
         self.reply.content.push_str(&added);
@@ -128,7 +129,7 @@ mod tests {
         let reply = b.finish();
         assert_eq!(reply.tool_calls[0].arguments, Value::Null);
         assert_eq!(reply.tool_calls[1].arguments, serde_json::json!({}));
-        assert_eq!(reply.usage, Some(Usage { prompt_tokens: 31, completion_tokens: 9 }));
+        assert_eq!(reply.usage, Some(Usage { prompt_tokens: 31, completion_tokens: 9, cached_tokens: 0 }));
     }
 
     #[test]

@@ -137,6 +137,15 @@ pub struct ResponseUsage {
     pub prompt_tokens: u32,
     #[serde(default)]
     pub completion_tokens: u32,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// How the prompt's tokens were served (OpenAI; llama-server and others may leave it out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: u32,
 }
 
 impl Message {
@@ -171,6 +180,18 @@ impl Tool {
     pub fn from_neutral(spec: &conversation::ToolSpec) -> Self {
         Self::function(&spec.name, &spec.description, spec.parameters.clone())
     }
+}
+
+/// The body of `GET …/models`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ModelList {
+    #[serde(default)]
+    pub data: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ModelEntry {
+    pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
