@@ -97,7 +97,7 @@ impl Settings {
             api_key: Some(config.llm.api_key_env.trim())
                 .filter(|name| !name.is_empty())
                 .and_then(std::env::var_os)
-                .map(|key| key.to_string_lossy().into_owned()),
+                .map(|key| stt_llm::Secret::new(key.to_string_lossy())),
             connect_timeout: Duration::from_secs(config.llm.connect_timeout_s),
             idle_timeout: Duration::from_secs(config.llm.request_timeout_s),
         });
