@@ -156,8 +156,8 @@ fn status_says_whether_the_model_answers_and_viewers_hear_when_it_stops() {
             .collect();
         match errors.as_slice() {
             [e] if e.code == stt_proto::ErrorCode::LlmError
-                && e.message.contains("could not reach the model")
-                && e.message.contains("start llama-server") =>
+                && e.message.contains("custom: nothing answers at 127.0.0.1:")
+                && e.message.contains("start the server at [llm].endpoint") =>
             {
                 Ok(())
             }

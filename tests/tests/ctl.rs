@@ -104,7 +104,7 @@ fn status_for_a_person_shows_every_field() {
     for needle in [
         "mode:       command_armed",
         "stt:        healthy",
-        "llm:        http://localhost:9931/v1/chat/completions (answering)",
+        "llm:        llamacpp · http://localhost:9931/v1/chat/completions (answering)",
         "inference:  2 queued, busy",
         "viewers:    1",
         "timer:      tea in 42 s (id 1764581534000001)",

@@ -72,11 +72,9 @@ pub struct Settings {
     pub require_viewer: bool,
     pub stt_stale_after: Duration,
     pub inference_queue_size: usize,
-    /// The model's endpoint; `None` when `[llm].enabled` is false.
-    pub llm: Option<stt_llm::Endpoint>,
-    /// The configured endpoint URL, shown in `status` even when disabled.
-    pub llm_endpoint: String,
-    /// How often to check that the model answers (never when zero).
+    /// The providers and how to reach them; `None` when `[llm].enabled` is false.
+    pub llm: Option<stt_llm::registry::Settings>,
+    /// How often to check which providers are there (only at start when zero).
     pub probe_every: Duration,
     pub lane: llm::Settings,
     pub tools: Vec<stt_config::ToolCommand>,
@@ -91,22 +89,12 @@ impl Settings {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let a = &config.assistant;
         let data = stt_config::dirs::data_dir()?;
-        let llm = config.llm.enabled.then(|| stt_llm::Endpoint {
-            url: config.llm.endpoint.clone(),
-            model: config.llm.model.clone(),
-            api_key: Some(config.llm.api_key_env.trim())
-                .filter(|name| !name.is_empty())
-                .and_then(std::env::var_os)
-                .map(|key| stt_llm::Secret::new(key.to_string_lossy())),
-            connect_timeout: Duration::from_secs(config.llm.connect_timeout_s),
-            idle_timeout: Duration::from_secs(config.llm.request_timeout_s),
-        });
+        let llm = config.llm.enabled.then(|| registry_settings(&config.llm));
         Ok(Self {
             require_viewer: a.require_viewer,
             stt_stale_after: Duration::from_millis(a.stt_stale_after_ms),
             inference_queue_size: a.inference_queue_size as usize,
             llm,
-            llm_endpoint: config.llm.endpoint.clone(),
             probe_every: Duration::from_secs(config.llm.probe_interval_s),
             lane: llm::Settings {
                 command_system_prompt: a.command_system_prompt.clone(),
@@ -126,6 +114,48 @@ impl Settings {
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
         })
+    }
+}
+
+/// The registry's settings from `[llm]`: `[llm.providers.ID]` tables, with the top-level
+/// `endpoint`, `key` and `model` written over those of the provider `[llm].provider` names
+/// (or `custom`, when it names none).
+pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Settings {
+    use stt_llm::registry::{Id, KeyRef, Override, Settings};
+    // The config checked every id against the same list.
+    let id = |name: &str| Id::parse(name);
+    let mut overrides: std::collections::HashMap<Id, Override> = llm
+        .providers
+        .iter()
+        .filter_map(|(name, p)| {
+            let o = Override {
+                endpoint: p.endpoint.trim().to_owned(),
+                key: KeyRef::parse(&p.key),
+                model: p.model.trim().to_owned(),
+                models: p.models.clone(),
+            };
+            Some((id(name)?, o))
+        })
+        .collect();
+    let provider = id(&llm.provider);
+    let target = overrides.entry(provider.unwrap_or(Id::Custom)).or_default();
+    if !llm.endpoint.trim().is_empty() {
+        target.endpoint = llm.endpoint.trim().to_owned();
+    }
+    if let Some(key) = KeyRef::parse(&llm.key) {
+        target.key = Some(key);
+    }
+    if !llm.model.trim().is_empty() {
+        target.model = llm.model.trim().to_owned();
+    }
+    Settings {
+        provider,
+        overrides,
+        priority: llm.priority.iter().filter_map(|name| id(name)).collect(),
+        local_urls: Vec::new(),
+        connect_timeout: Duration::from_secs(llm.connect_timeout_s),
+        idle_timeout: Duration::from_secs(llm.request_timeout_s),
+        path: None,
     }
 }
 
@@ -149,11 +179,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mut terminate = stt_app::signals::Terminate::catch()?;
         let socket = BoundSocket::bind(&socket_path, "stt-assistant")?;
-        tracing::info!(
-            socket = %socket_path.display(),
-            llm = settings.llm.as_ref().map_or("disabled", |e| e.url.as_str()),
-            "serving control requests"
-        );
+        let llm = match &settings.llm {
+            None => "disabled".to_owned(),
+            Some(llm) => llm.provider.map_or("chosen automatically".to_owned(), |p| p.to_string()),
+        };
+        tracing::info!(socket = %socket_path.display(), %llm, "serving control requests");
         let shutdown = CancellationToken::new();
         let served = tokio::spawn(serve(socket, daemon_path, settings, shutdown.clone()));
         terminate.recv().await;
@@ -173,8 +203,8 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let (inputs_tx, inputs) = mpsc::unbounded_channel::<Input>();
     let publisher = Publisher::default();
-    let client = settings.llm.clone().map(stt_llm::Provider::new).transpose()?;
-    let registry = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
+    let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
+    let tools = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
     let writer = writer::spawn(
         settings.names_file.clone(),
         settings.audit_dir.clone().map(stt_tools::AuditLog::new),
@@ -190,15 +220,20 @@ pub async fn serve(
             core,
             queue: InferenceQueue::new(settings.inference_queue_size),
             lane: llm::Lane {
-                client: client.clone(),
-                registry: Arc::new(registry),
+                client: None,
+                missing: if registry.is_some() {
+                    "no model provider is chosen yet".to_owned()
+                } else {
+                    "no executor configured: [llm].enabled is false".to_owned()
+                },
+                providers: None,
+                registry: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
             },
             writer,
             publisher,
             viewers: server.viewers(),
-            llm_enabled: settings.llm.is_some(),
-            llm_endpoint: settings.llm_endpoint.clone(),
+            registry: registry.clone(),
         },
         inputs_tx.clone(),
     );
@@ -206,10 +241,10 @@ pub async fn serve(
         tokio::spawn(owner.run(inputs, daemon, shutdown.clone())),
         tokio::spawn(server.serve(socket, shutdown.clone())),
     ];
-    if let Some(client) = client.filter(|_| !settings.probe_every.is_zero()) {
-        let out = sink(&inputs_tx, Input::Probe);
+    if let Some(registry) = registry {
+        let out = sink(&inputs_tx, Input::Providers);
         tasks.push(tokio::spawn(owner::probes(
-            client,
+            registry,
             settings.probe_every,
             out,
             shutdown.clone(),
@@ -229,4 +264,43 @@ fn sink<R: 'static>(inputs: &mpsc::UnboundedSender<Input>, wrap: fn(R) -> Input)
         // Gone only when the loop has ended, and then nobody listens.
         let _ = inputs.send(wrap(report));
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use stt_llm::registry::{Id, KeyRef};
+
+    use super::*;
+
+    #[test]
+    fn the_config_knows_exactly_the_registrys_providers() {
+        let registry: Vec<&str> = Id::ALL.iter().map(|id| id.as_str()).collect();
+        assert_eq!(registry, stt_config::LLM_PROVIDERS);
+    }
+
+    #[test]
+    fn top_level_llm_keys_belong_to_the_named_provider_or_custom() {
+        let parse = |text: &str| {
+            let config = Config::parse(text, std::path::Path::new("c")).unwrap();
+            registry_settings(&config.llm)
+        };
+        let s = parse(
+            "[llm]\nendpoint = \"http://h:1/v1/chat/completions\"\nmodel = \"m\"\n\
+             [llm.providers.ollama]\nmodel = \"qwen\"\n",
+        );
+        assert_eq!(s.provider, None);
+        assert_eq!(s.overrides[&Id::Custom].endpoint, "http://h:1/v1/chat/completions");
+        assert_eq!(s.overrides[&Id::Custom].model, "m");
+        assert_eq!(s.overrides[&Id::Ollama].model, "qwen");
+
+        let s = parse(
+            "[llm]\nprovider = \"openai\"\nkey = \"env:WORK_KEY\"\npriority = [\"ollama\"]\n\
+             [llm.providers.openai]\nmodel = \"gpt-4o\"\n",
+        );
+        assert_eq!(s.provider, Some(Id::OpenAi));
+        assert_eq!(s.overrides[&Id::OpenAi].key, Some(KeyRef::Env("WORK_KEY".into())));
+        assert_eq!(s.overrides[&Id::OpenAi].model, "gpt-4o");
+        assert_eq!(s.priority, [Id::Ollama]);
+        assert!(!s.overrides.contains_key(&Id::Custom));
+    }
 }

@@ -18,7 +18,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
-use stt_llm::LlmError;
+use stt_llm::Provider;
+use stt_llm::registry::{Id, Probed, Registry, Status as ProviderStatus};
 use stt_proto::{
     Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, DaemonEvent, ErrorCode,
     ErrorMsg, Request, Status,
@@ -39,8 +40,8 @@ pub enum Input {
     Request { request: Request, reply: oneshot::Sender<AssistantEvent> },
     /// A report from LLM job `job`.
     Llm { job: u64, report: Report },
-    /// Whether the model answered a probe.
-    Probe(Result<(), LlmError>),
+    /// What a probe of every provider found.
+    Providers(Vec<Probed>),
     /// A write on the writer thread failed.
     Written(Failed),
 }
@@ -55,8 +56,8 @@ pub struct Parts {
     pub publisher: Publisher,
     /// Connections subscribed as viewers, counted by the control server.
     pub viewers: Arc<AtomicUsize>,
-    pub llm_enabled: bool,
-    pub llm_endpoint: String,
+    /// The model providers; `None` when `[llm].enabled` is false.
+    pub registry: Option<Registry>,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -90,13 +91,17 @@ pub struct Owner {
     answers: HashMap<String, oneshot::Sender<bool>>,
     timers: Timers,
     held: Option<Held>,
-    /// Whether the model answered the last request; `None` before the first.
+    /// Whether the provider in use answered the last probe or request; `None` before the
+    /// first.
     reachable: Option<bool>,
     writer: Writer,
     publisher: Publisher,
     viewers: Arc<AtomicUsize>,
-    llm_enabled: bool,
-    llm_endpoint: String,
+    registry: Option<Registry>,
+    /// What the last probe found, every provider.
+    providers: Vec<Probed>,
+    /// Whether a probe has come back (jobs wait for the first: it chooses the provider).
+    probed: bool,
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
 }
@@ -119,8 +124,9 @@ impl Owner {
             writer: parts.writer,
             publisher: parts.publisher,
             viewers: parts.viewers,
-            llm_enabled: parts.llm_enabled,
-            llm_endpoint: parts.llm_endpoint,
+            registry: parts.registry,
+            providers: Vec::new(),
+            probed: false,
             heartbeat_seq: 0,
             inputs,
         }
@@ -225,7 +231,7 @@ impl Owner {
                 let _job = tracing::info_span!("job", job).entered();
                 self.on_report(job, report);
             }
-            Input::Probe(outcome) => self.on_probe(outcome),
+            Input::Providers(found) => self.on_providers(found),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
         }
     }
@@ -264,9 +270,15 @@ impl Owner {
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
             _ => {}
         }
+        if let Request::CommandExecute { .. } = request
+            && self.core.mode() == stt_proto::Mode::CommandArmed
+            && let Some(refusal) = self.chat_only()
+        {
+            return AssistantEvent::Error(refusal);
+        }
         let outside = Outside {
             viewers: self.viewer_count(),
-            llm_enabled: self.llm_enabled,
+            llm_enabled: self.registry.is_some(),
             queue_has_room: self.queue.has_room(),
         };
         let (reply, effects) = self.core.request(request, now(), outside);
@@ -298,9 +310,11 @@ impl Owner {
             mode: self.core.mode(),
             stt_healthy,
             stt_detail,
-            llm_enabled: self.llm_enabled,
-            llm_endpoint: self.llm_endpoint.clone(),
+            llm_enabled: self.registry.is_some(),
+            llm_endpoint: self.lane.client.as_ref().map(Provider::target).unwrap_or_default(),
             llm_reachable: self.reachable,
+            llm_provider: self.active().map(|id| id.to_string()),
+            llm_model: self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             inference_queue: self.queue.depth(),
             inference_busy: self.queue.busy(),
             viewers: self.viewer_count(),
@@ -370,9 +384,10 @@ impl Owner {
         }
     }
 
-    /// Starts the next queued job, unless one is running.
+    /// Starts the next queued job, unless one is running (or no probe has chosen the
+    /// provider yet: the first comes within a fraction of a second of the start).
     fn start_next(&mut self) {
-        if self.running.is_some() {
+        if self.running.is_some() || (self.registry.is_some() && !self.probed) {
             return;
         }
         let Some(job) = self.queue.start_next() else { return };
@@ -478,18 +493,107 @@ impl Owner {
         self.start_next();
     }
 
-    /// Records a probe's outcome. A change is logged, and becoming unreachable is reported to
-    /// viewers with the fix, once per change; the first probe reports only a failure.
-    fn on_probe(&mut self, outcome: Result<(), LlmError>) {
-        let before = self.reachable.replace(outcome.is_ok());
-        match (before, outcome) {
-            (Some(true) | None, Err(e)) => self.error(ErrorCode::LlmError, e.to_string()),
-            (Some(false), Ok(())) => {
-                tracing::info!(endpoint = %self.llm_endpoint, "the model answers again");
+    /// The provider in use.
+    fn active(&self) -> Option<Id> {
+        self.lane.providers.as_ref().map(|(_, id)| *id).filter(|_| self.lane.client.is_some())
+    }
+
+    /// Why a command cannot run on the provider in use (a chat-only CLI), naming one that
+    /// can; `None` when it can, or when there is no provider (the job says so).
+    fn chat_only(&self) -> Option<ErrorMsg> {
+        let client = self.lane.client.as_ref()?;
+        if client.supports_tools() {
+            return None;
+        }
+        let name = self.active().map_or_else(String::new, |id| id.to_string());
+        let able = self.registry.as_ref().and_then(|registry| {
+            registry
+                .fallbacks(&self.providers, self.active()?)
+                .into_iter()
+                .find(|id| !matches!(id.spec().transport, stt_llm::registry::Transport::Cli(_)))
+        });
+        let fix = match able {
+            Some(id) => format!("`/provider {id}` switches to one that can"),
+            None => "none that can is running: start the local model (`stt-daemon up`) or \
+                     ollama, or set an API key (docs/PROVIDERS.md)"
+                .to_owned(),
+        };
+        Some(ErrorMsg::new(
+            ErrorCode::NoExecutor,
+            format!(
+                "{name} is a chat provider: it runs its own agent, not stt's tools, so it cannot \
+                 run commands; {fix}"
+            ),
+        ))
+    }
+
+    /// Takes in what a probe of every provider found: chooses the provider on the first (or
+    /// when the one in use went away and it was chosen automatically), and reports becoming
+    /// unusable to viewers with the fix, once per change.
+    fn on_providers(&mut self, found: Vec<Probed>) {
+        let Some(registry) = self.registry.clone() else { return };
+        let first = !self.probed;
+        self.probed = true;
+        let live = |id: Id| found.iter().any(|p| p.id == id && p.status == ProviderStatus::Live);
+        let current = self.active();
+        let choice = match current {
+            // A provider in use that is still there stays: no switching mid-conversation.
+            Some(id) if live(id) || registry.configured() == Some(id) => Some(id),
+            _ => registry.choose(&found),
+        };
+        if choice != current || first {
+            self.use_provider(&registry, choice, &found, current);
+        }
+        let usable = choice.is_some_and(live);
+        let before = self.reachable.replace(usable);
+        match (before, usable) {
+            (Some(true) | None, false) => {
+                let message = match choice.and_then(|id| found.iter().find(|p| p.id == id)) {
+                    Some(probed) => registry.explain_down(probed),
+                    None => registry.none_live(&found),
+                };
+                self.error(ErrorCode::LlmError, message);
             }
-            (None, Ok(())) => tracing::debug!(endpoint = %self.llm_endpoint, "the model answers"),
-            (Some(false), Err(_)) => tracing::debug!("probe: the model still does not answer"),
-            (Some(true), Ok(())) => tracing::debug!("probe: the model answers"),
+            (Some(false), true) => tracing::info!(provider = ?choice, "the model answers again"),
+            (None, true) => tracing::debug!(provider = ?choice, "the model answers"),
+            (Some(false), false) => tracing::debug!("probe: the model still does not answer"),
+            (Some(true), true) => tracing::debug!("probe: the model answers"),
+        }
+        self.providers = found;
+        self.start_next();
+    }
+
+    /// Makes `choice` the provider jobs use (or none), saying so when it replaces another.
+    fn use_provider(
+        &mut self,
+        registry: &Registry,
+        choice: Option<Id>,
+        found: &[Probed],
+        before: Option<Id>,
+    ) {
+        let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
+        let built = probed.map(|p| registry.provider(p, ""));
+        match built {
+            Some(Ok(provider)) => {
+                let id = probed.map_or(Id::Custom, |p| p.id);
+                tracing::info!(provider = %id, target = %provider.target(), model = provider.model(), "using this model provider");
+                if let Some(old) = before.filter(|old| *old != id) {
+                    self.note(format!("now using {id} ({old} is not there any more)"));
+                }
+                self.lane.client = Some(provider);
+                self.lane.providers = Some((registry.clone(), id));
+            }
+            Some(Err(e)) => {
+                let id = probed.map_or(Id::Custom, |p| p.id);
+                self.lane.client = None;
+                self.lane.missing = registry.explain(id, "", &e);
+                self.lane.providers = Some((registry.clone(), id));
+            }
+            None => {
+                self.lane.client = None;
+                self.lane.missing = registry.none_live(found);
+                self.lane.providers = None;
+            }
         }
     }
 
@@ -598,18 +702,26 @@ fn shutting_down() -> AssistantEvent {
     ))
 }
 
-/// Checks that the model answers: at start, then every `every`, each outcome to `out`.
+/// Finds which providers are there: at start, then every `every` (never again when zero),
+/// each finding to `out`.
 pub async fn probes(
-    client: stt_llm::Provider,
+    registry: Registry,
     every: Duration,
-    out: Sink<Result<(), LlmError>>,
+    out: Sink<Vec<Probed>>,
     shutdown: CancellationToken,
 ) {
+    if every.is_zero() {
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            found = registry.probe_all() => out.send(found),
+        }
+        return;
+    }
     let mut ticker = stt_app::Ticker::new(every, shutdown.clone());
     while ticker.tick().await {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            outcome = client.probe() => out.send(outcome),
+            found = registry.probe_all() => out.send(found),
         }
     }
 }

@@ -42,6 +42,8 @@ fn lane(server: &LlmServer) -> Lane {
     };
     Lane {
         client: Some(client),
+        missing: String::new(),
+        providers: None,
         registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
         settings: Arc::new(settings),
     }

@@ -5,7 +5,8 @@
 //! `[speakers]`, `[memory]`, `[tui]` and `[tools]`; every key has a default, so a missing file
 //! or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with every key
 //! documented (`stt-ctl config-default` prints it), and a test keeps it equal to
-//! [`Config::default`].
+//! [`Config::default`]. `[llm.providers.ID]` tables (one per model provider) are the only
+//! keys that are not in it, since they are optional and named by the user.
 //!
 //! Loading is strict: an unknown key, a value of the wrong type, or a value that cannot work
 //! (a zero-sized queue, a reply budget larger than the context window) is a [`ConfigError`]
@@ -29,9 +30,10 @@
 //! # Invariants
 //!
 //! Tests prove `default.toml` parses to `Config::default()` and has exactly the keys of the
-//! structs, each with a comment, so a key cannot be added without its documentation. An API key
-//! is never in the file, only the name of the variable that holds it. Sections whose feature is
-//! not built yet refuse `enabled = true` rather than ignore it.
+//! structs, each with a comment, so a key cannot be added without its documentation. An API
+//! key is best kept out of the file (`key = "env:NAME"`); a key written in a file others can
+//! read gets a warning ([`literal_key_warning`]), and no error message quotes one. Sections
+//! whose feature is not built yet refuse `enabled = true` rather than ignore it.
 
 use std::path::Path;
 
@@ -45,8 +47,9 @@ pub use dirs::Env;
 pub use error::ConfigError;
 pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
-    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, LlmConfig, MemoryConfig, SideEffect,
-    SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
+    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, LLM_PROVIDERS, LlmConfig, LlmProviderConfig,
+    MemoryConfig, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig,
+    VadEngine,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -84,6 +87,25 @@ impl Config {
             Err(source) => Err(ConfigError::Read { path, source }),
         }
     }
+}
+
+/// A warning when `config` holds an API key itself (not `env:NAME`) and the file at `path`
+/// can be read by other users: it names the file and the fix.
+pub fn literal_key_warning(config: &Config, path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let literal = |key: &str| !key.trim().is_empty() && !key.trim().starts_with("env:");
+    let holds_key =
+        literal(&config.llm.key) || config.llm.providers.values().any(|p| literal(&p.key));
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    (holds_key && mode & 0o044 != 0).then(|| {
+        format!(
+            "{} holds an API key and other users can read it (mode {:o}): run `chmod 600 {}`, \
+             or better, put the key in an environment variable and write key = \"env:NAME\"",
+            path.display(),
+            mode & 0o777,
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -203,7 +225,10 @@ mod tests {
             "assistant.max_context_tokens = 8192\nassistant.max_tokens = 2048\n",
             "[assistant]\ncompaction_trigger_ratio = 1.0\ncompaction_keep_turns = 0\n",
             "[llm]\nenabled = false\nendpoint = \"\"\n",
-            "[llm]\napi_key_env = \"OPENAI_API_KEY\"\ntemperature = 0\n",
+            "[llm]\nkey = \"env:OPENAI_API_KEY\"\ntemperature = 0\n",
+            "[llm]\nprovider = \"ollama\"\npriority = [\"claude\", \"llamacpp\"]\nfailover = true\n",
+            "[llm.providers.ollama]\nendpoint = \"http://gpu:11434/v1/chat/completions\"\nmodel = \"qwen2.5\"\n\
+             [llm.providers.claude]\nendpoint = \"/opt/claude/bin/claude\"\nmodels = [\"opus\"]\n",
             "[speakers]\nenabled = false\nmatch_threshold = 0.8\nuncertain_threshold = 0.8\n",
             "[memory]\ndb = \"~/mem.sqlite\"\nrecall_min_score = 0\n",
             "[[tools.command]]\nname = \"wipe_notes\"\ndescription = \"Delete all notes.\"\n\
@@ -356,11 +381,41 @@ mod tests {
     }
 
     #[test]
-    fn api_key_env_rejects_a_pasted_key_without_quoting_it() {
-        let input = "[llm]\napi_key_env = \"sk-abc123secret\"\n";
-        check(input, &[":2:", "llm.api_key_env", "NAME of the variable"]);
+    fn keys_and_providers_are_checked_without_quoting_a_key() {
+        let input = "[llm]\nkey = \"env:sk-abc123secret\"\n";
+        check(input, &[":2:", "llm.key", "env:NAME"]);
         let err = Config::parse(input, Path::new("c")).unwrap_err().to_string();
         assert!(!err.contains("sk-abc123secret"), "{err}");
+        check("[llm]\nprovider = \"chatgpt\"\n", &[":2:", "llm.provider", "ollama"]);
+        check("[llm]\npriority = [\"ollama\", \"x\"]\n", &[":2:", "llm.priority[1]", "claude"]);
+        check(
+            "[llm.providers.olama]\nmodel = \"m\"\n",
+            &["llm.providers.olama", "not a provider stt knows"],
+        );
+        check(
+            "[llm.providers.ollama]\nendpoint = \"localhost:11434\"\n",
+            &[":2:", "llm.providers.ollama.endpoint", "http://"],
+        );
+    }
+
+    #[test]
+    fn a_literal_key_in_a_file_others_can_read_is_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let text = "[llm]\nkey = \"sk-literal\"\n";
+        std::fs::write(&path, text).unwrap();
+        let config = Config::parse(text, &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let warning = literal_key_warning(&config, &path).unwrap();
+        assert!(warning.contains(&path.display().to_string()), "{warning}");
+        assert!(warning.contains("chmod 600") && warning.contains("env:NAME"), "{warning}");
+        assert!(!warning.contains("sk-literal"), "{warning}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(literal_key_warning(&config, &path), None);
+        let by_env = Config::parse("[llm]\nkey = \"env:K\"\n", &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(literal_key_warning(&by_env, &path), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub struct Config {
     pub daemon: DaemonConfig,
     /// `[assistant]`: modes, the tool loop, chat and its compaction.
     pub assistant: AssistantConfig,
-    /// `[llm]`: the OpenAI-compatible chat-completions endpoint.
+    /// `[llm]`: the model provider and how to talk to it.
     pub llm: LlmConfig,
     /// `[triage]`: the optional speech classifier panel.
     pub triage: TriageConfig,
@@ -209,45 +209,89 @@ impl AssistantConfig {
     }
 }
 
-/// `[llm]`: the OpenAI-compatible chat-completions endpoint.
+/// The providers `[llm].provider`, `priority` and `[llm.providers.ID]` may name (the
+/// registry's ids in stt-llm; a test in stt-assistant keeps the two lists equal).
+pub const LLM_PROVIDERS: [&str; 11] = [
+    "claude",
+    "codex",
+    "gemini",
+    "opencode",
+    "zai",
+    "openai",
+    "anthropic-api",
+    "ollama",
+    "lmstudio",
+    "llamacpp",
+    "custom",
+];
+
+/// `[llm]`: which model provider to use, and how to talk to it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
-    /// Use the model at all; when false, commands report that no executor is configured.
+    /// Use a model at all; when false, commands report that no executor is configured.
     pub enabled: bool,
-    /// Full URL of the chat-completions endpoint.
+    /// The provider to use (one of [`LLM_PROVIDERS`]); empty chooses automatically.
+    pub provider: String,
+    /// Chat URL of `provider` (an OpenAI-compatible chat-completions URL without one: the
+    /// `custom` provider); empty uses the provider's default.
     pub endpoint: String,
-    /// Model name sent with each request; empty sends none (the server's loaded model).
+    /// Model asked for; empty uses the provider's default (or the server's loaded model).
     pub model: String,
-    /// Name of the environment variable that holds the API key; empty sends no key.
-    pub api_key_env: String,
+    /// The API key: `env:NAME` (read from that variable) or the key itself; empty uses the
+    /// provider's usual variable (`OPENAI_API_KEY`, …).
+    pub key: String,
+    /// Providers automatic choice tries first, in this order.
+    pub priority: Vec<String>,
+    /// Retry a turn whose provider failed before its first word on the next live provider.
+    pub failover: bool,
     /// Seconds to wait for the connection to open.
     pub connect_timeout_s: u64,
-    /// Seconds one request may take in all, streaming included.
+    /// Seconds one request may wait for the reply to start, or for its next piece.
     pub request_timeout_s: u64,
-    /// Seconds between checks that the endpoint answers (for `status` and viewers); 0 never
-    /// checks, so reachability is known only from real requests.
+    /// Seconds between checks of which providers are there (for `status` and viewers); 0
+    /// checks only at start and when asked (`/providers`).
     pub probe_interval_s: u64,
     /// Ask for a streamed reply.
     pub stream: bool,
     /// Sampling temperature, 0 to 2.
     pub temperature: f64,
+    /// `[llm.providers.ID]`: settings of one provider, by id.
+    pub providers: BTreeMap<String, LlmProviderConfig>,
 }
 
 impl Default for LlmConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            endpoint: "http://localhost:9931/v1/chat/completions".to_owned(),
+            provider: String::new(),
+            endpoint: String::new(),
             model: String::new(),
-            api_key_env: String::new(),
+            key: String::new(),
+            priority: Vec::new(),
+            failover: false,
             connect_timeout_s: 5,
             request_timeout_s: 120,
             probe_interval_s: 30,
             stream: true,
             temperature: 0.2,
+            providers: BTreeMap::new(),
         }
     }
+}
+
+/// `[llm.providers.ID]`: one provider's settings; empty values keep its defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmProviderConfig {
+    /// Its chat URL (HTTP providers) or program (CLI providers).
+    pub endpoint: String,
+    /// `env:NAME` or the key itself.
+    pub key: String,
+    /// The model asked for.
+    pub model: String,
+    /// The models `/models` lists, instead of the provider's own list.
+    pub models: Vec<String>,
 }
 
 /// `[triage]`: the optional, display-only speech classifier.

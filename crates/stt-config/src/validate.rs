@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use crate::parse::KeyPath;
 use crate::sections::{
-    AssistantConfig, Config, DaemonConfig, LlmConfig, MemoryConfig, SideEffect, SpeakersConfig,
-    ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
+    AssistantConfig, Config, DaemonConfig, LLM_PROVIDERS, LlmConfig, MemoryConfig, SideEffect,
+    SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -210,31 +210,28 @@ fn assistant(c: &AssistantConfig) -> Checked {
 
 fn llm(c: &LlmConfig) -> Checked {
     let d = LlmConfig::default();
-    if c.enabled && !(c.endpoint.starts_with("http://") || c.endpoint.starts_with("https://")) {
-        return Err(problem(
-            KeyPath::new("llm", "endpoint"),
-            format!(
-                "\"{}\" is not an http:// or https:// URL: set the full chat-completions URL, \
-                 e.g. \"{}\", or set llm.enabled = false",
-                c.endpoint, d.endpoint
-            ),
-        ));
+    let here = |key: &str| KeyPath::new("llm", key);
+    if !c.provider.is_empty() {
+        known_provider(&here("provider"), &c.provider)?;
     }
-    if !c.api_key_env.is_empty() && !is_identifier(&c.api_key_env) {
-        // Someone who pastes the key itself here would otherwise leak it into every error
-        // message that quotes the value, so the value is not quoted.
-        return Err(problem(
-            KeyPath::new("llm", "api_key_env"),
-            "is not an environment variable name: set the NAME of the variable that holds the \
-             key (e.g. \"OPENAI_API_KEY\"), never the key itself; empty sends no key"
-                .to_owned(),
-        ));
+    let cli = matches!(c.provider.as_str(), "claude" | "codex" | "gemini" | "opencode");
+    endpoint(&here("endpoint"), &c.endpoint, cli)?;
+    key(&here("key"), &c.key)?;
+    for (index, id) in c.priority.iter().enumerate() {
+        known_provider(&here("priority").index(index), id)?;
+    }
+    for (id, p) in &c.providers {
+        let table = here("providers").key(id);
+        known_provider(&table, id)?;
+        let cli = matches!(id.as_str(), "claude" | "codex" | "gemini" | "opencode");
+        endpoint(&table.key("endpoint"), &p.endpoint, cli)?;
+        key(&table.key("key"), &p.key)?;
     }
     positive("llm", "connect_timeout_s", c.connect_timeout_s, d.connect_timeout_s)?;
     positive("llm", "request_timeout_s", c.request_timeout_s, d.request_timeout_s)?;
     if !(0.0..=2.0).contains(&c.temperature) {
         return Err(problem(
-            KeyPath::new("llm", "temperature"),
+            here("temperature"),
             format!(
                 "{} is out of range: set a value from 0 to 2 (default {})",
                 c.temperature, d.temperature
@@ -242,6 +239,42 @@ fn llm(c: &LlmConfig) -> Checked {
         ));
     }
     Ok(())
+}
+
+/// `id` must be a provider stt knows.
+fn known_provider(at: &KeyPath, id: &str) -> Checked {
+    if LLM_PROVIDERS.contains(&id) {
+        return Ok(());
+    }
+    Err(problem(
+        at.clone(),
+        format!("\"{id}\" is not a provider stt knows: use one of {}", LLM_PROVIDERS.join(", ")),
+    ))
+}
+
+/// An endpoint is empty, an http(s) URL, or for a CLI provider its program.
+fn endpoint(at: &KeyPath, value: &str, cli: bool) -> Checked {
+    if value.is_empty() || cli || value.starts_with("http://") || value.starts_with("https://") {
+        return Ok(());
+    }
+    Err(problem(
+        at.clone(),
+        format!(
+            "\"{value}\" is not an http:// or https:// URL: set the full chat URL, e.g. \
+             \"http://localhost:11434/v1/chat/completions\", or \"\" for the provider's default"
+        ),
+    ))
+}
+
+/// A key is `env:NAME`, or the key itself. The value is never quoted: it may be a key.
+fn key(at: &KeyPath, value: &str) -> Checked {
+    match value.trim().strip_prefix("env:") {
+        Some(name) if !is_identifier(name.trim()) => Err(problem(
+            at.clone(),
+            "names no variable after env: — write env:NAME, e.g. \"env:OPENAI_API_KEY\"".to_owned(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn triage(c: &TriageConfig) -> Checked {

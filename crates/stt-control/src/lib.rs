@@ -263,7 +263,17 @@ fn describe_status(s: &Status) -> String {
             Some(false) => "not answering",
             None => "not probed yet",
         };
-        format!("{} ({state})", s.llm_endpoint)
+        match &s.llm_provider {
+            None => format!("no provider chosen ({state})"),
+            Some(provider) => {
+                let model = if s.llm_model.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {}", s.llm_model)
+                };
+                format!("{provider}{model} · {} ({state})", s.llm_endpoint)
+            }
+        }
     };
     let buffer = match (s.command_buffer.is_empty(), s.command_edited) {
         (true, _) => "(empty)".to_owned(),

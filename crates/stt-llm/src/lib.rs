@@ -10,6 +10,8 @@
 //! - [`anthropic`]: Anthropic's messages API, streamed, with its `tool_use` blocks.
 //! - [`cli`]: subscription CLIs (claude, codex, gemini, opencode), one process per turn,
 //!   each with its stream format and its resume handle.
+//! - [`registry`]: every provider stt knows, probing them all at once, choosing one, and
+//!   the fix for each failure.
 //! - [`sse`]: server-sent events, the framing of a streamed reply.
 //! - [`toolcall`]: tool calls small local models write as JSON in their text (bare, fenced,
 //!   or wrapped in `<tool_call>` tags), for providers that return them that way.
@@ -24,6 +26,7 @@ pub mod anthropic;
 pub mod cli;
 pub mod conversation;
 pub mod openai;
+pub mod registry;
 pub mod sse;
 pub mod toolcall;
 

@@ -437,10 +437,18 @@ pub struct Status {
     #[serde(default)]
     pub stt_detail: String,
     pub llm_enabled: bool,
+    /// Where model requests go: the provider's chat URL or CLI program; empty before one
+    /// is chosen.
     pub llm_endpoint: String,
-    /// Whether the endpoint answered its last probe; `null` before the first probe.
+    /// Whether the provider answered its last probe; `null` before the first probe.
     #[serde(default)]
     pub llm_reachable: Option<bool>,
+    /// The provider in use (`llamacpp`, `ollama`, `claude`, …); `null` when none is.
+    #[serde(default)]
+    pub llm_provider: Option<String>,
+    /// The model asked for; empty when the provider chooses.
+    #[serde(default)]
+    pub llm_model: String,
     pub inference_queue: u32,
     pub inference_busy: bool,
     pub viewers: u32,

@@ -251,6 +251,8 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 llm_enabled: true,
                 llm_endpoint: "http://localhost:9931/v1/chat/completions".into(),
                 llm_reachable: None,
+                llm_provider: Some("llamacpp".into()),
+                llm_model: String::new(),
                 inference_queue: 0,
                 inference_busy: false,
                 viewers: 1,
@@ -263,7 +265,7 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                     remaining_s: 42.5,
                 }],
             }),
-            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}]}"#,
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}]}"#,
         ),
         (
             AssistantEvent::SpeakerList(roster()),

@@ -12,6 +12,8 @@ pub fn status() -> Status {
         llm_enabled: true,
         llm_endpoint: "http://127.0.0.1:9931/v1/chat/completions".into(),
         llm_reachable: Some(true),
+        llm_provider: Some("llamacpp".into()),
+        llm_model: String::new(),
         inference_queue: 0,
         inference_busy: false,
         viewers: 1,

@@ -10,7 +10,7 @@ use crate::lane::Sink;
 
 /// Sends `text` (already prefixed with the speaker) after `conversation`.
 pub async fn turn(lane: &Lane, text: &str, mut conversation: Chat, out: &Sink<Report>) {
-    let Some(client) = &lane.client else { return no_client(out) };
+    let Some(client) = &lane.client else { return no_client(lane, out) };
     let settings = &lane.settings;
     conversation.turns.push(Message::user(text));
     compact::compact(lane, client, &mut conversation, out).await;
@@ -35,7 +35,7 @@ pub async fn turn(lane: &Lane, text: &str, mut conversation: Chat, out: &Sink<Re
             );
             (partial, false)
         }
-        Err(e) => return error(out, ErrorCode::LlmError, e.to_string()),
+        Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
     };
     out.send(Report::Reply { text: answer.clone(), partial: false });
     if truncated {

@@ -16,7 +16,15 @@ use crate::lane::Sink;
 
 /// Runs `text` (typed over, when `edited`) through the tool loop.
 pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
-    let Some(client) = &lane.client else { return no_client(out) };
+    let Some(client) = &lane.client else { return no_client(lane, out) };
+    if !client.supports_tools() {
+        // The loop refuses such a command before it is queued; this guards a switch since.
+        return error(
+            out,
+            ErrorCode::NoExecutor,
+            "the provider in use is chat-only: commands need one with tool calls (`/providers`)",
+        );
+    }
     let settings = &lane.settings;
     let tools = tools(lane);
     let mut messages = vec![Message::system(&settings.command_system_prompt), Message::user(text)];
@@ -33,7 +41,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
         };
         let reply = match complete(client, &request, out, |_| {}).await {
             Ok(reply) => reply,
-            Err(e) => return error(out, ErrorCode::LlmError, e.to_string()),
+            Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
         };
         let calls = calls_of(lane, &reply);
         if calls.is_empty() {
@@ -116,7 +124,7 @@ async fn report(
     };
     match complete(client, &request, out, |_| {}).await {
         Ok(reply) => answer(&reply, out),
-        Err(e) => error(out, ErrorCode::LlmError, e.to_string()),
+        Err(e) => error(out, ErrorCode::LlmError, lane.explain(&e)),
     }
 }
 

@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
+use stt_llm::registry::{self, Id};
 use stt_llm::{LlmError, Message, Provider, Request};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
 use stt_tools::{ActionRecord, Registry};
@@ -49,9 +50,28 @@ pub struct Settings {
 /// What every job may use: the model, the tools, the settings. Read-only, cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Lane {
+    /// The provider in use; `None` when there is none.
     pub client: Option<Provider>,
+    /// What to tell a person when there is none (what was tried and how to get one).
+    pub missing: String,
+    /// The provider registry and which of its providers `client` is, to word failures
+    /// with their fix; `None` when `[llm].enabled` is false.
+    pub providers: Option<(registry::Registry, Id)>,
     pub registry: Arc<Registry>,
     pub settings: Arc<Settings>,
+}
+
+impl Lane {
+    /// `e` in words that name the fix for the provider in use.
+    pub fn explain(&self, e: &LlmError) -> String {
+        match &self.providers {
+            Some((registry, id)) => {
+                let model = self.client.as_ref().map_or("", Provider::model);
+                registry.explain(*id, model, e)
+            }
+            None => e.to_string(),
+        }
+    }
 }
 
 /// The chat conversation: a rolling summary of what was compacted, and the turns since.
@@ -212,6 +232,6 @@ fn error(out: &Sink<Report>, code: ErrorCode, message: impl Into<String>) {
     out.send(Report::Publish(AssistantEvent::Error(ErrorMsg::new(code, message))));
 }
 
-fn no_client(out: &Sink<Report>) {
-    error(out, ErrorCode::NoExecutor, "no executor configured: [llm].enabled is false");
+fn no_client(lane: &Lane, out: &Sink<Report>) {
+    error(out, ErrorCode::NoExecutor, lane.missing.clone());
 }

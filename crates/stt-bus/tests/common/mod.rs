@@ -228,6 +228,8 @@ impl Handler for TestHandler {
                     conn.peer.as_deref().unwrap_or("-")
                 ),
                 llm_reachable: None,
+                llm_provider: Some("llamacpp".into()),
+                llm_model: String::new(),
                 inference_queue: 0,
                 inference_busy: false,
                 viewers: 0,

@@ -129,7 +129,10 @@ mod tests {
         let reply = b.finish();
         assert_eq!(reply.tool_calls[0].arguments, Value::Null);
         assert_eq!(reply.tool_calls[1].arguments, serde_json::json!({}));
-        assert_eq!(reply.usage, Some(Usage { prompt_tokens: 31, completion_tokens: 9, cached_tokens: 0 }));
+        assert_eq!(
+            reply.usage,
+            Some(Usage { prompt_tokens: 31, completion_tokens: 9, cached_tokens: 0 })
+        );
     }
 
     #[test]
