@@ -152,6 +152,7 @@ pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Sett
         provider,
         overrides,
         priority: llm.priority.iter().filter_map(|name| id(name)).collect(),
+        failover: llm.failover,
         local_urls: Vec::new(),
         connect_timeout: Duration::from_secs(llm.connect_timeout_s),
         idle_timeout: Duration::from_secs(llm.request_timeout_s),
@@ -162,6 +163,15 @@ pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Sett
 /// Runs the assistant until SIGINT or SIGTERM.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.common.load_config()?;
+    let config_path = match &cli.common.config {
+        Some(path) => Some(path.clone()),
+        None => stt_config::dirs::config_file().ok(),
+    };
+    if let Some(warning) =
+        config_path.and_then(|path| stt_config::literal_key_warning(&config, &path))
+    {
+        tracing::warn!("{warning}");
+    }
     let socket_path = match cli.socket {
         Some(path) => path,
         None => stt_config::dirs::assistant_socket(&config)?,
@@ -221,6 +231,7 @@ pub async fn serve(
             queue: InferenceQueue::new(settings.inference_queue_size),
             lane: llm::Lane {
                 client: None,
+                fallback: None,
                 missing: if registry.is_some() {
                     "no model provider is chosen yet".to_owned()
                 } else {

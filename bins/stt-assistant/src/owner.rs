@@ -393,6 +393,8 @@ impl Owner {
         let Some(job) = self.queue.start_next() else { return };
         let id = self.next_job;
         self.next_job += 1;
+        let command = matches!(job, Job::Command { .. });
+        self.lane.fallback = self.fallback(command);
         let (work, segs) = match job {
             Job::Command { text, edited, segs } => (Work::Command { text, edited }, segs),
             Job::Chat { text, segs } => {
@@ -496,6 +498,17 @@ impl Owner {
     /// The provider in use.
     fn active(&self) -> Option<Id> {
         self.lane.providers.as_ref().map(|(_, id)| *id).filter(|_| self.lane.client.is_some())
+    }
+
+    /// With `[llm].failover`, the provider a job's request goes to when the one in use fails
+    /// before its first word: the next live one (that runs tools, for a `command`).
+    fn fallback(&self, command: bool) -> Option<(Id, Provider)> {
+        let registry = self.registry.as_ref().filter(|r| r.settings().failover)?;
+        registry.fallbacks(&self.providers, self.active()?).into_iter().find_map(|id| {
+            let probed = self.providers.iter().find(|p| p.id == id)?;
+            let provider = registry.provider(probed, "").ok()?;
+            (!command || provider.supports_tools()).then_some((id, provider))
+        })
     }
 
     /// Why a command cannot run on the provider in use (a chat-only CLI), naming one that

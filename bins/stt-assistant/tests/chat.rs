@@ -42,6 +42,7 @@ fn lane(server: &LlmServer) -> Lane {
     };
     Lane {
         client: Some(client),
+        fallback: None,
         missing: String::new(),
         providers: None,
         registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),

@@ -367,6 +367,9 @@ pub struct Settings {
     pub overrides: HashMap<Id, Override>,
     /// `[llm].priority`: autodetection tries these first, in this order.
     pub priority: Vec<Id>,
+    /// `[llm].failover`: a turn that fails before its first word is sent once more to the
+    /// next live provider.
+    pub failover: bool,
     /// Chat URLs tried first for `llamacpp` (the server `stt-daemon up` runs).
     pub local_urls: Vec<String>,
     pub connect_timeout: Duration,

@@ -135,7 +135,7 @@ async fn a_stream_dropped_mid_answer_keeps_the_partial_text() {
 }
 
 #[tokio::test]
-async fn nothing_listening_names_the_fix() {
+async fn nothing_listening_names_the_url_and_the_registry_the_fix() {
     // Bind and drop a listener to get a port nobody serves.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
@@ -143,5 +143,8 @@ async fn nothing_listening_names_the_fix() {
     let err = client(&url).complete(&request(&messages, &[], true), |_| {}).await.unwrap_err();
     assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
     let text = err.to_string();
-    assert!(text.contains(&url) && text.contains("start llama-server"), "{text}");
+    assert!(text.contains(&url), "{text}");
+    let registry = stt_llm::registry::Registry::new(stt_llm::registry::Settings::default());
+    let explained = registry.explain(stt_llm::registry::Id::LlamaCpp, "", &err);
+    assert!(explained.contains(&url) && explained.contains("stt-daemon up"), "{explained}");
 }

@@ -1,10 +1,21 @@
-//! A scripted OpenAI-compatible chat completions server: the one stand-in the tests allow.
+//! A scripted chat server, OpenAI-compatible or Anthropic's messages API: the one stand-in
+//! the tests allow.
 //!
 //! Each request takes the next [`Script`] from the queue and is answered with it, streamed
 //! as server-sent events when the request asks for `stream: true`, as one JSON body
-//! otherwise. Every request body is recorded for assertions. With the queue empty, the
-//! server asks the responder set with [`LlmServer::respond_with`], if any, and otherwise
-//! answers 500 "no scripted reply left", so an unexpected call is visible.
+//! otherwise. Every request body is recorded for assertions, and with its path and headers
+//! in [`LlmServer::received`]. With the queue empty, the server asks the responder set with
+//! [`LlmServer::respond_with`], if any, and otherwise answers 500 "no scripted reply left",
+//! so an unexpected call is visible.
+//!
+//! A `POST` to a path ending in `/messages` ([`LlmServer::messages_url`]) is answered in
+//! Anthropic's shape: `event:`/`data:` pairs from `message_start` to `message_stop`, text as
+//! `text_delta`s, calls as `tool_use` blocks whose input comes in two `input_json_delta`
+//! fragments, a fixed usage (6 fresh input tokens and 4 read from the cache; one output token
+//! per piece), and errors as `{"type":"error","error":{…}}`. A request the real API would
+//! refuse (roles that do not alternate, a `tool_result` without its `tool_use`, an empty text
+//! block, …) is answered 400 with the reason, and leaves the queue alone. Any other path is
+//! answered in OpenAI's shape.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -33,6 +44,30 @@ pub enum Script {
     Hang,
     /// Streams this text, then closes the connection without finishing.
     DropMidStream(String),
+    /// Streams this text, then fails the way a busy API does mid-answer (Anthropic's `error`
+    /// event with an `overloaded_error`, an `error` chunk in OpenAI's shape) and closes.
+    /// Not streamed: 529 "Overloaded".
+    FailMidStream(String),
+}
+
+/// A request as the server received it, for checking more than its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The path, with its query if any.
+    pub path: String,
+    /// Each header's name (lowercased) and value, in the order sent.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body; `null` for a `GET` or a body that is not JSON.
+    pub body: Value,
+}
+
+impl Received {
+    /// The value of header `name` (any case), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
 }
 
 /// Chooses a reply from the request, for when the queue of scripts is empty.
@@ -43,6 +78,7 @@ struct Shared {
     scripts: Mutex<VecDeque<Script>>,
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
+    received: Mutex<Vec<Received>>,
     /// `GET …/models` requests answered (the assistant's reachability probes).
     probes: AtomicUsize,
     stop: AtomicBool,
@@ -81,6 +117,11 @@ impl LlmServer {
         format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
     }
 
+    /// Anthropic's messages URL: requests to it are answered in that API's shape.
+    pub fn messages_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1/messages", self.port)
+    }
+
     /// Queues the reply to the next request.
     pub fn push(&self, script: Script) {
         lock(&self.shared.scripts).push_back(script);
@@ -91,9 +132,15 @@ impl LlmServer {
         *lock(&self.shared.responder) = Some(Box::new(responder));
     }
 
-    /// Every request body received so far.
+    /// Every request body received so far (the `POST`s).
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// Every request received so far, `GET`s (probes, model lists) included, with its path
+    /// and headers.
+    pub fn received(&self) -> Vec<Received> {
+        lock(&self.shared.received).clone()
     }
 
     /// How many `GET …/models` probes the server has answered.
@@ -144,27 +191,39 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut length = 0usize;
     let mut request_line = String::new();
+    if reader.read_line(&mut request_line)? == 0 {
+        return Ok(());
+    }
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
             return Ok(());
         }
-        if request_line.is_empty() {
-            request_line = line.clone();
-        }
         let line = line.trim_end();
         if line.is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
         }
     }
-    if request_line.starts_with("GET ") {
+    let mut words = request_line.split_whitespace();
+    let method = words.next().unwrap_or_default().to_owned();
+    let path = words.next().unwrap_or_default().to_owned();
+    let anthropic = path.split(['?', '#']).next().unwrap_or_default().ends_with("/messages");
+    let mut received = Received { method, path, headers, body: Value::Null };
+    if received.method == "GET" {
         // A reachability probe (or a client listing models): not a scripted exchange.
         shared.probes.fetch_add(1, Ordering::SeqCst);
+        let asks_anthropic = received.header("anthropic-version").is_some();
+        lock(&shared.received).push(received);
+        if asks_anthropic {
+            return anthropic_models(stream);
+        }
         let body = json!({"object": "list", "data": [{"id": "scripted", "object": "model"}]});
         let body = body.to_string();
         let mut out = stream;
@@ -179,18 +238,33 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let streaming = request["stream"].as_bool().unwrap_or(false);
     lock(&shared.requests).push(request.clone());
+    received.body = request.clone();
+    lock(&shared.received).push(received);
+    let mut out = stream;
+    if anthropic && let Some(problem) = anthropic_problem(&request) {
+        return anthropic_status(&mut out, 400, &problem);
+    }
     let script = lock(&shared.scripts)
         .pop_front()
         .or_else(|| lock(&shared.responder).as_ref().map(|respond| respond(&request)));
-    let mut out = stream;
+    let status = if anthropic { anthropic_status } else { respond_status };
     match script {
-        None => respond_status(&mut out, 500, "no scripted reply left"),
-        Some(Script::Status(code, text)) => respond_status(&mut out, code, &text),
+        None => status(&mut out, 500, "no scripted reply left"),
+        Some(Script::Status(code, text)) => status(&mut out, code, &text),
         Some(Script::Hang) => {
             while !shared.stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Ok(())
+        }
+        Some(Script::FailMidStream(_)) if !streaming => status(&mut out, 529, "Overloaded"),
+        Some(script) if anthropic => {
+            let model = request["model"].as_str().unwrap_or_default();
+            if streaming {
+                anthropic_stream(&mut out, &script, model)
+            } else {
+                anthropic_whole(&mut out, &script, model)
+            }
         }
         Some(script) if streaming => stream_script(&mut out, &script),
         Some(script) => whole_script(&mut out, &script),
@@ -214,7 +288,9 @@ fn plan(script: &Script) -> (Vec<String>, Vec<(String, Value)>, &'static str, bo
         Script::Text(text) | Script::ContentCall(text) => (words(text), vec![], "stop", true),
         Script::ToolCalls(calls) => (vec![], calls.clone(), "tool_calls", true),
         Script::Length(text) => (words(text), vec![], "length", true),
-        Script::DropMidStream(text) => (words(text), vec![], "stop", false),
+        Script::DropMidStream(text) | Script::FailMidStream(text) => {
+            (words(text), vec![], "stop", false)
+        }
         Script::Status(..) | Script::Hang => (vec![], vec![], "stop", true),
     }
 }
@@ -237,7 +313,7 @@ fn stream_script(out: &mut TcpStream, script: &Script) -> std::io::Result<()> {
     }
     for (index, (name, args)) in calls.iter().enumerate() {
         let arguments = args.to_string();
-        let (first, second) = arguments.split_at(arguments.len() / 2);
+        let (first, second) = halves(&arguments);
         send(
             json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": format!("call_{index}"), "type": "function", "function": {"name": name, "arguments": first}}]}}]}),
         )?;
@@ -246,6 +322,9 @@ fn stream_script(out: &mut TcpStream, script: &Script) -> std::io::Result<()> {
         )?;
     }
     if !finished {
+        if matches!(script, Script::FailMidStream(_)) {
+            send(json!({"error": {"message": "Overloaded", "type": "server_error"}}))?;
+        }
         return out.shutdown(std::net::Shutdown::Both);
     }
     send(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))?;
@@ -273,6 +352,243 @@ fn whole_script(out: &mut TcpStream, script: &Script) -> std::io::Result<()> {
         message["tool_calls"] = Value::Array(tool_calls);
     }
     let body = json!({"id": "scripted", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}]}).to_string();
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// `text` split in two near its middle, on a character boundary.
+fn halves(text: &str) -> (&str, &str) {
+    let mut middle = text.len() / 2;
+    while !text.is_char_boundary(middle) {
+        middle += 1;
+    }
+    text.split_at(middle)
+}
+
+/// Anthropic's name for the kind of error a status means.
+fn anthropic_error_type(code: u16) -> &'static str {
+    match code {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+fn anthropic_status(out: &mut TcpStream, code: u16, text: &str) -> std::io::Result<()> {
+    let error = json!({"type": anthropic_error_type(code), "message": text});
+    let body = json!({"type": "error", "error": error}).to_string();
+    write!(
+        out,
+        "HTTP/1.1 {code} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn anthropic_models(mut out: TcpStream) -> std::io::Result<()> {
+    let model = json!({"type": "model", "id": "scripted", "display_name": "Scripted", "created_at": "2025-01-01T00:00:00Z"});
+    let body =
+        json!({"data": [model], "has_more": false, "first_id": "scripted", "last_id": "scripted"});
+    let body = body.to_string();
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// What the messages API would refuse in `request` with a 400, as far as the requests stt
+/// makes go; the wording follows the API's.
+fn anthropic_problem(request: &Value) -> Option<String> {
+    if request["model"].as_str().is_none_or(str::is_empty) {
+        return Some("model: Field required".into());
+    }
+    if !request["max_tokens"].is_u64() {
+        return Some("max_tokens: Field required".into());
+    }
+    if let Some(temperature) = request["temperature"].as_f64()
+        && !(0.0..=1.0).contains(&temperature)
+    {
+        return Some("temperature: Input should be less than or equal to 1".into());
+    }
+    if request.get("system").is_some_and(|system| !system.is_string()) {
+        return Some("system: Input should be a valid string".into());
+    }
+    let Some(messages) = request["messages"].as_array().filter(|m| !m.is_empty()) else {
+        return Some("messages: at least one message is required".into());
+    };
+    // The ids of the calls the previous assistant turn made: the next user turn answers each.
+    let mut calls: Vec<&str> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or_default();
+        let expected = if i % 2 == 0 { "user" } else { "assistant" };
+        if role != expected {
+            return Some(format!(
+                "messages.{i}.role: expected \"{expected}\", got {role:?}: roles must alternate \
+                 between \"user\" and \"assistant\", starting with \"user\""
+            ));
+        }
+        let blocks = match &message["content"] {
+            Value::String(text) if !text.is_empty() => Vec::new(),
+            Value::Array(blocks) if !blocks.is_empty() => blocks.iter().collect(),
+            _ => return Some(format!("messages.{i}: all messages must have non-empty content")),
+        };
+        let mut made = Vec::new();
+        let mut answered = Vec::new();
+        let mut after_results = false;
+        for (j, block) in blocks.into_iter().enumerate() {
+            let at = format!("messages.{i}.content.{j}");
+            match (block["type"].as_str().unwrap_or_default(), role) {
+                ("text", _) => {
+                    if block["text"].as_str().is_none_or(|t| t.trim().is_empty()) {
+                        return Some(format!("{at}: text content blocks must be non-empty"));
+                    }
+                    after_results = true;
+                }
+                ("tool_use", "assistant") => {
+                    if !block["input"].is_object() {
+                        return Some(format!("{at}.input: Input should be a valid dictionary"));
+                    }
+                    made.push(block["id"].as_str().unwrap_or_default());
+                }
+                ("tool_result", "user") => {
+                    let id = block["tool_use_id"].as_str().unwrap_or_default();
+                    if after_results {
+                        return Some(format!(
+                            "{at}: tool_result blocks must come first in the user message"
+                        ));
+                    }
+                    if !calls.contains(&id) {
+                        return Some(format!(
+                            "{at}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. \
+                             Each `tool_result` block must have a corresponding `tool_use` block \
+                             in the previous message."
+                        ));
+                    }
+                    answered.push(id);
+                }
+                (kind, _) => {
+                    return Some(format!("{at}: unexpected {kind:?} block in a {role} turn"));
+                }
+            }
+        }
+        if role == "user"
+            && let Some(missing) = calls.iter().find(|id| !answered.contains(id))
+        {
+            return Some(format!(
+                "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately \
+                 after: {missing}"
+            ));
+        }
+        calls = made;
+    }
+    for (i, tool) in request["tools"].as_array().into_iter().flatten().enumerate() {
+        if tool["name"].as_str().is_none_or(str::is_empty) || !tool["input_schema"].is_object() {
+            return Some(format!("tools.{i}: a tool needs a name and an input_schema object"));
+        }
+    }
+    None
+}
+
+/// The stop reason for one of [`plan`]'s finish reasons.
+fn anthropic_stop_reason(finish: &str) -> &'static str {
+    match finish {
+        "tool_calls" => "tool_use",
+        "length" => "max_tokens",
+        _ => "end_turn",
+    }
+}
+
+fn anthropic_stream(out: &mut TcpStream, script: &Script, model: &str) -> std::io::Result<()> {
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+    )?;
+    let (pieces, calls, finish, finished) = plan(script);
+    let mut send = |event: Value| -> std::io::Result<()> {
+        let kind = event["type"].as_str().unwrap_or_default();
+        write!(out, "event: {kind}\ndata: {event}\n\n")?;
+        out.flush()
+    };
+    let usage = json!({"input_tokens": 6, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 4, "output_tokens": 1});
+    send(
+        json!({"type": "message_start", "message": {"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+    )?;
+    send(json!({"type": "ping"}))?;
+    let mut index = 0;
+    if !pieces.is_empty() {
+        send(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        )?;
+        for piece in &pieces {
+            send(
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
+            )?;
+        }
+    }
+    if !finished {
+        if matches!(script, Script::FailMidStream(_)) {
+            send(
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            )?;
+        }
+        return out.shutdown(std::net::Shutdown::Both);
+    }
+    if !pieces.is_empty() {
+        send(json!({"type": "content_block_stop", "index": index}))?;
+        index += 1;
+    }
+    for (n, (name, args)) in calls.iter().enumerate() {
+        send(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}}),
+        )?;
+        let arguments = args.to_string();
+        let (first, second) = halves(&arguments);
+        for fragment in [first, second] {
+            send(
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": fragment}}),
+            )?;
+        }
+        send(json!({"type": "content_block_stop", "index": index}))?;
+        index += 1;
+    }
+    let output_tokens = pieces.len() + calls.len();
+    send(
+        json!({"type": "message_delta", "delta": {"stop_reason": anthropic_stop_reason(finish), "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
+    )?;
+    send(json!({"type": "message_stop"}))
+}
+
+fn anthropic_whole(out: &mut TcpStream, script: &Script, model: &str) -> std::io::Result<()> {
+    let (pieces, calls, finish, finished) = plan(script);
+    if !finished {
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{\"id\":\"msg_scripted\",\"content\":"
+        )?;
+        return out.shutdown(std::net::Shutdown::Both);
+    }
+    let text: String = pieces.concat();
+    let mut content: Vec<Value> = Vec::new();
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (n, (name, args)) in calls.iter().enumerate() {
+        content.push(
+            json!({"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": args}),
+        );
+    }
+    let usage = json!({"input_tokens": 6, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 4, "output_tokens": pieces.len() + calls.len()});
+    let body = json!({"id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": anthropic_stop_reason(finish), "stop_sequence": null, "usage": usage}).to_string();
     write!(
         out,
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

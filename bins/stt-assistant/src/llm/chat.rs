@@ -25,7 +25,7 @@ pub async fn turn(lane: &Lane, text: &str, mut conversation: Chat, out: &Sink<Re
         resume: None,
     };
     let stream = |piece: &str| out.send(Report::Reply { text: piece.to_owned(), partial: true });
-    let (answer, truncated) = match complete(client, &request, out, stream).await {
+    let (answer, truncated) = match complete(lane, client, &request, out, stream).await {
         Ok(reply) => (reply.content, reply.finish == Some(Finish::Length)),
         Err(LlmError::Interrupted { partial, why }) => {
             error(

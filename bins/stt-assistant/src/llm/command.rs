@@ -39,7 +39,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
             temperature: settings.temperature,
             resume: None,
         };
-        let reply = match complete(client, &request, out, |_| {}).await {
+        let reply = match complete(lane, client, &request, out, |_| {}).await {
             Ok(reply) => reply,
             Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
         };
@@ -122,7 +122,7 @@ async fn report(
         temperature: lane.settings.temperature,
         resume: None,
     };
-    match complete(client, &request, out, |_| {}).await {
+    match complete(lane, client, &request, out, |_| {}).await {
         Ok(reply) => answer(&reply, out),
         Err(e) => error(out, ErrorCode::LlmError, lane.explain(&e)),
     }

@@ -96,7 +96,8 @@ async fn summarize(
             temperature: 0.0,
             resume: None,
         };
-        let reply = complete(client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
+        let reply =
+            complete(lane, client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
         if reply.finish == Some(Finish::Length) {
             return Err("the summary was cut off by [assistant].compaction_max_tokens".into());
         }

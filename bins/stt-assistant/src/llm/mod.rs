@@ -52,6 +52,9 @@ pub struct Settings {
 pub struct Lane {
     /// The provider in use; `None` when there is none.
     pub client: Option<Provider>,
+    /// With `[llm].failover`: the next live provider, for a request whose provider fails
+    /// before its first word (one that runs tools, for commands).
+    pub fallback: Option<(Id, Provider)>,
     /// What to tell a person when there is none (what was tried and how to get one).
     pub missing: String,
     /// The provider registry and which of its providers `client` is, to word failures
@@ -208,21 +211,35 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
     handle
 }
 
-/// One request to the model, reporting whether it answered.
+/// One request to the model, reporting whether it answered. With a fallback (`[llm].failover`),
+/// a request that fails before its first word is sent once more to the fallback, with a note.
 async fn complete(
+    lane: &Lane,
     client: &Provider,
     request: &Request<'_>,
     out: &Sink<Report>,
-    on_text: impl FnMut(&str),
+    mut on_text: impl FnMut(&str),
 ) -> Result<stt_llm::Reply, LlmError> {
-    let outcome = client.complete(request, on_text).await;
+    let outcome = client.complete(request, &mut on_text).await;
     let reachable = !matches!(
         outcome,
         Err(LlmError::Unreachable { .. } | LlmError::Timeout { .. } | LlmError::NoTls { .. })
     );
     // The request reports its own failure to viewers; only the state changes here.
     out.send(Report::Reachable(reachable));
-    outcome
+    match (outcome, &lane.fallback) {
+        (Err(e), Some((id, fallback))) if e.before_first_token() => {
+            out.send(Report::Note(format!(
+                "{}; trying {id} instead ([llm].failover)",
+                lane.explain(&e)
+            )));
+            fallback.complete(request, on_text).await.map_err(|e| {
+                tracing::warn!(provider = %id, "the failover provider failed too");
+                e
+            })
+        }
+        (outcome, _) => outcome,
+    }
 }
 
 /// Reports an error to viewers (and the log).
