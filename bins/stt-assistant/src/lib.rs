@@ -27,6 +27,7 @@ pub mod llm;
 pub mod names;
 pub mod owner;
 pub mod queue;
+pub mod session;
 pub mod timers;
 pub mod writer;
 

@@ -36,9 +36,19 @@ pub fn load(path: &Path) -> BTreeMap<String, String> {
 
 /// Saves `names` at `path`, replacing the file atomically.
 pub fn save(path: &Path, names: &BTreeMap<String, String>) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(names).map_err(std::io::Error::other)?;
+    write_private(path, &json)
+}
+
+/// Writes `bytes` and a newline to `path` for its owner only (0600 in a 0700 directory):
+/// whole to a temporary file, synced, then renamed over the old one, so a crash leaves the
+/// old file or the new one, never half of either.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let staged = path.with_extension("json.tmp");
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".tmp");
+    let staged = path.with_file_name(name);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -47,8 +57,7 @@ pub fn save(path: &Path, names: &BTreeMap<String, String>) -> std::io::Result<()
         .open(&staged)?;
     // An existing temporary file keeps its old mode; make sure.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    let json = serde_json::to_vec_pretty(names).map_err(std::io::Error::other)?;
-    file.write_all(&json)?;
+    file.write_all(bytes)?;
     file.write_all(b"\n")?;
     file.sync_all()?;
     std::fs::rename(&staged, path)
