@@ -154,7 +154,8 @@ pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Sett
         overrides,
         priority: llm.priority.iter().filter_map(|name| id(name)).collect(),
         failover: llm.failover,
-        local_urls: Vec::new(),
+        // The server `stt-daemon up` runs, wherever the config puts it.
+        local_urls: vec![format!("http://127.0.0.1:{}/v1/chat/completions", llm.local_port)],
         connect_timeout: Duration::from_secs(llm.connect_timeout_s),
         idle_timeout: Duration::from_secs(llm.request_timeout_s),
         path: None,

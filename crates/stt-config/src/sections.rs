@@ -256,6 +256,16 @@ pub struct LlmConfig {
     pub stream: bool,
     /// Sampling temperature, 0 to 2.
     pub temperature: f64,
+    /// `stt-daemon up` starts llama-server with the installed local model when the config
+    /// names no provider or endpoint and nothing answers on `local_port`.
+    pub local_server: bool,
+    /// The GGUF model it serves: a path, or a file name looked up in `<data_dir>/models`.
+    pub local_model: PathBuf,
+    /// The loopback port it listens on.
+    pub local_port: u16,
+    /// The llama-server program; empty means the one `scripts/fetch-llm` builds, else
+    /// `llama-server` on `PATH`.
+    pub local_server_program: PathBuf,
     /// `[llm.providers.ID]`: settings of one provider, by id.
     pub providers: BTreeMap<String, LlmProviderConfig>,
 }
@@ -275,6 +285,10 @@ impl Default for LlmConfig {
             probe_interval_s: 30,
             stream: true,
             temperature: 0.2,
+            local_server: true,
+            local_model: PathBuf::from("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+            local_port: 9931,
+            local_server_program: PathBuf::new(),
             providers: BTreeMap::new(),
         }
     }

@@ -227,6 +227,7 @@ fn llm(c: &LlmConfig) -> Checked {
         endpoint(&table.key("endpoint"), &p.endpoint, cli)?;
         key(&table.key("key"), &p.key)?;
     }
+    positive("llm", "local_port", c.local_port.into(), d.local_port.into())?;
     positive("llm", "connect_timeout_s", c.connect_timeout_s, d.connect_timeout_s)?;
     positive("llm", "request_timeout_s", c.request_timeout_s, d.request_timeout_s)?;
     if !(0.0..=2.0).contains(&c.temperature) {
