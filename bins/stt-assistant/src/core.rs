@@ -258,6 +258,7 @@ impl Core {
                     speaker: name.clone(),
                     text: text.clone(),
                     partial: false,
+                    stopped: false,
                 })));
                 // The model is told who spoke, or that no one knows.
                 let who = name.as_deref().unwrap_or("Unknown");
@@ -399,10 +400,14 @@ impl Core {
                 effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
                 Ok(())
             }
-            // The owner answers these itself (it holds the timers, and `status` is all of it).
+            Request::ChatSend { text } => self.typed(text, effects),
+            // The owner answers these itself (it holds the timers, the session and the
+            // running job, and `status` is all of it).
             Request::Status
             | Request::SpeakerList
             | Request::TimerCancel { .. }
+            | Request::ChatCommand { .. }
+            | Request::ChatStop
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
             Request::Confirm { call_id } | Request::Deny { call_id } => {
@@ -413,6 +418,33 @@ impl Core {
                 Ok(())
             }
         }
+    }
+
+    /// A typed chat turn: like a spoken one in chat mode, which it enters from idle.
+    fn typed(&mut self, text: &str, effects: &mut Vec<Effect>) -> Result<(), ErrorMsg> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ErrorMsg::new(ErrorCode::BadMessage, "the message is empty"));
+        }
+        match self.mode {
+            Mode::Idle => self.set_mode(Mode::Chat, effects),
+            Mode::Chat => {}
+            Mode::CommandArmed | Mode::Executing => {
+                return Err(wrong_mode("a command is armed or running; cancel or finish it first"));
+            }
+        }
+        let id = self.next_id();
+        effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
+            id,
+            role: ChatRole::User,
+            speaker: None,
+            text: text.to_owned(),
+            partial: false,
+            stopped: false,
+        })));
+        // The model is told the words were typed, as it is told who spoke.
+        effects.push(Effect::ChatTurn { text: format!("Typed: {text}"), segs: Vec::new() });
+        Ok(())
     }
 
     /// The call a `confirm` or `deny` answers: the one named, or the only one waiting.

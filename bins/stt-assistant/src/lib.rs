@@ -28,6 +28,7 @@ pub mod names;
 pub mod owner;
 pub mod queue;
 pub mod session;
+pub mod slash;
 pub mod timers;
 pub mod writer;
 
@@ -83,6 +84,12 @@ pub struct Settings {
     pub audit_dir: Option<PathBuf>,
     /// Where speaker names are kept.
     pub names_file: PathBuf,
+    /// Where the chat session is kept.
+    pub session_file: PathBuf,
+    /// How long a chat session lives without a turn.
+    pub session_ttl: Duration,
+    /// Where `/export` writes when given no path.
+    pub export_dir: PathBuf,
 }
 
 impl Settings {
@@ -114,6 +121,9 @@ impl Settings {
             tools: config.tools.command.clone(),
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
+            session_file: stt_config::dirs::state_dir()?.join(session::FILE),
+            session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
+            export_dir: data.join("exports"),
         })
     }
 }
@@ -247,6 +257,9 @@ pub async fn serve(
             publisher,
             viewers: server.viewers(),
             registry: registry.clone(),
+            session_file: settings.session_file.clone(),
+            session_ttl: settings.session_ttl,
+            export_dir: settings.export_dir.clone(),
         },
         inputs_tx.clone(),
     );

@@ -1,4 +1,5 @@
-//! The writes that block (the speaker names file, saved whole with an fsync; audit appends)
+//! The writes that block (the speaker names file and the chat session, each saved whole with
+//! an fsync; audit appends; deleting the session on `/new`)
 //! on a thread of their own, in the order they were asked for, so the assistant's loop never
 //! waits on a disk. A failure comes back to the loop as a [`Failed`] report, which it
 //! publishes.
@@ -11,11 +12,14 @@ use stt_tools::{ActionRecord, AuditLog, SpeakerRecord};
 
 use crate::lane::Sink;
 use crate::names;
+use crate::session::{self, Session};
 
 /// One write.
 #[derive(Debug)]
 enum Write {
     Names(BTreeMap<String, String>),
+    Session(PathBuf, Box<Session>),
+    ForgetSession(PathBuf),
     Action(Box<ActionRecord>),
     Speaker(SpeakerRecord),
 }
@@ -46,6 +50,16 @@ impl Writer {
     /// Saves `names` to the names file, replacing it.
     pub fn save_names(&self, names: BTreeMap<String, String>) {
         self.send(Write::Names(names));
+    }
+
+    /// Saves the chat session at `path`, replacing the file.
+    pub fn save_session(&self, path: PathBuf, session: Session) {
+        self.send(Write::Session(path, Box::new(session)));
+    }
+
+    /// Deletes the chat session file at `path`.
+    pub fn forget_session(&self, path: PathBuf) {
+        self.send(Write::ForgetSession(path));
     }
 
     /// Appends a tool call's record to the audit log (when it is on).
@@ -83,6 +97,16 @@ pub fn spawn(
                          to {}: {e}",
                         names_file.display()
                     )
+                }),
+                (Write::Session(path, session), _) => session::save(path, session).map_err(|e| {
+                    format!(
+                        "the conversation is kept until the assistant restarts: cannot \
+                             save it to {}: {e}",
+                        path.display()
+                    )
+                }),
+                (Write::ForgetSession(path), _) => session::remove(path).map_err(|e| {
+                    format!("cannot delete the saved conversation {}: {e}", path.display())
                 }),
                 (Write::Action(record), Some(log)) => log.append(record, now).map_err(|e| {
                     format!("cannot write the audit log in '{}': {e}", log.dir().display())

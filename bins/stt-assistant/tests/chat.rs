@@ -66,7 +66,9 @@ impl Conversation {
     async fn turn(&mut self, text: &str) {
         let reports = Arc::clone(&self.reports);
         let out = Sink::new(move |r| reports.lock().unwrap().push(r));
-        llm::chat::turn(&self.lane, text, self.chat.clone(), &out).await;
+        let turn =
+            llm::chat::Turn { text, system: &self.lane.settings.chat_system_prompt, resume: None };
+        llm::chat::turn(&self.lane, turn, self.chat.clone(), &out).await;
         let left = self.reports.lock().unwrap().iter().rev().find_map(|r| match r {
             Report::Conversation(chat) => Some(chat.clone()),
             _ => None,
@@ -99,7 +101,7 @@ impl Conversation {
 
     fn final_replies(&self) -> Vec<String> {
         self.picked(|r| match r {
-            Report::Reply { text, partial: false } => Some(text.clone()),
+            Report::Reply { text, partial: false, .. } => Some(text.clone()),
             _ => None,
         })
     }

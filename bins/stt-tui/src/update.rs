@@ -319,7 +319,9 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         AssistantEvent::Hello(_)
         | AssistantEvent::Ack(_)
         | AssistantEvent::Speakers(_)
-        | AssistantEvent::SpeakerList(_) => {}
+        | AssistantEvent::SpeakerList(_)
+        | AssistantEvent::ChatSession(_)
+        | AssistantEvent::ChatOutput { .. } => {}
     }
     vec![]
 }

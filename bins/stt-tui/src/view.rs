@@ -330,6 +330,10 @@ fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
             }
             Line::from(spans)
         }
+        Entry::Chat { role: ChatRole::Error, text, .. } => Line::from(vec![
+            Span::styled("error: ", Style::new().red().bold()),
+            Span::styled(text.clone(), Style::new().red()),
+        ]),
         // A role from a newer assistant is shown like a note.
         Entry::Chat { role: ChatRole::Note | ChatRole::Unknown, text, .. } => Line::from(vec![
             Span::styled("note: ", dim()),

@@ -117,9 +117,9 @@ pub enum VadEngine {
 
 /// The default system prompt for chat mode.
 pub const DEFAULT_CHAT_SYSTEM_PROMPT: &str = "You are a voice assistant on the user's Linux \
-desktop. Each user message is transcribed speech, prefixed with the speaker's name or \
-\"Unknown\", and may contain recognition mistakes. Answer briefly and plainly: replies are read \
-on a small panel.";
+desktop. Each user message is prefixed with who said it: the speaker's name, or \"Unknown\", \
+for transcribed speech, which may contain recognition mistakes; \"Typed\" for words typed at \
+the keyboard. Answer briefly and plainly: replies are read on a small panel.";
 
 /// The default system prompt for command mode.
 pub const DEFAULT_COMMAND_SYSTEM_PROMPT: &str = "You carry out one spoken command on the user's \
@@ -171,6 +171,8 @@ pub struct AssistantConfig {
     pub trim_block_turns: u32,
     /// Transcription counts as unhealthy after this long without a daemon heartbeat, in ms.
     pub stt_stale_after_ms: u64,
+    /// Hours a chat session is kept without a turn before the next one starts afresh.
+    pub chat_session_ttl_hours: u32,
 }
 
 impl Default for AssistantConfig {
@@ -193,6 +195,7 @@ impl Default for AssistantConfig {
             compaction_system_prompt: DEFAULT_COMPACTION_SYSTEM_PROMPT.to_owned(),
             trim_block_turns: 2,
             stt_stale_after_ms: 3000,
+            chat_session_ttl_hours: 6,
         }
     }
 }

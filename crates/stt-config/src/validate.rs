@@ -205,7 +205,13 @@ fn assistant(c: &AssistantConfig) -> Checked {
         c.trim_block_turns.into(),
         d.trim_block_turns.into(),
     )?;
-    positive("assistant", "stt_stale_after_ms", c.stt_stale_after_ms, d.stt_stale_after_ms)
+    positive("assistant", "stt_stale_after_ms", c.stt_stale_after_ms, d.stt_stale_after_ms)?;
+    positive(
+        "assistant",
+        "chat_session_ttl_hours",
+        c.chat_session_ttl_hours.into(),
+        d.chat_session_ttl_hours.into(),
+    )
 }
 
 fn llm(c: &LlmConfig) -> Checked {

@@ -106,6 +106,21 @@ pub enum Verb {
         /// The timer's id
         id: u64,
     },
+    /// Send a typed chat turn (from idle it enters chat mode); the answer streams to viewers
+    ChatSend {
+        /// What to say; several words are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+    },
+    /// Run a chat slash command: /providers, /provider ID, /models, /model NAME, /new,
+    /// /system TEXT, /export [PATH], /help
+    ChatCommand {
+        /// The command, e.g. "/providers" or /model qwen2.5:7b
+        #[arg(required = true, num_args = 1.., value_name = "LINE", allow_hyphen_values = true)]
+        line: Vec<String>,
+    },
+    /// Stop the chat reply that is streaming (what arrived is kept)
+    ChatStop,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
@@ -130,6 +145,9 @@ impl Verb {
             Self::Confirm { call_id } => Request::Confirm { call_id: call_id.clone() },
             Self::Deny { call_id } => Request::Deny { call_id: call_id.clone() },
             Self::TimerCancel { id } => Request::TimerCancel { timer_id: *id },
+            Self::ChatSend { text } => Request::ChatSend { text: text.join(" ") },
+            Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
+            Self::ChatStop => Request::ChatStop,
             Self::Completions { .. } | Self::ConfigDefault => return None,
         })
     }
@@ -227,6 +245,7 @@ pub fn describe(event: &AssistantEvent) -> String {
         AssistantEvent::Status(status) => describe_status(status),
         AssistantEvent::SpeakerList(list) => describe_speakers(list),
         AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
+        AssistantEvent::ChatOutput { text } => format!("{text}\n"),
         other => format!("{other:?}\n"),
     }
 }
@@ -243,6 +262,8 @@ fn ack_text(command: &str) -> String {
         "confirm" => "confirmed".into(),
         "deny" => "denied".into(),
         "timer_cancel" => "timer cancelled".into(),
+        "chat_send" => "sent: the answer streams to viewers (`stt-tui`)".into(),
+        "chat_stop" => "reply stopped".into(),
         other => format!("ok: {other}"),
     }
 }
@@ -287,8 +308,15 @@ fn describe_status(s: &Status) -> String {
             t.label, t.remaining_s, t.id
         ));
     }
+    let chat = match &s.chat {
+        Some(c) if c.turns > 0 => format!(
+            "chat:       {} turns · tokens {} in ({} cached), {} out\n",
+            c.turns, c.total.prompt, c.total.cached, c.total.completion
+        ),
+        _ => String::new(),
+    };
     format!(
-        "mode:       {}\nstt:        {stt}\nllm:        {llm}\ninference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}version:    {}\n",
+        "mode:       {}\nstt:        {stt}\nllm:        {llm}\n{chat}inference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}version:    {}\n",
         s.mode.as_str(),
         s.inference_queue,
         if s.inference_busy { ", busy" } else { "" },
@@ -349,6 +377,9 @@ mod tests {
             &["confirm"],
             &["deny"],
             &["timer-cancel", "1"],
+            &["chat-send", "hello"],
+            &["chat-command", "/providers"],
+            &["chat-stop"],
             &["completions", "bash"],
             &["config-default"],
         ];
@@ -395,6 +426,15 @@ mod tests {
         );
         check(&["chat-toggle"], Some(Request::ChatToggle));
         check(&["clear"], Some(Request::Clear));
+        check(
+            &["chat-send", "what", "time is it"],
+            Some(Request::ChatSend { text: "what time is it".into() }),
+        );
+        check(
+            &["chat-command", "/model", "qwen2.5:7b"],
+            Some(Request::ChatCommand { line: "/model qwen2.5:7b".into() }),
+        );
+        check(&["chat-stop"], Some(Request::ChatStop));
         check(&["status"], Some(Request::Status));
         check(&["speaker-list"], Some(Request::SpeakerList));
         check(

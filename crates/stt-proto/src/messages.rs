@@ -299,6 +299,14 @@ family! {
         } = "deny",
         /// Cancel a timer the `set_timer` tool set (its id as `status` lists it).
         TimerCancel { timer_id: u64 } = "timer_cancel",
+        /// A typed chat turn: like a spoken one in chat mode (from idle it enters chat mode).
+        ChatSend { text: String } = "chat_send",
+        /// A slash command (`/providers`, `/provider ID`, `/models`, `/model NAME`, `/new`,
+        /// `/system TEXT`, `/export [PATH]`, `/help`); answered with `chat_output`.
+        ChatCommand { line: String } = "chat_command",
+        /// Stop the reply that is streaming; what arrived is kept as the turn, flagged
+        /// `stopped`.
+        ChatStop = "chat_stop",
     }
 }
 
@@ -372,6 +380,8 @@ pub enum ChatRole {
     Assistant,
     /// Shown to people only, never sent to the model (why the context changed, say).
     Note,
+    /// Something failed, in words that name the fix; shown to people only.
+    Error,
     /// A role this build does not know (from a newer assistant); shown like a note.
     #[serde(other)]
     Unknown,
@@ -412,6 +422,45 @@ pub struct ChatMessage {
     pub text: String,
     #[serde(default)]
     pub partial: bool,
+    /// The reply was stopped (by a person, or a dropped connection) before it was finished;
+    /// `text` is what had arrived.
+    #[serde(default)]
+    pub stopped: bool,
+}
+
+/// Tokens a turn or a session cost, as the provider counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt: u64,
+    pub completion: u64,
+    /// Prompt tokens served from the provider's cache (counted in `prompt` too).
+    pub cached: u64,
+}
+
+/// The chat session as a viewer shows it: which model answers, where, and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatSession {
+    /// The provider in use (`llamacpp`, `claude`, …); `null` when none is.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The model asked for; empty when the provider chooses.
+    #[serde(default)]
+    pub model: String,
+    /// `host:port` of an HTTP provider, or a CLI's program name.
+    #[serde(default)]
+    pub endpoint: String,
+    /// Whether the provider's server is still loading its model.
+    #[serde(default)]
+    pub loading: bool,
+    /// Turns of the conversation so far.
+    #[serde(default)]
+    pub turns: u32,
+    /// What the last turn cost; `null` before the first (or when the provider did not say).
+    #[serde(default)]
+    pub last: Option<TokenUsage>,
+    /// What every turn of the session cost.
+    #[serde(default)]
+    pub total: TokenUsage,
 }
 
 /// Sent by the assistant about once a second; drives the TUI's counters.
@@ -458,6 +507,9 @@ pub struct Status {
     /// Timers set by the `set_timer` tool that have not fired yet, soonest first.
     #[serde(default)]
     pub timers: Vec<TimerInfo>,
+    /// The chat session; `null` from an assistant that predates it.
+    #[serde(default)]
+    pub chat: Option<ChatSession>,
 }
 
 /// A timer waiting to fire, in `status`.
@@ -499,17 +551,28 @@ family! {
         Ack(Ack) = "ack",
         Status(Status) = "status",
         SpeakerList(Speakers) = "speaker_list",
+        /// The chat session changed: another provider or model, a finished turn, `/new`.
+        ChatSession(ChatSession) = "chat_session",
+        /// The reply to `chat_command`: its output, for a person.
+        ChatOutput { text: String } = "chat_output",
     }
 }
 
 impl AssistantEvent {
     /// Whether this is a direct reply to a request rather than a broadcast event.
     pub fn is_reply(&self) -> bool {
-        matches!(self, Self::Ack(_) | Self::Status(_) | Self::SpeakerList(_) | Self::Error(_))
+        matches!(
+            self,
+            Self::Ack(_)
+                | Self::Status(_)
+                | Self::SpeakerList(_)
+                | Self::Error(_)
+                | Self::ChatOutput { .. }
+        )
     }
 
     /// Whether messages of wire type `kind` are direct replies (see [`Self::is_reply`]).
     pub fn is_reply_type(kind: &str) -> bool {
-        matches!(kind, "ack" | "status" | "speaker_list" | "error")
+        matches!(kind, "ack" | "status" | "speaker_list" | "error" | "chat_output")
     }
 }

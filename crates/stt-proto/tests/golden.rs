@@ -130,6 +130,15 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             Request::TimerCancel { timer_id: 1_764_581_534_000_001 },
             r#"{"type":"timer_cancel","timer_id":1764581534000001}"#,
         ),
+        (
+            Request::ChatSend { text: "what is the capital of Peru?".into() },
+            r#"{"type":"chat_send","text":"what is the capital of Peru?"}"#,
+        ),
+        (
+            Request::ChatCommand { line: "/model qwen2.5:7b".into() },
+            r#"{"type":"chat_command","line":"/model qwen2.5:7b"}"#,
+        ),
+        (Request::ChatStop, r#"{"type":"chat_stop"}"#),
     ]
 }
 
@@ -193,8 +202,9 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 speaker: Some("Efren".into()),
                 text: "tell me a joke".into(),
                 partial: false,
+                stopped: false,
             }),
-            r#"{"type":"chat_message","id":4,"role":"user","speaker":"Efren","text":"tell me a joke","partial":false}"#,
+            r#"{"type":"chat_message","id":4,"role":"user","speaker":"Efren","text":"tell me a joke","partial":false,"stopped":false}"#,
         ),
         (
             AssistantEvent::ChatMessage(ChatMessage {
@@ -203,8 +213,9 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 speaker: None,
                 text: "Why did".into(),
                 partial: true,
+                stopped: false,
             }),
-            r#"{"type":"chat_message","id":5,"role":"assistant","speaker":null,"text":"Why did","partial":true}"#,
+            r#"{"type":"chat_message","id":5,"role":"assistant","speaker":null,"text":"Why did","partial":true,"stopped":false}"#,
         ),
         (
             AssistantEvent::ChatMessage(ChatMessage {
@@ -213,8 +224,9 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 speaker: None,
                 text: "context compacted: 12 turns summarized".into(),
                 partial: false,
+                stopped: false,
             }),
-            r#"{"type":"chat_message","id":6,"role":"note","speaker":null,"text":"context compacted: 12 turns summarized","partial":false}"#,
+            r#"{"type":"chat_message","id":6,"role":"note","speaker":null,"text":"context compacted: 12 turns summarized","partial":false,"stopped":false}"#,
         ),
         (
             AssistantEvent::Speakers(roster()),
@@ -264,8 +276,25 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                     label: "tea".into(),
                     remaining_s: 42.5,
                 }],
+                chat: None,
             }),
-            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}]}"#,
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}],"chat":null}"#,
+        ),
+        (
+            AssistantEvent::ChatSession(ChatSession {
+                provider: Some("llamacpp".into()),
+                model: String::new(),
+                endpoint: "127.0.0.1:9931".into(),
+                loading: false,
+                turns: 2,
+                last: Some(TokenUsage { prompt: 412, completion: 38, cached: 380 }),
+                total: TokenUsage { prompt: 790, completion: 71, cached: 380 },
+            }),
+            r#"{"type":"chat_session","provider":"llamacpp","model":"","endpoint":"127.0.0.1:9931","loading":false,"turns":2,"last":{"prompt":412,"completion":38,"cached":380},"total":{"prompt":790,"completion":71,"cached":380}}"#,
+        ),
+        (
+            AssistantEvent::ChatOutput { text: "now using ollama · qwen2.5:7b".into() },
+            r#"{"type":"chat_output","text":"now using ollama · qwen2.5:7b"}"#,
         ),
         (
             AssistantEvent::SpeakerList(roster()),
@@ -350,7 +379,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

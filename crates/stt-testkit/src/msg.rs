@@ -21,6 +21,7 @@ pub fn status() -> Status {
         command_edited: false,
         version: "0.1.0".into(),
         timers: Vec::new(),
+        chat: None,
     }
 }
 

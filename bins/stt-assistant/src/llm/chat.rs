@@ -2,42 +2,62 @@
 //! the answer streamed back as pieces of the job's reply line. The conversation the turn
 //! leaves goes back to the loop, which keeps it unless a `clear` came in the meantime.
 
-use stt_llm::{Finish, LlmError, Message, Request};
+use stt_llm::{Finish, Message, Request, Resume};
 use stt_proto::ErrorCode;
 
-use super::{Chat, Lane, Report, compact, complete, error, no_client};
+use super::{Chat, Lane, Report, compact, complete, error};
 use crate::lane::Sink;
 
-/// Sends `text` (already prefixed with the speaker) after `conversation`.
-pub async fn turn(lane: &Lane, text: &str, mut conversation: Chat, out: &Sink<Report>) {
-    let Some(client) = &lane.client else { return no_client(lane, out) };
+/// What a turn sends.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    /// The words, already prefixed with who said them.
+    pub text: &'a str,
+    pub system: &'a str,
+    /// The provider's handle on its own copy of the conversation (CLI providers).
+    pub resume: Option<&'a str>,
+}
+
+/// Sends a turn after `conversation`. Failures land in the conversation pane as text that
+/// names the fix; an answer cut off mid-stream is kept, flagged as stopped.
+pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sink<Report>) {
+    let Some(client) = &lane.client else {
+        return out.send(Report::Failed(lane.missing.clone()));
+    };
     let settings = &lane.settings;
-    conversation.turns.push(Message::user(text));
+    conversation.turns.push(Message::user(turn.text));
     compact::compact(lane, client, &mut conversation, out).await;
     out.send(Report::Conversation(conversation.clone()));
-    let messages = conversation.messages(&settings.chat_system_prompt);
+    let messages = conversation.messages(turn.system);
+    let resume = turn.resume.map(|handle| Resume(handle.to_owned()));
     let request = Request {
         messages: &messages,
         tools: &[],
         stream: true,
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
-        resume: None,
+        resume: resume.as_ref(),
     };
-    let stream = |piece: &str| out.send(Report::Reply { text: piece.to_owned(), partial: true });
-    let (answer, truncated) = match complete(lane, client, &request, out, stream).await {
-        Ok(reply) => (reply.content, reply.finish == Some(Finish::Length)),
-        Err(LlmError::Interrupted { partial, why }) => {
-            error(
-                out,
-                ErrorCode::LlmError,
-                format!("the model's reply stopped mid-answer ({why})"),
-            );
-            (partial, false)
+    let stream = |piece: &str| {
+        out.send(Report::Reply { text: piece.to_owned(), partial: true, stopped: false });
+    };
+    let (answer, truncated, stopped) = match complete(lane, client, &request, out, stream).await {
+        Ok(reply) => {
+            if let Some(usage) = reply.usage {
+                out.send(Report::Usage(usage));
+            }
+            if let Some(Resume(handle)) = reply.resume {
+                out.send(Report::Resume(handle));
+            }
+            (reply.content, reply.finish == Some(Finish::Length), false)
         }
-        Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
+        Err(e) if !e.partial().is_empty() => {
+            out.send(Report::Failed(lane.explain(&e)));
+            (e.partial().to_owned(), false, true)
+        }
+        Err(e) => return out.send(Report::Failed(lane.explain(&e))),
     };
-    out.send(Report::Reply { text: answer.clone(), partial: false });
+    out.send(Report::Reply { text: answer.clone(), partial: false, stopped });
     if truncated {
         error(out, ErrorCode::Truncated, "the answer was cut off by [assistant].max_tokens");
     }

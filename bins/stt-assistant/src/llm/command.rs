@@ -91,7 +91,7 @@ fn answer(reply: &Reply, out: &Sink<Report>) {
     }
     let answer = reply.content.trim();
     if !answer.is_empty() {
-        out.send(Report::Reply { text: answer.to_owned(), partial: false });
+        out.send(Report::Reply { text: answer.to_owned(), partial: false, stopped: false });
     }
 }
 

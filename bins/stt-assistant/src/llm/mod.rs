@@ -113,8 +113,9 @@ pub fn estimate_tokens(text: &str) -> usize {
 pub enum Work {
     /// Run a command through the tool loop.
     Command { text: String, edited: bool },
-    /// Send a chat turn, with the conversation as it stands.
-    Chat { text: String, conversation: Chat },
+    /// Send a chat turn, with the conversation as it stands, the session's system prompt
+    /// (`None`: the config's) and the provider's resume handle.
+    Chat { text: String, conversation: Chat, system: Option<String>, resume: Option<String> },
 }
 
 /// What a job tells the loop, in the order it happens.
@@ -122,8 +123,15 @@ pub enum Work {
 pub enum Report {
     /// An event for every subscriber, as it is (tool calls and results, errors).
     Publish(AssistantEvent),
-    /// The job's reply line: streamed pieces (`partial`), then the whole text.
-    Reply { text: String, partial: bool },
+    /// The job's reply line: streamed pieces (`partial`), then the whole text (`stopped`
+    /// when it was cut off before it was finished).
+    Reply { text: String, partial: bool, stopped: bool },
+    /// A chat turn failed: the text, naming the fix, for the conversation pane.
+    Failed(String),
+    /// What the request cost.
+    Usage(stt_llm::Usage),
+    /// The provider's handle on its copy of the conversation, for the next turn.
+    Resume(String),
     /// A note line of its own (the context was compacted or trimmed).
     Note(String),
     /// Whether the model answered the last request.
@@ -182,8 +190,10 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
                 Work::Command { text, edited } => {
                     command::run(&lane, &text, edited, &job_out).await;
                 }
-                Work::Chat { text, conversation } => {
-                    chat::turn(&lane, &text, conversation, &job_out).await;
+                Work::Chat { text, conversation, system, resume } => {
+                    let system = system.as_deref().unwrap_or(&lane.settings.chat_system_prompt);
+                    let turn = chat::Turn { text: &text, system, resume: resume.as_deref() };
+                    chat::turn(&lane, turn, conversation, &job_out).await;
                 }
             }
         }

@@ -237,6 +237,7 @@ impl Handler for TestHandler {
                 command_edited: false,
                 version: "test".into(),
                 timers: Vec::new(),
+                chat: None,
             }),
             Request::CommandStart | Request::CommandEdit { .. } => {
                 AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true })

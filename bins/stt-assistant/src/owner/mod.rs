@@ -8,6 +8,8 @@
 //! Lanes (the LLM jobs, the probes, the writer thread) hold no state of the assistant's: they
 //! get a snapshot and report back through the channel, wrapped as an [`Input`].
 
+mod chat;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use crate::core::{Core, Effect, Outside};
 use crate::lane::Sink;
 use crate::llm::{self, Chat, End, Lane, Report, Work};
 use crate::queue::{InferenceQueue, Job};
+use crate::session::{self, Session, Tokens};
 use crate::timers::Timers;
 use crate::writer::{Failed, Writer};
 
@@ -42,6 +45,8 @@ pub enum Input {
     Llm { job: u64, report: Report },
     /// What a probe of every provider found.
     Providers(Vec<Probed>),
+    /// A slash command that took a while is done; its reply goes to `reply`.
+    Slash { reply: oneshot::Sender<AssistantEvent>, done: chat::SlashDone },
     /// A write on the writer thread failed.
     Written(Failed),
 }
@@ -58,6 +63,11 @@ pub struct Parts {
     pub viewers: Arc<AtomicUsize>,
     /// The model providers; `None` when `[llm].enabled` is false.
     pub registry: Option<Registry>,
+    /// Where the chat session is kept, and how long it lives without a turn.
+    pub session_file: PathBuf,
+    pub session_ttl: Duration,
+    /// Where `/export` writes when given no path.
+    pub export_dir: PathBuf,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -74,6 +84,17 @@ struct Running {
     handle: llm::Handle,
     /// The id of the job's reply line, once it has one.
     reply_id: Option<u64>,
+    /// A chat turn's words, as sent (for the session's display turns).
+    question: String,
+    /// A chat turn's answer so far.
+    answer: String,
+    /// A person stopped it (`chat_stop`).
+    stopped: bool,
+    /// Its answer was cut off mid-stream.
+    cut: bool,
+    started: Instant,
+    /// What its requests cost.
+    tokens: Option<Tokens>,
 }
 
 /// The state, and the loop that owns it.
@@ -102,6 +123,11 @@ pub struct Owner {
     providers: Vec<Probed>,
     /// Whether a probe has come back (jobs wait for the first: it chooses the provider).
     probed: bool,
+    /// The chat session, as saved in `session_file`.
+    session: Session,
+    session_file: PathBuf,
+    session_ttl: Duration,
+    export_dir: PathBuf,
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
 }
@@ -109,6 +135,10 @@ pub struct Owner {
 impl Owner {
     /// An owner whose lanes report into `inputs`.
     pub fn new(parts: Parts, inputs: mpsc::UnboundedSender<Input>) -> Self {
+        let (session, note) = session::load(&parts.session_file, session::now(), parts.session_ttl);
+        if let Some(note) = note {
+            tracing::info!("{note}");
+        }
         Self {
             core: parts.core,
             queue: parts.queue,
@@ -116,7 +146,7 @@ impl Owner {
             running: None,
             next_job: 1,
             epoch: 0,
-            conversation: Chat::default(),
+            conversation: session.chat(),
             answers: HashMap::new(),
             timers: Timers::default(),
             held: None,
@@ -127,6 +157,10 @@ impl Owner {
             registry: parts.registry,
             providers: Vec::new(),
             probed: false,
+            session,
+            session_file: parts.session_file,
+            session_ttl: parts.session_ttl,
+            export_dir: parts.export_dir,
             heartbeat_seq: 0,
             inputs,
         }
@@ -216,6 +250,9 @@ impl Owner {
 
     fn on_input(&mut self, input: Input) {
         match input {
+            Input::Request { request: Request::ChatCommand { line }, reply } => {
+                self.slash(&line, reply);
+            }
             Input::Request { request, reply } => {
                 let answer = self.request(&request);
                 if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
@@ -232,6 +269,7 @@ impl Owner {
                 self.on_report(job, report);
             }
             Input::Providers(found) => self.on_providers(found),
+            Input::Slash { reply, done } => self.slash_done(reply, done),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
         }
     }
@@ -268,6 +306,7 @@ impl Owner {
             Request::Status => return AssistantEvent::Status(self.status()),
             Request::SpeakerList => return AssistantEvent::SpeakerList(self.core.roster().clone()),
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
+            Request::ChatStop => return self.chat_stop(),
             _ => {}
         }
         if let Request::CommandExecute { .. } = request
@@ -322,6 +361,7 @@ impl Owner {
             command_edited: edited,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             timers: self.timers.list(now),
+            chat: Some(self.chat_session()),
         }
     }
 
@@ -358,6 +398,7 @@ impl Owner {
                 Effect::ClearHistory => {
                     self.epoch += 1;
                     self.conversation = Chat::default();
+                    self.forget_session();
                     // A chat turn in flight belongs to the conversation just forgotten.
                     if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
                         running.handle.cancel();
@@ -397,9 +438,7 @@ impl Owner {
         self.lane.fallback = self.fallback(command);
         let (work, segs) = match job {
             Job::Command { text, edited, segs } => (Work::Command { text, edited }, segs),
-            Job::Chat { text, segs } => {
-                (Work::Chat { text, conversation: self.conversation.clone() }, segs)
-            }
+            Job::Chat { text, segs } => (self.chat_work(text), segs),
         };
         // Everything the job logs names it; this names its segments.
         let span = tracing::info_span!("job", job = id);
@@ -413,9 +452,27 @@ impl Owner {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Llm { job: id, report });
         });
+        let work_question = match &work {
+            Work::Chat { text, .. } => Some(text.clone()),
+            Work::Command { .. } => None,
+        };
         let handle = llm::spawn(&self.lane, work, self.epoch, span.clone(), out);
         span.in_scope(|| tracing::debug!(chat = handle.chat, "job started"));
-        self.running = Some(Running { job: id, handle, reply_id: None });
+        let question = match &work_question {
+            Some(text) => text.clone(),
+            None => String::new(),
+        };
+        self.running = Some(Running {
+            job: id,
+            handle,
+            reply_id: None,
+            question,
+            answer: String::new(),
+            stopped: false,
+            cut: false,
+            started: now(),
+            tokens: None,
+        });
     }
 
     fn on_report(&mut self, job: u64, report: Report) {
@@ -428,7 +485,15 @@ impl Owner {
         let stale = running.handle.chat && !current;
         match report {
             Report::Publish(event) if !stale => self.publish(&event),
-            Report::Reply { text, partial } if !stale => {
+            Report::Reply { text, partial, stopped } if !stale => {
+                if let Some(running) = self.running.as_mut() {
+                    if partial {
+                        running.answer.push_str(&text);
+                    } else {
+                        running.answer.clone_from(&text);
+                    }
+                    running.cut |= stopped;
+                }
                 let id = self.reply_id();
                 self.publish(&AssistantEvent::ChatMessage(ChatMessage {
                     id,
@@ -436,10 +501,24 @@ impl Owner {
                     speaker: None,
                     text,
                     partial,
+                    stopped,
                 }));
             }
             Report::Note(text) if !stale => self.note(text),
-            Report::Publish(_) | Report::Reply { .. } | Report::Note(_) => {}
+            Report::Failed(text) if !stale => self.chat_error(text),
+            Report::Publish(_) | Report::Reply { .. } | Report::Note(_) | Report::Failed(_) => {}
+            Report::Usage(usage) => {
+                if let Some(running) = self.running.as_mut() {
+                    let mut tokens = running.tokens.unwrap_or_default();
+                    tokens.add(Tokens::of(usage));
+                    running.tokens = Some(tokens);
+                }
+            }
+            Report::Resume(handle) => {
+                if current {
+                    self.session.handle = Some(handle);
+                }
+            }
             Report::Reachable(reachable) => self.reachable = Some(reachable),
             Report::Confirm { call_id, answer } => {
                 self.core.confirmation_requested(&call_id);
@@ -457,6 +536,8 @@ impl Owner {
             Report::Audit(record) => self.writer.audit_action(*record),
             Report::Conversation(chat) => {
                 if current {
+                    self.session.set_chat(&chat);
+                    self.save_session();
                     self.conversation = chat;
                 }
             }
@@ -479,6 +560,9 @@ impl Owner {
             self.core.confirmation_over(&call_id);
         }
         tracing::debug!(?end, "job over");
+        if running.handle.chat && running.handle.epoch == self.epoch {
+            self.chat_finished(&running, end);
+        }
         match end {
             End::Done => {}
             End::Cancelled if !running.handle.chat => self.note("command cancelled".into()),
@@ -552,7 +636,7 @@ impl Owner {
         let choice = match current {
             // A provider in use that is still there stays: no switching mid-conversation.
             Some(id) if live(id) || registry.configured() == Some(id) => Some(id),
-            _ => registry.choose(&found),
+            _ => self.preferred(&registry, &found).or_else(|| registry.choose(&found)),
         };
         if choice != current || first {
             self.use_provider(&registry, choice, &found, current);
@@ -576,40 +660,6 @@ impl Owner {
         self.start_next();
     }
 
-    /// Makes `choice` the provider jobs use (or none), saying so when it replaces another.
-    fn use_provider(
-        &mut self,
-        registry: &Registry,
-        choice: Option<Id>,
-        found: &[Probed],
-        before: Option<Id>,
-    ) {
-        let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
-        let built = probed.map(|p| registry.provider(p, ""));
-        match built {
-            Some(Ok(provider)) => {
-                let id = probed.map_or(Id::Custom, |p| p.id);
-                tracing::info!(provider = %id, target = %provider.target(), model = provider.model(), "using this model provider");
-                if let Some(old) = before.filter(|old| *old != id) {
-                    self.note(format!("now using {id} ({old} is not there any more)"));
-                }
-                self.lane.client = Some(provider);
-                self.lane.providers = Some((registry.clone(), id));
-            }
-            Some(Err(e)) => {
-                let id = probed.map_or(Id::Custom, |p| p.id);
-                self.lane.client = None;
-                self.lane.missing = registry.explain(id, "", &e);
-                self.lane.providers = Some((registry.clone(), id));
-            }
-            None => {
-                self.lane.client = None;
-                self.lane.missing = registry.none_live(found);
-                self.lane.providers = None;
-            }
-        }
-    }
-
     fn fire_timers(&mut self, now: Instant) {
         for timer in self.timers.due(now) {
             tracing::info!(id = timer.id, label = %timer.label, "timer fired");
@@ -619,6 +669,7 @@ impl Owner {
                 speaker: None,
                 text: format!("⏰ {}", timer.label),
                 partial: false,
+                stopped: false,
             }));
             // A desktop notification too, where there is a notifier.
             let label = timer.label;
@@ -656,6 +707,7 @@ impl Owner {
             speaker: None,
             text,
             partial: false,
+            stopped: false,
         }));
     }
 

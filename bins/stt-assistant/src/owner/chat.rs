@@ -1,0 +1,392 @@
+//! The owner's chat surface: the session it keeps on disk, the provider a conversation runs
+//! on, a reply a person stops, and the slash commands. Still the one owner: these are its
+//! methods, called from its loop.
+
+use std::path::PathBuf;
+
+use tokio::sync::oneshot;
+
+use stt_llm::Provider;
+use stt_llm::registry::{Id, Probed, Registry, Status as ProviderStatus, host};
+use stt_proto::{
+    Ack, AssistantEvent, ChatMessage, ChatRole, ChatSession, ErrorCode, ErrorMsg, TokenUsage,
+};
+
+use super::{Input, Owner, Running, now};
+use crate::llm::{Chat, End, Work};
+use crate::session::{self, Session, Tokens, Turn};
+use crate::slash::{self, Slash};
+
+/// What a slash command that took a while found.
+#[derive(Debug)]
+pub enum SlashDone {
+    /// A fresh probe of every provider (`/providers`).
+    Probed(Vec<Probed>),
+    /// Text for the person, or what went wrong.
+    Text(Result<String, String>),
+}
+
+impl Owner {
+    /// A chat job for `text`: the conversation as it stands, the session's system prompt and
+    /// handle. A session left alone past its time to live is replaced first.
+    pub(super) fn chat_work(&mut self, text: String) -> Work {
+        if self.session.expired(session::now(), self.session_ttl) {
+            let hours = self.session_ttl.as_secs() / 3600;
+            self.note(format!("the last turn was over {hours} h ago: a new conversation starts"));
+            self.new_session();
+        }
+        Work::Chat {
+            text,
+            conversation: self.conversation.clone(),
+            system: self.session.system.clone(),
+            resume: self.session.handle.clone(),
+        }
+    }
+
+    /// `chat_stop`: stops the reply streaming; what arrived is kept (see [`Self::chat_finished`]).
+    pub(super) fn chat_stop(&mut self) -> AssistantEvent {
+        match self.running.as_mut().filter(|r| r.handle.chat) {
+            Some(running) => {
+                tracing::info!(job = running.job, "stopping the chat reply");
+                running.stopped = true;
+                running.handle.cancel();
+                AssistantEvent::Ack(Ack { command: "chat_stop".into(), ok: true })
+            }
+            None => AssistantEvent::Error(ErrorMsg::new(
+                ErrorCode::NothingPending,
+                "no reply is streaming: nothing to stop",
+            )),
+        }
+    }
+
+    /// A chat turn of the current conversation ended: a stopped answer is kept as what
+    /// arrived, and the turn joins the session's display turns.
+    pub(super) fn chat_finished(&mut self, running: &Running, end: End) {
+        let stopped = running.stopped && end == End::Cancelled;
+        if stopped {
+            let id = running.reply_id.unwrap_or_else(|| self.core.next_id());
+            self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+                id,
+                role: ChatRole::Assistant,
+                speaker: None,
+                text: running.answer.clone(),
+                partial: false,
+                stopped: true,
+            }));
+            if !running.answer.trim().is_empty() {
+                self.conversation.turns.push(stt_llm::Message::assistant(&running.answer));
+                self.session.set_chat(&self.conversation);
+            }
+        }
+        if end == End::Done || stopped {
+            let provider = self.active().map_or_else(String::new, |id| id.to_string());
+            let elapsed = now().saturating_duration_since(running.started);
+            self.session.push_turn(Turn {
+                q: running.question.clone(),
+                a: running.answer.clone(),
+                ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                provider,
+                stopped: stopped || running.cut,
+                tokens: running.tokens,
+            });
+            self.publish_session();
+        }
+        self.save_session();
+    }
+
+    /// A chat turn failed: a line of the conversation, naming the fix.
+    pub(super) fn chat_error(&mut self, text: String) {
+        tracing::warn!("{text}");
+        let id = self.core.next_id();
+        self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+            id,
+            role: ChatRole::Error,
+            speaker: None,
+            text,
+            partial: false,
+            stopped: false,
+        }));
+    }
+
+    /// The session as viewers show it.
+    pub(super) fn chat_session(&self) -> ChatSession {
+        let usage =
+            |t: Tokens| TokenUsage { prompt: t.prompt, completion: t.completion, cached: t.cached };
+        let active = self.active();
+        let endpoint = match (&self.lane.client, active) {
+            (Some(Provider::Cli(cli)), _) => cli.cli().program().to_owned(),
+            (Some(client), _) => host(&client.target()).to_owned(),
+            (None, _) => String::new(),
+        };
+        let loading =
+            active.is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading));
+        ChatSession {
+            provider: active.map(|id| id.to_string()),
+            model: self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
+            endpoint,
+            loading,
+            turns: u32::try_from(self.session.turns.len()).unwrap_or(u32::MAX),
+            last: self.session.turns.last().and_then(|t| t.tokens).map(usage),
+            total: usage(self.session.tokens),
+        }
+    }
+
+    pub(super) fn publish_session(&self) {
+        self.publish(&AssistantEvent::ChatSession(self.chat_session()));
+    }
+
+    pub(super) fn save_session(&self) {
+        self.writer.save_session(self.session_file.clone(), self.session.clone());
+    }
+
+    /// A new, empty session on the same provider and model.
+    fn new_session(&mut self) {
+        let mut fresh = Session::new(session::now());
+        fresh.provider = self.session.provider.take();
+        fresh.model = std::mem::take(&mut self.session.model);
+        self.session = fresh;
+        self.conversation = Chat::default();
+    }
+
+    /// `clear` and `/new`: the conversation is gone, from memory and from disk.
+    pub(super) fn forget_session(&mut self) {
+        self.new_session();
+        self.writer.forget_session(self.session_file.clone());
+        self.publish_session();
+    }
+
+    /// The provider to prefer when none is in use: the configured one, else the one the
+    /// saved conversation ran on, if it is there (so a restarted assistant carries on).
+    pub(super) fn preferred(&self, registry: &Registry, found: &[Probed]) -> Option<Id> {
+        registry.configured().or_else(|| {
+            let id = Id::parse(self.session.provider.as_deref()?)?;
+            found.iter().any(|p| p.id == id && p.status == ProviderStatus::Live).then_some(id)
+        })
+    }
+
+    /// Makes `choice` the provider jobs use (or none), saying so when it replaces another.
+    /// A conversation that moves to another provider loses its handle and context, not the
+    /// turns a person saw.
+    pub(super) fn use_provider(
+        &mut self,
+        registry: &Registry,
+        choice: Option<Id>,
+        found: &[Probed],
+        before: Option<Id>,
+    ) {
+        let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
+        let Some(probed) = probed else {
+            self.lane.client = None;
+            self.lane.missing = registry.none_live(found);
+            self.lane.providers = None;
+            self.publish_session();
+            return;
+        };
+        let id = probed.id;
+        let same = self.session.provider.as_deref() == Some(id.as_str());
+        let model = if same { self.session.model.clone() } else { String::new() };
+        match registry.provider(probed, &model) {
+            Ok(provider) => {
+                tracing::info!(provider = %id, target = %provider.target(), model = provider.model(), "using this model provider");
+                if let Some(old) = before.filter(|old| *old != id) {
+                    self.note(format!("now using {id} ({old} is not there any more)"));
+                }
+                self.lane.client = Some(provider);
+            }
+            Err(e) => {
+                self.lane.client = None;
+                self.lane.missing = registry.explain(id, &model, &e);
+            }
+        }
+        self.lane.providers = Some((registry.clone(), id));
+        if !same {
+            let had = self.session.provider.is_some();
+            self.session.switch_provider(id.as_str(), "");
+            self.conversation = self.session.chat();
+            if had {
+                self.save_session();
+            }
+        }
+        self.publish_session();
+    }
+
+    /// Carries out a slash command; its reply goes to `reply` now, or when it is done.
+    pub(super) fn slash(&mut self, line: &str, reply: oneshot::Sender<AssistantEvent>) {
+        let command = match slash::parse(line) {
+            Ok(command) => command,
+            Err(e) => {
+                let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(ErrorCode::BadMessage, e)));
+                return;
+            }
+        };
+        tracing::debug!(?command, "slash command");
+        let outcome = match command {
+            Slash::Help => Ok(slash::HELP.to_owned()),
+            Slash::New => {
+                self.epoch += 1;
+                if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
+                    running.handle.cancel();
+                }
+                self.forget_session();
+                Ok("a new conversation starts".to_owned())
+            }
+            Slash::System(text) => {
+                self.session.system = Some(text);
+                self.save_session();
+                Ok("this conversation's system prompt is set".to_owned())
+            }
+            Slash::Model(name) => self.switch_model(&name),
+            Slash::Provider(id) => self.switch_provider(id),
+            Slash::Providers => return self.spawn_slash(reply, SlashJob::Probe),
+            Slash::Models => return self.spawn_slash(reply, SlashJob::Models),
+            Slash::Export(path) => return self.spawn_slash(reply, SlashJob::Export(path)),
+        };
+        self.slash_done(reply, SlashDone::Text(outcome));
+    }
+
+    /// A slash command's outcome: a note for every viewer and the direct reply.
+    pub(super) fn slash_done(&mut self, reply: oneshot::Sender<AssistantEvent>, done: SlashDone) {
+        let outcome = match done {
+            SlashDone::Text(outcome) => outcome,
+            SlashDone::Probed(found) => {
+                let table = slash::providers_table(&found, self.active());
+                self.on_providers(found);
+                Ok(table)
+            }
+        };
+        let answer = match outcome {
+            Ok(text) => {
+                self.note(text.clone());
+                AssistantEvent::ChatOutput { text }
+            }
+            Err(e) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::NoExecutor, e)),
+        };
+        let _ = reply.send(answer);
+    }
+
+    fn switch_model(&mut self, name: &str) -> Result<String, String> {
+        let (registry, id) = self.lane.providers.clone().ok_or_else(no_provider)?;
+        let probed = self.probed(id);
+        let provider =
+            registry.provider(&probed, name).map_err(|e| registry.explain(id, name, &e))?;
+        self.lane.client = Some(provider);
+        name.clone_into(&mut self.session.model);
+        self.save_session();
+        self.publish_session();
+        Ok(format!("now asking {id} for {name}"))
+    }
+
+    fn switch_provider(&mut self, id: Id) -> Result<String, String> {
+        let registry = self.registry.clone().ok_or_else(no_provider)?;
+        let probed = self.probed(id);
+        let provider = registry.provider(&probed, "").map_err(|e| registry.explain(id, "", &e))?;
+        let target = provider.target();
+        self.lane.client = Some(provider);
+        self.lane.providers = Some((registry, id));
+        self.session.switch_provider(id.as_str(), "");
+        self.conversation = self.session.chat();
+        self.save_session();
+        self.publish_session();
+        let warning = match probed.status {
+            ProviderStatus::Live => String::new(),
+            _ if probed.loading => " (still loading its model)".to_owned(),
+            status => format!(
+                " — but it is {}{}: turns will fail until it is there",
+                status.as_str(),
+                if probed.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", probed.detail)
+                }
+            ),
+        };
+        Ok(format!("now using {id} at {target}; the conversation's context starts over{warning}"))
+    }
+
+    /// What the last probe found of `id` (an empty finding before the first probe).
+    fn probed(&self, id: Id) -> Probed {
+        self.providers.iter().find(|p| p.id == id).cloned().unwrap_or(Probed {
+            id,
+            status: ProviderStatus::Down,
+            target: String::new(),
+            model: String::new(),
+            detail: "not probed yet".to_owned(),
+            loading: false,
+        })
+    }
+
+    /// Runs a slash command that waits on the network or the disk off the loop.
+    fn spawn_slash(&mut self, reply: oneshot::Sender<AssistantEvent>, job: SlashJob) {
+        let inputs = self.inputs.clone();
+        let send = move |done| {
+            let _ = inputs.send(Input::Slash { reply, done });
+        };
+        match job {
+            SlashJob::Probe => {
+                let Some(registry) = self.registry.clone() else {
+                    return send(SlashDone::Text(Err(no_provider())));
+                };
+                tokio::spawn(async move { send(SlashDone::Probed(registry.probe_all().await)) });
+            }
+            SlashJob::Models => {
+                let Some((registry, id)) = self.lane.providers.clone() else {
+                    return send(SlashDone::Text(Err(no_provider())));
+                };
+                let probed = self.probed(id);
+                let current =
+                    self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
+                tokio::spawn(async move {
+                    let text = match registry.models(&probed).await {
+                        Ok(models) if models.is_empty() => {
+                            Ok(format!("{id} lists no models; `/model NAME` asks for any name"))
+                        }
+                        Ok(models) => Ok(models
+                            .iter()
+                            .map(|m| format!("{} {m}", if *m == current { '●' } else { ' ' }))
+                            .collect::<Vec<_>>()
+                            .join("\n")),
+                        Err(e) => Err(registry.explain(id, "", &e)),
+                    };
+                    send(SlashDone::Text(text));
+                });
+            }
+            SlashJob::Export(path) => {
+                let path = export_path(&self.export_dir, path.as_deref());
+                let when = chrono::Local::now().format("%Y-%m-%d %H:%M").to_string();
+                let provider = self.session.provider.clone().unwrap_or_default();
+                let text = slash::markdown(&self.session.turns, &provider, &when);
+                let turns = self.session.turns.len();
+                tokio::task::spawn_blocking(move || {
+                    let outcome = crate::names::write_private(&path, text.as_bytes())
+                        .map(|()| format!("wrote {turns} turns to {}", path.display()))
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()));
+                    send(SlashDone::Text(outcome));
+                });
+            }
+        }
+    }
+}
+
+/// A slash command that runs off the loop.
+#[derive(Debug)]
+enum SlashJob {
+    Probe,
+    Models,
+    Export(Option<String>),
+}
+
+fn no_provider() -> String {
+    "no model provider is configured: [llm].enabled is false".to_owned()
+}
+
+/// Where `/export` writes: the path given (relative ones under `dir`), or a new file in `dir`
+/// named for the time.
+fn export_path(dir: &std::path::Path, given: Option<&str>) -> PathBuf {
+    match given {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            if path.is_absolute() { path } else { dir.join(path) }
+        }
+        None => dir.join(format!("chat-{}.md", chrono::Local::now().format("%Y%m%d-%H%M%S"))),
+    }
+}
