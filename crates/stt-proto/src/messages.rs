@@ -507,9 +507,10 @@ pub struct Status {
     /// Timers set by the `set_timer` tool that have not fired yet, soonest first.
     #[serde(default)]
     pub timers: Vec<TimerInfo>,
-    /// The chat session; `null` from an assistant that predates it.
+    /// The chat session; `null` from an assistant that predates it. (Boxed: it would
+    /// double the size of every event.)
     #[serde(default)]
-    pub chat: Option<ChatSession>,
+    pub chat: Option<Box<ChatSession>>,
 }
 
 /// A timer waiting to fire, in `status`.

@@ -44,6 +44,9 @@ pub enum Script {
     Hang,
     /// Streams this text, then closes the connection without finishing.
     DropMidStream(String),
+    /// Streams this text, then sends nothing more (only keep-alive comments) until the
+    /// client goes away, which [`LlmServer::disconnects`] counts (OpenAI shape, streamed).
+    Stall(String),
     /// Streams this text, then fails the way a busy API does mid-answer (Anthropic's `error`
     /// event with an `overloaded_error`, an `error` chunk in OpenAI's shape) and closes.
     /// Not streamed: 529 "Overloaded".
@@ -82,6 +85,8 @@ struct Shared {
     /// `GET …/models` requests answered (the assistant's reachability probes).
     probes: AtomicUsize,
     stop: AtomicBool,
+    /// Clients that hung up on a [`Script::Stall`].
+    disconnects: AtomicUsize,
 }
 
 impl std::fmt::Debug for Shared {
@@ -146,6 +151,11 @@ impl LlmServer {
     /// How many `GET …/models` probes the server has answered.
     pub fn probes(&self) -> usize {
         self.shared.probes.load(Ordering::SeqCst)
+    }
+
+    /// Clients that hung up on a stalled stream ([`Script::Stall`]).
+    pub fn disconnects(&self) -> usize {
+        self.shared.disconnects.load(Ordering::SeqCst)
     }
 
     /// Scripted replies not yet used.
@@ -266,6 +276,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 anthropic_whole(&mut out, &script, model)
             }
         }
+        Some(Script::Stall(text)) => stall(&mut out, &text, shared),
         Some(script) if streaming => stream_script(&mut out, &script),
         Some(script) => whole_script(&mut out, &script),
     }
@@ -292,7 +303,31 @@ fn plan(script: &Script) -> (Vec<String>, Vec<(String, Value)>, &'static str, bo
             (words(text), vec![], "stop", false)
         }
         Script::Status(..) | Script::Hang => (vec![], vec![], "stop", true),
+        Script::Stall(text) => (words(text), vec![], "stop", false),
     }
+}
+
+/// Streams `text`, then keep-alive comments until the client hangs up (counted) or the
+/// server stops.
+fn stall(out: &mut TcpStream, text: &str, shared: &Shared) -> std::io::Result<()> {
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+    )?;
+    for piece in text.split_inclusive(' ') {
+        let chunk =
+            json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+        write!(out, "data: {chunk}\n\n")?;
+    }
+    out.flush()?;
+    while !shared.stop.load(Ordering::SeqCst) {
+        if write!(out, ": still thinking\n\n").and_then(|()| out.flush()).is_err() {
+            shared.disconnects.fetch_add(1, Ordering::SeqCst);
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 fn stream_script(out: &mut TcpStream, script: &Script) -> std::io::Result<()> {

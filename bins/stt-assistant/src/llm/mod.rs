@@ -243,9 +243,8 @@ async fn complete(
                 "{}; trying {id} instead ([llm].failover)",
                 lane.explain(&e)
             )));
-            fallback.complete(request, on_text).await.map_err(|e| {
+            fallback.complete(request, on_text).await.inspect_err(|_| {
                 tracing::warn!(provider = %id, "the failover provider failed too");
-                e
             })
         }
         (outcome, _) => outcome,

@@ -361,7 +361,7 @@ impl Owner {
             command_edited: edited,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             timers: self.timers.list(now),
-            chat: Some(self.chat_session()),
+            chat: Some(Box::new(self.chat_session())),
         }
     }
 
