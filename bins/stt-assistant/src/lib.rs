@@ -111,6 +111,7 @@ impl Settings {
                 confirmation_timeout: Duration::from_secs(a.confirmation_timeout_s),
                 max_tokens: a.max_tokens,
                 temperature: config.llm.temperature,
+                stream: config.llm.stream,
                 prompt_budget: a.prompt_budget(),
                 compaction_trigger_ratio: a.compaction_trigger_ratio,
                 compaction_keep_turns: a.compaction_keep_turns,

@@ -33,6 +33,7 @@ fn lane(server: &LlmServer) -> Lane {
         confirmation_timeout: Duration::from_secs(1),
         max_tokens: 64,
         temperature: 0.0,
+        stream: true,
         prompt_budget: BUDGET,
         compaction_trigger_ratio: 0.8,
         compaction_keep_turns: 2,

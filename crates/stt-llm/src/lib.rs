@@ -95,8 +95,9 @@ pub enum LlmError {
     Malformed { url: String, why: String },
 
     #[error(
-        "{url} is an https endpoint, but this build has no TLS: rebuild with `--features https` \
-         (scripts/install does), or use http on this machine"
+        "{url} is an https endpoint, but this build has no TLS: rebuild the assistant with \
+         `cargo build --release -p stt-assistant --features stt-llm/https` (docs/PROVIDERS.md), \
+         or use a model on this machine"
     )]
     NoTls { url: String },
 

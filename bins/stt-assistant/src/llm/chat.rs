@@ -33,7 +33,7 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
     let request = Request {
         messages: &messages,
         tools: &[],
-        stream: true,
+        stream: settings.stream,
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
         resume: resume.as_ref(),

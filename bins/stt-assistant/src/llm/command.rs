@@ -34,7 +34,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
         let request = Request {
             messages: &messages,
             tools: &tools,
-            stream: false,
+            stream: settings.stream,
             max_tokens: settings.max_tokens,
             temperature: settings.temperature,
             resume: None,
@@ -117,7 +117,7 @@ async fn report(
     let request = Request {
         messages: &messages,
         tools: &[],
-        stream: false,
+        stream: lane.settings.stream,
         max_tokens: lane.settings.max_tokens,
         temperature: lane.settings.temperature,
         resume: None,

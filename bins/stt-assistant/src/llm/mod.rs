@@ -35,6 +35,8 @@ pub struct Settings {
     pub confirmation_timeout: Duration,
     pub max_tokens: u32,
     pub temperature: f64,
+    /// `[llm].stream`: ask for replies as they are generated (chat turns and commands).
+    pub stream: bool,
     /// Token budget for a chat request: `max_context_tokens - max_tokens - margin`.
     pub prompt_budget: u32,
     /// Compact when a request reaches this share of the budget.
