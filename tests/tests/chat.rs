@@ -47,6 +47,24 @@ fn write_config(sandbox: &Sandbox, llm: &str) {
 /// Starts the assistant with `path` as its PATH (the fakes' directory first, where given),
 /// no API keys but `env`, logging at debug; waits for a viewer to be attached.
 fn assistant(sandbox: &Sandbox, path: Option<&Path>, env: &[(&str, &str)]) -> (Proc, Seen) {
+    let proc = start_assistant(sandbox, path, env);
+    let seen = watch_attached(sandbox, DEADLINE);
+    (proc, seen)
+}
+
+/// Stops `old` and starts another assistant as [`assistant`] does; the viewer `seen` comes
+/// back to it by itself (as the TUI does), and is attached when this returns.
+fn restart(sandbox: &Sandbox, mut old: Proc, path: Option<&Path>) -> Proc {
+    old.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
+    let new = start_assistant(sandbox, path, &[]);
+    expect_within("the viewer comes back", DEADLINE, || {
+        let s = status(sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+    new
+}
+
+fn start_assistant(sandbox: &Sandbox, path: Option<&Path>, env: &[(&str, &str)]) -> Proc {
     let path = match path {
         Some(dir) => format!("{}:/usr/bin:/bin", dir.display()),
         None => "/usr/bin:/bin".to_owned(),
@@ -55,9 +73,7 @@ fn assistant(sandbox: &Sandbox, path: Option<&Path>, env: &[(&str, &str)]) -> (P
     all.push(("PATH", &path));
     all.push(("STT_LOG", "debug"));
     all.extend_from_slice(env);
-    let proc = sandbox.spawn_with_env("stt-assistant", &[], &all);
-    let seen = watch_attached(sandbox, DEADLINE);
-    (proc, seen)
+    sandbox.spawn_with_env("stt-assistant", &[], &all)
 }
 
 fn ctl(sandbox: &Sandbox, args: &[&str]) -> Output {
@@ -99,12 +115,12 @@ fn a_typed_turn_is_answered_kept_privately_and_carried_on_after_a_restart() {
     let sandbox = Sandbox::new();
     let llm = LlmServer::start();
     write_config(&sandbox, &format!("endpoint = \"{}\"", llm.url()));
-    let (mut first, seen) = assistant(&sandbox, None, &[]);
+    let (first, seen) = assistant(&sandbox, None, &[]);
     llm.push(Script::Text("Lima is the capital.".into()));
     send(&sandbox, "what is the capital of Peru");
     answered(&seen, "Lima is the capital.", DEADLINE);
     let user = line_with(&seen, ChatRole::User, &["what is the capital of Peru"]);
-    assert_eq!(user.speaker, None, "typed, not spoken");
+    assert_eq!(user.speaker.as_deref(), Some("Typed"), "typed, not an unknown speaker");
     assert_eq!(status(&sandbox)["mode"], "chat", "a typed turn from idle enters chat mode");
     expect_within("the session is saved, for its owner only", DEADLINE, || {
         let text = std::fs::read_to_string(session_file(&sandbox)).map_err(|e| e.to_string())?;
@@ -113,15 +129,18 @@ fn a_typed_turn_is_answered_kept_privately_and_carried_on_after_a_restart() {
     let mode = std::fs::metadata(session_file(&sandbox)).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     assert!(!first.log().contains("capital of Peru"), "the prompt is not logged (debug level)");
-    first.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
 
-    let (_second, seen) = assistant(&sandbox, None, &[]);
+    let _second = restart(&sandbox, first, None);
     llm.push(Script::Text("About ten million people.".into()));
     send(&sandbox, "and how many live there");
     answered(&seen, "About ten million people.", DEADLINE);
     let request = llm.requests().last().cloned().unwrap();
-    let said: Vec<&str> =
-        request["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    let said: Vec<&str> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
     assert!(said.contains(&"Typed: what is the capital of Peru"), "{said:?}");
     assert!(said.contains(&"Lima is the capital."), "the restarted assistant carried on: {said:?}");
     let chat = &status(&sandbox)["chat"];
@@ -142,7 +161,12 @@ fn slash_commands_work_with_no_provider_and_a_turn_says_how_to_get_one() {
     let table = ctl(&sandbox, &["chat-command", "/providers"]);
     assert_eq!(table.code, Some(0), "{table:?}");
     let row = |id: &str| {
-        table.stdout.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or("").to_owned()
+        table
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or("")
+            .to_owned()
     };
     assert!(row("claude").contains("not-installed"), "{}", table.stdout);
     assert!(row("openai").contains("needs-key"), "{}", table.stdout);
@@ -296,12 +320,11 @@ fn fake_claude_and_codex_carry_a_conversation_through_their_resume_handles() {
         let bin = sandbox.root().join("fake-bin");
         std::fs::create_dir_all(&bin).unwrap();
         let fake = fake_cli::install(&bin, cli, Behaviour::Normal);
-        let (mut first, seen) = assistant(&sandbox, Some(&bin), &[]);
+        let (first, seen) = assistant(&sandbox, Some(&bin), &[]);
         send(&sandbox, "my name is Ana");
         line_with(&seen, ChatRole::Assistant, &["You said: Typed: my name is Ana"]);
         // A restart in between: the handle is in the session file.
-        first.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
-        let (_second, seen) = assistant(&sandbox, Some(&bin), &[]);
+        let _second = restart(&sandbox, first, Some(&bin));
         send(&sandbox, "what is my name");
         line_with(&seen, ChatRole::Assistant, &["Earlier you said: Typed: my name is Ana"]);
         let calls = fake.calls();

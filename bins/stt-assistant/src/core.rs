@@ -17,6 +17,9 @@ use stt_proto::{
 
 use crate::ids::Ids;
 
+/// The speaker of a typed chat turn, as viewers show it and the model is told.
+pub const TYPED: &str = "Typed";
+
 /// Something the caller must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -437,13 +440,14 @@ impl Core {
         effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
             id,
             role: ChatRole::User,
-            speaker: None,
+            // Not an unknown speaker: the person at the keyboard.
+            speaker: Some(TYPED.to_owned()),
             text: text.to_owned(),
             partial: false,
             stopped: false,
         })));
         // The model is told the words were typed, as it is told who spoke.
-        effects.push(Effect::ChatTurn { text: format!("Typed: {text}"), segs: Vec::new() });
+        effects.push(Effect::ChatTurn { text: format!("{TYPED}: {text}"), segs: Vec::new() });
         Ok(())
     }
 

@@ -5,6 +5,11 @@
 //! again. It knows nothing of terminals or sockets, so tests drive it with a `TestBackend`
 //! and a channel.
 //!
+//! Redraws are paced: keys and every other event draw at once, but the pieces of a
+//! streaming reply ([`Pace::Stream`]) draw at most once per [`STREAM_FRAME`] (about eight
+//! times a second) however fast the tokens come; what arrived in between is drawn when
+//! that frame is due, even if nothing else comes. [`should_draw`] is the rule.
+//!
 //! [`run`] is the real program: it feeds that channel from four tasks (terminal input, the
 //! viewer subscription with its reconnects, a one-second tick, and SIGINT/SIGTERM/SIGHUP)
 //! and carries out [`Effect::Send`] by spawning a one-shot request whose reply comes back
@@ -19,8 +24,9 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::crossterm::event::{Event, EventStream, MouseButton, MouseEventKind};
 use stt_bus::{Link, Subscription};
-use stt_proto::Request;
+use stt_proto::{AssistantEvent, Request};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::action::{Action, Effect};
 use crate::state::{Options, State};
@@ -37,9 +43,39 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// At most this many actions are applied between two draws, so a flood of events still
 /// lets the screen move.
 const BATCH: usize = 64;
+/// The least time between two draws for the pieces of a streaming reply: at most about
+/// eight redraws a second, however fast the tokens come.
+pub const STREAM_FRAME: Duration = Duration::from_millis(125);
+
+/// How soon what an action changed must be on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pace {
+    /// A piece of a streaming reply: it can wait for the next frame ([`STREAM_FRAME`]).
+    Stream,
+    /// Anything else (a key, the end of a reply, any other event): at once.
+    Now,
+}
+
+impl Pace {
+    /// How soon `action` must be drawn.
+    pub fn of(action: &Action) -> Self {
+        match action {
+            Action::Event(AssistantEvent::ChatMessage(message)) if message.partial => Self::Stream,
+            _ => Self::Now,
+        }
+    }
+}
+
+/// Whether the loop draws at `now` what it applied since its draw at `last_draw`, the most
+/// urgent of which was of `pace`: yes for [`Pace::Now`]; for [`Pace::Stream`] only once a
+/// [`STREAM_FRAME`] has passed (until then the loop waits for that frame).
+pub fn should_draw(now: Instant, last_draw: Instant, pace: Pace) -> bool {
+    pace == Pace::Now || now.saturating_duration_since(last_draw) >= STREAM_FRAME
+}
 
 /// Draws `state`, then applies actions from `actions` until an [`Effect::Quit`] or until
-/// every sender is gone, redrawing after each batch. Every other effect goes to `perform`.
+/// every sender is gone, redrawing after each batch as [`should_draw`] says; what it holds
+/// back is drawn once its [`STREAM_FRAME`] is due. Every other effect goes to `perform`.
 pub async fn run_loop<B>(
     terminal: &mut Terminal<B>,
     state: &mut State,
@@ -50,12 +86,33 @@ where
     B: Backend,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    loop {
+    let mut draw = |state: &State| -> anyhow::Result<Instant> {
         terminal.draw(|frame| view(state, frame)).context("cannot draw on the terminal")?;
-        let Some(first) = actions.recv().await else { return Ok(()) };
+        Ok(Instant::now())
+    };
+    let mut last_draw = draw(state)?;
+    // Applied but not drawn yet (pieces of a streaming reply waiting for their frame).
+    let mut behind = false;
+    loop {
+        let received = if behind {
+            tokio::select! {
+                biased;
+                action = actions.recv() => action,
+                () = tokio::time::sleep_until(last_draw + STREAM_FRAME) => {
+                    last_draw = draw(state)?;
+                    behind = false;
+                    continue;
+                }
+            }
+        } else {
+            actions.recv().await
+        };
+        let Some(first) = received else { return Ok(()) };
         let mut next = Some(first);
         let mut applied = 0;
+        let mut pace = Pace::Stream;
         while let Some(action) = next {
+            pace = pace.max(Pace::of(&action));
             for effect in update(state, action) {
                 match effect {
                     Effect::Quit => return Ok(()),
@@ -64,6 +121,12 @@ where
             }
             applied += 1;
             next = if applied < BATCH { actions.try_recv().ok() } else { None };
+        }
+        if should_draw(Instant::now(), last_draw, pace) {
+            last_draw = draw(state)?;
+            behind = false;
+        } else {
+            behind = true;
         }
     }
 }
@@ -193,4 +256,42 @@ async fn signals(tx: mpsc::Sender<Action>) {
         _ = hangup.recv() => {}
     }
     let _ = tx.send(Action::Quit).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_pieces_wait_for_their_frame_and_everything_else_draws_at_once() {
+        let drawn = Instant::now();
+        let check = |after_ms: u64, pace: Pace, expected: bool| {
+            let now = drawn + Duration::from_millis(after_ms);
+            assert_eq!(should_draw(now, drawn, pace), expected, "{after_ms} ms, {pace:?}");
+        };
+        check(0, Pace::Now, true);
+        check(1, Pace::Now, true);
+        check(0, Pace::Stream, false);
+        check(124, Pace::Stream, false);
+        check(125, Pace::Stream, true);
+        check(400, Pace::Stream, true);
+    }
+
+    #[test]
+    fn only_the_pieces_of_a_streaming_reply_are_paced() {
+        let piece = |partial: bool| {
+            Action::Event(AssistantEvent::ChatMessage(stt_proto::ChatMessage {
+                id: 5,
+                role: stt_proto::ChatRole::Assistant,
+                speaker: None,
+                text: "Why".into(),
+                partial,
+                stopped: false,
+            }))
+        };
+        assert_eq!(Pace::of(&piece(true)), Pace::Stream);
+        assert_eq!(Pace::of(&piece(false)), Pace::Now, "the whole reply shows at once");
+        assert_eq!(Pace::of(&Action::Tick), Pace::Now);
+        assert_eq!(Pace::of(&Action::Paste("x".into())), Pace::Now);
+    }
 }

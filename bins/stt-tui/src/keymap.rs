@@ -16,6 +16,10 @@ pub enum Context {
     Normal,
     /// The command editor (`e`): other printable keys are typed into the buffer.
     Editing,
+    /// The chat line (`i`, `/`): other printable keys are typed into it.
+    Chatting,
+    /// Either line: the command editor and the chat line edit alike.
+    Line,
     /// `c` asked whether to clear.
     ConfirmClear,
 }
@@ -26,7 +30,17 @@ impl Context {
         match input {
             Input::Normal => Self::Normal,
             Input::Editing(_) => Self::Editing,
+            Input::Chatting(_) => Self::Chatting,
             Input::ConfirmClear => Self::ConfirmClear,
+        }
+    }
+
+    /// Whether a binding of this context is read in `context`.
+    fn reads_in(self, context: Self) -> bool {
+        match self {
+            Self::Anywhere => true,
+            Self::Line => matches!(context, Self::Editing | Self::Chatting | Self::Line),
+            _ => self == context,
         }
     }
 
@@ -35,6 +49,8 @@ impl Context {
         match self {
             Self::Anywhere | Self::Normal => "Keys",
             Self::Editing => "Editing a command (e)",
+            Self::Chatting => "The chat line (i, /)",
+            Self::Line => "Editing either line",
             Self::ConfirmClear => "Asked whether to clear (c)",
         }
     }
@@ -51,7 +67,13 @@ pub enum Situation {
     Armed,
     Executing,
     Chat,
+    /// A chat reply streams in (and no command is armed or running): Enter stops it.
+    Replying,
     Editing,
+    /// The chat line is open.
+    ChatLine,
+    /// The chat line is open and a reply streams in: Enter stops it.
+    ChatLineReplying,
     ConfirmClear,
 }
 
@@ -59,9 +81,12 @@ impl Situation {
     pub fn of(state: &State) -> Self {
         match &state.input {
             Input::Editing(_) => Self::Editing,
+            Input::Chatting(_) if state.enter_stops_reply() => Self::ChatLineReplying,
+            Input::Chatting(_) => Self::ChatLine,
             Input::ConfirmClear => Self::ConfirmClear,
             Input::Normal if !state.is_up() => Self::Offline,
             Input::Normal if !state.pending.is_empty() => Self::Pending,
+            Input::Normal if state.enter_stops_reply() => Self::Replying,
             Input::Normal => match state.mode {
                 Mode::Idle => Self::Idle,
                 Mode::CommandArmed => Self::Armed,
@@ -92,6 +117,10 @@ pub enum Command {
     Cancel,
     Edit,
     ToggleChat,
+    /// Open the chat line, empty.
+    OpenChat,
+    /// Open the chat line with a `/` typed, for a slash command.
+    OpenChatCommand,
     AskClear,
     Allow,
     Deny,
@@ -99,6 +128,9 @@ pub enum Command {
     Scroll(Step),
     SendEdit,
     AbandonEdit,
+    /// Send the chat line, or stop the reply that streams.
+    SendChat,
+    CloseChat,
     Left,
     Right,
     LineStart,
@@ -170,9 +202,10 @@ pub const BINDINGS: &[Binding] = &[
         context: Context::Normal,
         keys: &[(key(KeyCode::Enter), Command::Execute)],
         label: "Enter",
-        does: "execute it once your last words are in (command_execute, waiting up to 3 s)",
+        does: "execute it once your last words are in (command_execute, waiting up to 3 s); \
+               while a chat reply streams in, stop it (chat_stop)",
         short: "Enter",
-        hints: &[(S::Armed, "execute")],
+        hints: &[(S::Armed, "execute"), (S::Replying, "stop the reply")],
     },
     Binding {
         context: Context::Normal,
@@ -196,7 +229,28 @@ pub const BINDINGS: &[Binding] = &[
         label: "t",
         does: "chat mode on or off (chat_toggle)",
         short: "t",
-        hints: &[(S::Idle, "chat"), (S::Chat, "leave chat")],
+        hints: &[(S::Idle, "chat"), (S::Chat, "leave chat"), (S::Replying, "leave chat")],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('i'), Command::OpenChat)],
+        label: "i",
+        does: "open the chat line to type to the model (chat_send; from idle it starts chat mode)",
+        short: "i",
+        hints: &[
+            (S::Idle, "type to chat"),
+            (S::Chat, "type a message"),
+            (S::Replying, "type a message"),
+        ],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('/'), Command::OpenChatCommand)],
+        label: "/",
+        does: "open the chat line with a / typed, for a slash command (chat_command; /help \
+               lists them)",
+        short: "/",
+        hints: &[],
     },
     Binding {
         context: Context::Normal,
@@ -209,6 +263,7 @@ pub const BINDINGS: &[Binding] = &[
             (S::Armed, "clear"),
             (S::Executing, "clear"),
             (S::Chat, "clear"),
+            (S::Replying, "clear"),
         ],
     },
     Binding {
@@ -247,6 +302,7 @@ pub const BINDINGS: &[Binding] = &[
             (S::Armed, "scroll"),
             (S::Executing, "scroll"),
             (S::Chat, "scroll"),
+            (S::Replying, "scroll"),
         ],
     },
     Binding {
@@ -278,6 +334,7 @@ pub const BINDINGS: &[Binding] = &[
             (S::Armed, "quit"),
             (S::Executing, "quit"),
             (S::Chat, "quit"),
+            (S::Replying, "quit"),
         ],
     },
     Binding {
@@ -297,7 +354,35 @@ pub const BINDINGS: &[Binding] = &[
         hints: &[(S::Editing, "abandon it")],
     },
     Binding {
-        context: Context::Editing,
+        context: Context::Chatting,
+        keys: &[(key(KeyCode::Enter), Command::SendChat)],
+        label: "Enter",
+        does: "send it (chat_send, or chat_command when it starts with /), keeping the line \
+               open for the next; while a reply streams in, stop it instead (chat_stop)",
+        short: "Enter",
+        hints: &[(S::ChatLine, "send"), (S::ChatLineReplying, "stop the reply")],
+    },
+    Binding {
+        context: Context::Chatting,
+        keys: &[(key(KeyCode::Esc), Command::CloseChat)],
+        label: "Esc",
+        does: "close the chat line",
+        short: "Esc",
+        hints: &[(S::ChatLine, "close"), (S::ChatLineReplying, "close")],
+    },
+    Binding {
+        context: Context::Chatting,
+        keys: &[
+            (key(KeyCode::PageUp), Command::Scroll(Step::PageUp)),
+            (key(KeyCode::PageDown), Command::Scroll(Step::PageDown)),
+        ],
+        label: "PgUp PgDn",
+        does: "scroll the focused pane",
+        short: "PgUp/PgDn",
+        hints: &[(S::ChatLine, "scroll"), (S::ChatLineReplying, "scroll")],
+    },
+    Binding {
+        context: Context::Line,
         keys: &[
             (key(KeyCode::Left), Command::Left),
             (key(KeyCode::Right), Command::Right),
@@ -309,18 +394,22 @@ pub const BINDINGS: &[Binding] = &[
         label: "← → Home End Ctrl-A Ctrl-E",
         does: "move the cursor",
         short: "←/→/Home/End",
-        hints: &[(S::Editing, "move")],
+        hints: &[(S::Editing, "move"), (S::ChatLine, "move"), (S::ChatLineReplying, "move")],
     },
     Binding {
-        context: Context::Editing,
+        context: Context::Line,
         keys: &[(ctrl('u'), Command::CutBefore), (ctrl('k'), Command::CutAfter)],
         label: "Ctrl-U Ctrl-K",
         does: "cut before / after the cursor",
         short: "Ctrl-U/Ctrl-K",
-        hints: &[(S::Editing, "cut before/after")],
+        hints: &[
+            (S::Editing, "cut before/after"),
+            (S::ChatLine, "cut before/after"),
+            (S::ChatLineReplying, "cut"),
+        ],
     },
     Binding {
-        context: Context::Editing,
+        context: Context::Line,
         keys: &[
             (key(KeyCode::Backspace), Command::Backspace),
             (key(KeyCode::Delete), Command::Delete),
@@ -357,7 +446,7 @@ pub fn lookup(context: Context, key: &KeyEvent) -> Option<Command> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     BINDINGS
         .iter()
-        .filter(|b| b.context == Context::Anywhere || b.context == context)
+        .filter(|b| b.context.reads_in(context))
         .flat_map(|b| b.keys)
         .find(|(k, _)| k.code == key.code && k.ctrl == ctrl)
         .map(|(_, command)| *command)
@@ -404,7 +493,9 @@ pub fn markdown() -> String {
         let where_ = match binding.context {
             Context::Anywhere => "anywhere",
             Context::Normal => "the screen",
-            Context::Editing => "editing",
+            Context::Editing => "editing a command",
+            Context::Chatting => "the chat line",
+            Context::Line => "either line",
             Context::ConfirmClear => "asked to clear",
         };
         out.push_str(&format!("| {where_} | {} | {} |\n", keys.join(" "), binding.does));
@@ -418,15 +509,13 @@ mod tests {
 
     /// Every situation of the footer's keys.
     const NORMAL: &[Situation] =
-        &[S::Offline, S::Pending, S::Idle, S::Armed, S::Executing, S::Chat];
+        &[S::Offline, S::Pending, S::Idle, S::Armed, S::Executing, S::Chat, S::Replying];
 
     #[test]
     fn no_key_means_two_things_in_one_context() {
         for (i, a) in BINDINGS.iter().enumerate() {
             for b in &BINDINGS[i..] {
-                let overlap = a.context == b.context
-                    || a.context == Context::Anywhere
-                    || b.context == Context::Anywhere;
+                let overlap = a.context.reads_in(b.context) || b.context.reads_in(a.context);
                 for (ka, ca) in a.keys {
                     for (kb, cb) in b.keys {
                         if overlap && ka == kb {
@@ -447,8 +536,37 @@ mod tests {
         for s in NORMAL {
             assert!(footer(*s).iter().any(|(k, _)| *k == "q"), "{s:?} shows no q");
         }
-        assert!(!footer(Situation::Editing).is_empty());
+        for s in [S::Editing, S::ChatLine, S::ChatLineReplying] {
+            assert!(footer(s).iter().any(|(k, _)| *k == "Esc"), "{s:?} shows no Esc");
+        }
         assert!(!footer(Situation::ConfirmClear).is_empty());
+    }
+
+    #[test]
+    fn every_footer_fits_a_100_column_screen() {
+        let all = [
+            S::Offline,
+            S::Pending,
+            S::Idle,
+            S::Armed,
+            S::Executing,
+            S::Chat,
+            S::Replying,
+            S::Editing,
+            S::ChatLine,
+            S::ChatLineReplying,
+            S::ConfirmClear,
+        ];
+        for s in all {
+            // As the view writes it: " key" then " what " for each.
+            let width: usize = footer(s)
+                .iter()
+                .map(|(k, what)| {
+                    unicode_width::UnicodeWidthStr::width(*k) + what.chars().count() + 3
+                })
+                .sum();
+            assert!(width <= 100, "{s:?}'s footer takes {width} columns");
+        }
     }
 
     #[test]

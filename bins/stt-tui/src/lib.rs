@@ -1,8 +1,9 @@
 //! The viewer and controller of the assistant, and its headless event dump.
 //!
 //! `stt-tui` subscribes to the assistant as a viewer and shows its transcripts, the
-//! conversation and command output, the command buffer and the queue counters; keys send
-//! the control requests `stt-ctl` sends. `--dump N` prints every event as one JSON line
+//! conversation and command output (with the chat session's model and token counts), the
+//! command buffer and the queue counters; keys send the control requests `stt-ctl` sends,
+//! and a chat line sends typed turns and slash commands. `--dump N` prints every event as one JSON line
 //! instead, for pipes and scripts.
 //!
 //! Modules, in reading order (the Elm architecture: state, actions, update, view):
@@ -50,11 +51,14 @@ use anyhow::Context;
 ///   transcripts [seg N]  each utterance: [language] speaker (length): text; a named
 ///                        speaker in green, Unknown in red; N = the daemon's backlog
 ///   conversation / command output [inf N · busy]
-///                        chat turns (replies grow as they stream), the command run,
+///                        first the chat session: provider · model · endpoint,
+///                        "loading model", tokens of the last turn (↑ prompt,
+///                        ↓ completion) and the session; then chat turns (replies grow
+///                        as they stream, "⚠ stopped" if cut short), the command run,
 ///                        tool calls (→) and results (←), notes, errors in red;
 ///                        N = LLM jobs waiting, busy while one runs
-///   a panel              the command buffer while armed, its editor, a tool call
-///                        waiting for y/n, or the clear question
+///   a panel              the command buffer while armed, its editor, the chat line
+///                        (i), a tool call waiting for y/n, or the clear question
 ///   footer               the keys that work now
 ///
 /// Selecting text: with [tui].mouse = true (the default) the screen takes mouse events,

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use ratatui::layout::Rect;
-use stt_proto::{ChatRole, Mode, SideEffect};
+use stt_proto::{ChatRole, ChatSession, Mode, SideEffect};
 
 /// The `[tui]` settings the screen follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,8 @@ pub enum Entry {
         text: String,
         /// Whether more pieces are still to come.
         streaming: bool,
+        /// The reply was stopped (`chat_stop`) or cut off before it was finished.
+        stopped: bool,
     },
     /// A command started executing.
     Command {
@@ -153,7 +155,7 @@ pub struct Pending {
     pub side_effect: SideEffect,
 }
 
-/// The command text being edited, with a cursor.
+/// A line of text being edited, with a cursor: the command editor's and the chat line's.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Editor {
     chars: Vec<char>,
@@ -244,8 +246,29 @@ pub enum Input {
     Normal,
     /// Keys edit the command buffer; Enter sends it, Esc abandons it.
     Editing(Editor),
+    /// Keys edit the chat line; Enter sends it (or stops the reply that streams) and
+    /// leaves the line open for the next, Esc closes it.
+    Chatting(Editor),
     /// `c` was pressed: `y` clears, `n` or Esc does not.
     ConfirmClear,
+}
+
+impl Input {
+    /// The line being edited, if keys edit one.
+    pub fn editor(&self) -> Option<&Editor> {
+        match self {
+            Self::Editing(editor) | Self::Chatting(editor) => Some(editor),
+            Self::Normal | Self::ConfirmClear => None,
+        }
+    }
+
+    /// The line being edited, to change.
+    pub fn editor_mut(&mut self) -> Option<&mut Editor> {
+        match self {
+            Self::Editing(editor) | Self::Chatting(editor) => Some(editor),
+            Self::Normal | Self::ConfirmClear => None,
+        }
+    }
 }
 
 /// A scrollable pane.
@@ -291,6 +314,9 @@ pub struct State {
     pub stt_detail: String,
     /// The LLM, once a `status` reply said.
     pub llm: Option<Llm>,
+    /// The chat session (provider, model, endpoint, tokens), from `chat_session` events and
+    /// `status`; `None` until one said (or from an assistant that predates it).
+    pub session: Option<ChatSession>,
     /// Viewers attached, from the last `status`.
     pub viewers: Option<u32>,
     /// The daemon's transcription backlog (`[seg N]`).
@@ -335,6 +361,7 @@ impl State {
             stt_healthy: None,
             stt_detail: String::new(),
             llm: None,
+            session: None,
             viewers: None,
             backlog: 0,
             inference_queue: 0,
@@ -356,6 +383,29 @@ impl State {
     /// Whether the subscription is up.
     pub fn is_up(&self) -> bool {
         matches!(self.connection, Connection::Up { .. })
+    }
+
+    /// Whether a reply is streaming in: a chat message whose last piece has not come.
+    pub fn reply_streaming(&self) -> bool {
+        self.entries.iter().any(|entry| matches!(entry, Entry::Chat { streaming: true, .. }))
+    }
+
+    /// Whether Enter stops the streaming reply (`chat_stop`) rather than send anything: on
+    /// the chat line whenever a reply streams, and on the screen unless a command is armed
+    /// or running (where Enter executes it).
+    pub fn enter_stops_reply(&self) -> bool {
+        let line = matches!(self.input, Input::Chatting(_));
+        let command = matches!(self.mode, Mode::CommandArmed | Mode::Executing);
+        self.reply_streaming() && (line || !command)
+    }
+
+    /// Ends every streaming reply where it is: nothing more of it will come.
+    pub fn end_streaming(&mut self) {
+        for entry in &mut self.entries {
+            if let Entry::Chat { streaming, .. } = entry {
+                *streaming = false;
+            }
+        }
     }
 
     /// Adds an entry to the conversation pane, dropping the oldest past the limit.

@@ -26,7 +26,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Key(key) => keys(state, key),
         Action::Mouse(mouse) => mouse_event(state, mouse),
         Action::Paste(text) => {
-            if let Input::Editing(editor) = &mut state.input {
+            if let Some(editor) = state.input.editor_mut() {
                 for c in text.chars() {
                     editor.insert(if c.is_control() { ' ' } else { c });
                 }
@@ -45,6 +45,8 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 ));
             }
             state.connection = Connection::Down { why };
+            // The rest of a streaming reply went with the link: Enter must not keep stopping it.
+            state.end_streaming();
             state.stt_healthy = None;
             state.speaking = None;
             state.backlog = 0;
@@ -89,7 +91,7 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     }
     let context = Context::of(&state.input);
     let Some(command) = keymap::lookup(context, &key) else {
-        if let Input::Editing(editor) = &mut state.input {
+        if let Some(editor) = state.input.editor_mut() {
             let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
             if let (KeyCode::Char(c), true) = (key.code, plain) {
                 editor.insert(c);
@@ -98,7 +100,7 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         return vec![];
     };
     let send = |request| vec![Effect::Send(request)];
-    if let Input::Editing(editor) = &mut state.input {
+    if let Some(editor) = state.input.editor_mut() {
         match command {
             Command::Left => editor.left(),
             Command::Right => editor.right(),
@@ -114,6 +116,8 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
     match command {
         Command::Quit => vec![Effect::Quit],
         Command::Arm => send(Request::CommandStart),
+        // Never a turn queued behind a streaming reply: Enter stops it first.
+        Command::Execute if state.enter_stops_reply() => send(Request::ChatStop),
         Command::Execute => send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) }),
         // Only an armed or running command can be cancelled; a reflexive Esc elsewhere is no
         // error.
@@ -132,6 +136,19 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             vec![]
         }
         Command::ToggleChat => send(Request::ChatToggle),
+        Command::OpenChat => {
+            state.input = Input::Chatting(Editor::default());
+            vec![]
+        }
+        Command::OpenChatCommand => {
+            state.input = Input::Chatting(Editor::new("/"));
+            vec![]
+        }
+        Command::SendChat => send_chat(state),
+        Command::CloseChat => {
+            state.input = Input::Normal;
+            vec![]
+        }
         Command::AskClear => {
             state.input = Input::ConfirmClear;
             vec![]
@@ -179,6 +196,27 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         | Command::Backspace
         | Command::Delete => vec![],
     }
+}
+
+/// Enter on the chat line: stops the reply that streams, else sends the line (a `/` line as
+/// a slash command) and empties it for the next; an empty line sends nothing.
+fn send_chat(state: &mut State) -> Vec<Effect> {
+    if state.enter_stops_reply() {
+        return vec![Effect::Send(Request::ChatStop)];
+    }
+    let Input::Chatting(editor) = &mut state.input else { return vec![] };
+    let text = editor.text();
+    let line = text.trim();
+    if line.is_empty() {
+        return vec![];
+    }
+    let request = if line.starts_with('/') {
+        Request::ChatCommand { line: line.to_owned() }
+    } else {
+        Request::ChatSend { text: line.to_owned() }
+    };
+    *editor = Editor::default();
+    vec![Effect::Send(request)]
 }
 
 /// Rows one turn of the mouse wheel scrolls.
@@ -293,6 +331,7 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             });
         }
         AssistantEvent::ChatMessage(message) => chat(state, message),
+        AssistantEvent::ChatSession(session) => state.session = Some(session),
         AssistantEvent::Cleared {} => {
             state.entries.clear();
             state.conversation_scroll.top = None;
@@ -320,7 +359,6 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         | AssistantEvent::Ack(_)
         | AssistantEvent::Speakers(_)
         | AssistantEvent::SpeakerList(_)
-        | AssistantEvent::ChatSession(_)
         | AssistantEvent::ChatOutput { .. } => {}
     }
     vec![]
@@ -352,17 +390,20 @@ fn set_mode(state: &mut State, mode: Mode) {
 
 fn chat(state: &mut State, message: ChatMessage) {
     let found = state.entries.iter_mut().rev().find_map(|entry| match entry {
-        Entry::Chat { id, text, streaming, .. } if *id == message.id => Some((text, streaming)),
+        Entry::Chat { id, text, streaming, stopped, .. } if *id == message.id => {
+            Some((text, streaming, stopped))
+        }
         _ => None,
     });
     match found {
-        Some((text, streaming)) => {
+        Some((text, streaming, stopped)) => {
             if message.partial {
                 text.push_str(&message.text);
             } else {
                 *text = message.text;
             }
             *streaming = message.partial;
+            *stopped = message.stopped;
         }
         None => state.push_entry(Entry::Chat {
             id: message.id,
@@ -370,6 +411,7 @@ fn chat(state: &mut State, message: ChatMessage) {
             speaker: message.speaker,
             text: message.text,
             streaming: message.partial,
+            stopped: message.stopped,
         }),
     }
 }
@@ -388,6 +430,7 @@ fn apply_status(state: &mut State, status: Status) {
     state.inference_queue = status.inference_queue;
     state.inference_busy = status.inference_busy;
     state.viewers = Some(status.viewers);
+    state.session = status.chat.map(|chat| *chat);
 }
 
 fn push_error(state: &mut State, error: ErrorMsg) {
@@ -403,17 +446,21 @@ fn reply(
         Ok(AssistantEvent::Status(status)) => apply_status(state, status),
         Ok(AssistantEvent::Error(error)) => {
             if error.code == ErrorCode::NothingPending {
-                // The call timed out or was answered elsewhere: stop asking.
                 match request {
+                    // The call timed out or was answered elsewhere: stop asking.
                     Request::Confirm { call_id: Some(id) }
                     | Request::Deny { call_id: Some(id) } => {
                         state.pending.retain(|p| &p.call_id != id);
                     }
+                    // No reply streams, whatever arrived of it: Enter sends again.
+                    Request::ChatStop => state.end_streaming(),
                     _ => {}
                 }
             }
             push_error(state, error);
         }
+        // A slash command's `chat_output` comes to every viewer as a `note` chat message too:
+        // that one is shown, this one would be a second copy.
         Ok(_) => {}
         // The header already says the assistant is away; a failed refresh adds nothing.
         Err(_) if *request == Request::Status => {}

@@ -1,10 +1,11 @@
 //! Drawing: [`view`] turns a `&State` into a frame and never changes it.
 //!
 //! The screen, top to bottom: a header (connection, mode, STT health, the LLM), the
-//! transcripts pane, the conversation / command output pane, a panel shown only when
-//! there is something to answer or a command buffer to see (the buffer, its editor, a tool
-//! call waiting for confirmation, the "clear?" question), and a footer of the keys that
-//! work now. The layout and the wrapped rows of each pane are public so that
+//! transcripts pane, the conversation / command output pane (its first row the chat
+//! session: provider, model, endpoint, tokens), a panel shown only when there is something
+//! to answer, a command buffer to see or a line to type (the buffer, its editor, the chat
+//! line, a tool call waiting for confirmation, the "clear?" question), and a footer of the
+//! keys that work now. The layout and the wrapped rows of each pane are public so that
 //! [`update`](crate::update::update) scrolls by exactly what is on screen.
 
 use ratatui::Frame;
@@ -12,7 +13,7 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
-use stt_proto::{ChatRole, Mode};
+use stt_proto::{ChatRole, ChatSession, Mode, TokenUsage};
 
 use crate::keymap::{self, Situation};
 use crate::state::{Connection, Entry, Input, Pane, Pending, Scroll, State, TranscriptLine};
@@ -54,7 +55,7 @@ impl Areas {
 pub fn areas(state: &State, area: Rect) -> Areas {
     let panel_rows = panel(state).map_or(0, |p| {
         let inner = usize::from(area.width.saturating_sub(2));
-        let rows = if matches!(p, Panel::Editing) { 1 } else { p.rows(inner).len() };
+        let rows = if p.is_line() { 1 } else { p.rows(inner).len() };
         u16::try_from(rows.clamp(1, PANEL_MAX_ROWS)).unwrap_or(1) + 2
     });
     let [header, body, panel_area, footer] = Layout::vertical([
@@ -75,9 +76,21 @@ pub fn areas(state: &State, area: Rect) -> Areas {
     }
 }
 
-/// A pane's text, wrapped to its inner width, and its inner height.
+/// Where a pane's scrolling text goes: inside its borders, below the conversation's session
+/// row when it has one.
+fn pane_body(state: &State, pane: Pane, rect: Rect) -> Rect {
+    let inner = inner(rect);
+    if pane == Pane::Conversation && state.session.is_some() {
+        let [_, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+        body
+    } else {
+        inner
+    }
+}
+
+/// A pane's text, wrapped to its width, and the rows it has for it.
 pub fn pane_rows(state: &State, pane: Pane) -> (Vec<Line<'static>>, usize) {
-    let inner = inner(areas(state, state.area).pane(pane));
+    let inner = pane_body(state, pane, areas(state, state.area).pane(pane));
     let width = usize::from(inner.width);
     let lines = match pane {
         Pane::Transcripts => transcript_lines(state),
@@ -93,9 +106,10 @@ pub fn first_row(scroll: Scroll, rows: usize, height: usize) -> usize {
     scroll.top.map_or(bottom, |top| top.min(bottom))
 }
 
-/// Where the terminal's cursor goes: in the command editor while editing, else hidden.
+/// Where the terminal's cursor goes: in the line being edited (the command or the chat
+/// line), else hidden.
 pub fn cursor(state: &State, area: Rect) -> Option<Position> {
-    let Input::Editing(editor) = &state.input else { return None };
+    let editor = state.input.editor()?;
     let field = inner(areas(state, area).panel?);
     let start = edit_window(editor.chars(), editor.cursor(), usize::from(field.width));
     let before: usize = editor.chars()[start..editor.cursor()].iter().map(|c| char_width(*c)).sum();
@@ -231,6 +245,12 @@ fn draw_pane(state: &State, pane: Pane, rect: Rect, frame: &mut Frame<'_>) {
     let scroll = state.scroll(pane);
     let top = first_row(scroll, rows.len(), height);
     let shown: Vec<Line<'static>> = rows.into_iter().skip(top).take(height).collect();
+    if let (Pane::Conversation, Some(session)) = (pane, &state.session) {
+        let area = inner(rect);
+        let row = Rect { height: area.height.min(1), ..area };
+        frame.render_widget(Paragraph::new(session_line(session)), row);
+    }
+    let body = pane_body(state, pane, rect);
     let mut block = Block::bordered().title(pane_title(state, pane));
     if state.focus == pane {
         block = block.border_style(Style::new().cyan());
@@ -241,7 +261,47 @@ fn draw_pane(state: &State, pane: Pane, rect: Rect, frame: &mut Frame<'_>) {
                 .right_aligned(),
         );
     }
-    frame.render_widget(Paragraph::new(shown).block(block), rect);
+    frame.render_widget(block, rect);
+    frame.render_widget(Paragraph::new(shown), body);
+}
+
+/// The chat session in one row: who answers (`llamacpp · qwen2.5 · 127.0.0.1:9931`),
+/// whether it is still loading its model, and what the last turn and the session cost.
+fn session_line(session: &ChatSession) -> Line<'static> {
+    let gap = || Span::raw("   ");
+    let dot = || Span::styled(" · ", dim());
+    let mut spans = match &session.provider {
+        Some(provider) => vec![Span::styled(provider.clone(), Style::new().cyan().bold())],
+        None => vec![Span::styled("no model provider", Style::new().yellow())],
+    };
+    for part in [&session.model, &session.endpoint] {
+        if !part.is_empty() {
+            spans.extend([dot(), Span::raw(part.clone())]);
+        }
+    }
+    if session.loading {
+        spans.extend([gap(), Span::styled("loading model", Style::new().yellow().bold())]);
+    }
+    let mut usage = Vec::new();
+    if let Some(last) = session.last {
+        let mut text = format!("last {}", tokens(last));
+        if last.cached > 0 {
+            text.push_str(&format!(" ({} cached)", last.cached));
+        }
+        usage.push(text);
+    }
+    if session.total != TokenUsage::default() {
+        usage.push(format!("total {}", tokens(session.total)));
+    }
+    if !usage.is_empty() {
+        spans.extend([gap(), Span::styled(usage.join(" · "), dim())]);
+    }
+    Line::from(spans)
+}
+
+/// Prompt tokens up, completion tokens down: `412↑ 38↓`.
+fn tokens(usage: TokenUsage) -> String {
+    format!("{}↑ {}↓", usage.prompt, usage.completion)
 }
 
 fn pane_title(state: &State, pane: Pane) -> Line<'static> {
@@ -319,7 +379,7 @@ fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
             Span::raw(": "),
             Span::raw(text.clone()),
         ]),
-        Entry::Chat { role: ChatRole::Assistant, text, streaming, .. } => {
+        Entry::Chat { role: ChatRole::Assistant, text, streaming, stopped, .. } => {
             let mut spans = vec![
                 Span::styled("assistant", Style::new().cyan().bold()),
                 Span::raw(": "),
@@ -327,6 +387,9 @@ fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
             ];
             if *streaming {
                 spans.push(Span::styled(" …", dim()));
+            }
+            if *stopped {
+                spans.push(Span::styled(" ⚠ stopped", Style::new().yellow().bold()));
             }
             Line::from(spans)
         }
@@ -398,6 +461,7 @@ fn entry_line(state: &State, entry: &Entry) -> Line<'static> {
 enum Panel<'a> {
     ConfirmClear,
     Editing,
+    Chatting,
     Confirm(&'a Pending),
     Buffer,
 }
@@ -406,6 +470,7 @@ fn panel(state: &State) -> Option<Panel<'_>> {
     match &state.input {
         Input::ConfirmClear => return Some(Panel::ConfirmClear),
         Input::Editing(_) => return Some(Panel::Editing),
+        Input::Chatting(_) => return Some(Panel::Chatting),
         Input::Normal => {}
     }
     if let Some(pending) = state.pending.first() {
@@ -415,10 +480,26 @@ fn panel(state: &State) -> Option<Panel<'_>> {
 }
 
 impl Panel<'_> {
+    /// Whether the panel is a line being edited (one row, with the cursor).
+    fn is_line(&self) -> bool {
+        matches!(self, Self::Editing | Self::Chatting)
+    }
+
     fn title(&self, state: &State) -> Line<'static> {
         let text = match self {
             Self::ConfirmClear => " clear ".to_owned(),
             Self::Editing => " edit the command: Enter sends it, Esc abandons the edit ".to_owned(),
+            // y and n are typed here: say how to answer a tool call that waits.
+            Self::Chatting if !state.pending.is_empty() => {
+                " chat: a tool call waits for you: Esc, then y allows or n denies ".to_owned()
+            }
+            Self::Chatting if state.enter_stops_reply() => {
+                " chat: Enter stops the reply, Esc closes the line ".to_owned()
+            }
+            Self::Chatting => {
+                " chat: Enter sends, /help lists the slash commands, Esc closes the line "
+                    .to_owned()
+            }
             Self::Confirm(_) => " confirm a tool call ".to_owned(),
             Self::Buffer if state.buffer_edited => " command buffer (edited) ".to_owned(),
             Self::Buffer => " command buffer ".to_owned(),
@@ -429,12 +510,12 @@ impl Panel<'_> {
     fn style(&self) -> Style {
         match self {
             Self::ConfirmClear | Self::Confirm(_) => Style::new().yellow(),
-            Self::Editing => Style::new().cyan(),
+            Self::Editing | Self::Chatting => Style::new().cyan(),
             Self::Buffer => Style::new(),
         }
     }
 
-    /// The panel's text wrapped to `width` (not used while editing).
+    /// The panel's text wrapped to `width` (not used for a line being edited).
     fn rows(&self, width: usize) -> Vec<Line<'static>> {
         let line = match self {
             Self::ConfirmClear => Line::from(vec![
@@ -455,7 +536,7 @@ impl Panel<'_> {
                 Span::styled("n", Style::new().bold()),
                 Span::raw(" deny"),
             ]),
-            Self::Editing | Self::Buffer => Line::default(),
+            Self::Editing | Self::Chatting | Self::Buffer => Line::default(),
         };
         wrap(&line, width, INDENT)
     }
@@ -466,8 +547,8 @@ fn draw_panel(state: &State, panel: &Panel<'_>, rect: Rect, frame: &mut Frame<'_
     let field = block.inner(rect);
     let width = usize::from(field.width);
     let rows = match panel {
-        Panel::Editing => {
-            let Input::Editing(editor) = &state.input else { return };
+        Panel::Editing | Panel::Chatting => {
+            let Some(editor) = state.input.editor() else { return };
             let start = edit_window(editor.chars(), editor.cursor(), width);
             let text: String = editor.chars()[start..].iter().collect();
             vec![Line::from(text)]

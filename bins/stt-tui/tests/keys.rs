@@ -1,6 +1,7 @@
 //! Keys and events as actions in, requests and screen state out: the keymap, the edit and
-//! clear dialogues, tool confirmations, scrolling, streaming, refreshes, and the event loop
-//! itself driven through its channel.
+//! clear dialogues, the chat line, tool confirmations, scrolling, streaming, refreshes, and
+//! the event loop itself driven through its channel, with its redraws paced while a reply
+//! streams.
 
 mod support;
 
@@ -9,11 +10,13 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
+use std::time::Duration;
 use stt_proto::Request;
 use stt_tui::action::{Action, Effect};
 use stt_tui::app::run_loop;
 use stt_tui::state::{Entry, Input, Options, State};
 use stt_tui::update::{EXECUTE_WAIT_MS, STATUS_EVERY_TICKS};
+
 use support::*;
 use tokio::sync::mpsc;
 
@@ -395,4 +398,302 @@ async fn the_event_loop_draws_what_arrived_and_ends_when_the_senders_are_gone() 
     let shown = text_of(terminal.backend().buffer());
     assert!(shown.contains("[de] Unknown (1.2s): wie spät ist es"), "{shown}");
     assert!(shown.contains("● connected"), "{shown}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The chat line.
+
+/// Connected, in chat mode (as a typed turn from idle leaves the assistant).
+fn chatting() -> (State, Vec<Effect>) {
+    let mut actions = connected();
+    actions.push(event(r#"{"type":"mode","mode":"chat"}"#));
+    after(actions)
+}
+
+fn line_text(state: &State) -> String {
+    match &state.input {
+        Input::Chatting(editor) => editor.text(),
+        other => panic!("the chat line is not open: {other:?}"),
+    }
+}
+
+#[test]
+fn i_opens_the_chat_line_and_enter_sends_a_turn_keeping_the_line_open() {
+    let (mut state, _) = after(connected());
+    assert_eq!(feed(&mut state, [key('i')]), []);
+    assert_eq!(line_text(&state), "");
+    assert_eq!(
+        feed(&mut state, typing("what is the capital of Peru?")),
+        [],
+        "typing sends nothing"
+    );
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::ChatSend { text: "what is the capital of Peru?".into() })]
+    );
+    assert_eq!(line_text(&state), "", "emptied for the next message, still open");
+}
+
+#[test]
+fn an_empty_line_sends_nothing() {
+    let (mut state, _) = after(connected());
+    assert_eq!(feed(&mut state, [key('i'), press(KeyCode::Enter)]), []);
+    assert_eq!(feed(&mut state, [key(' '), key(' '), press(KeyCode::Enter)]), []);
+    assert_eq!(line_text(&state), "  ", "nothing sent, nothing lost");
+}
+
+#[test]
+fn a_slash_line_is_a_chat_command() {
+    let (mut state, _) = after(connected());
+    let mut keys = vec![key('i')];
+    keys.extend(typing("/providers"));
+    keys.push(press(KeyCode::Enter));
+    assert_eq!(
+        feed(&mut state, keys),
+        [Effect::Send(Request::ChatCommand { line: "/providers".into() })]
+    );
+    // `/` opens the line with the slash typed.
+    assert_eq!(feed(&mut state, [press(KeyCode::Esc), key('/')]), []);
+    assert_eq!(line_text(&state), "/");
+    let mut keys = typing("model qwen2.5:7b");
+    keys.push(press(KeyCode::Enter));
+    assert_eq!(
+        feed(&mut state, keys),
+        [Effect::Send(Request::ChatCommand { line: "/model qwen2.5:7b".into() })]
+    );
+}
+
+#[test]
+fn keys_on_the_chat_line_are_text_not_commands() {
+    let (mut state, _) = after(connected());
+    let effects = feed(&mut state, [key('i'), key('q'), key('a'), key('t'), key('c'), key('y')]);
+    assert_eq!(effects, [], "q, a, t, c and y are typed, not obeyed");
+    feed(
+        &mut state,
+        [press(KeyCode::Home), key('>'), press(KeyCode::End), press(KeyCode::Backspace)],
+    );
+    feed(&mut state, [Action::Paste(" ok\nthen".into())]);
+    assert_eq!(line_text(&state), ">qatc ok then");
+}
+
+#[test]
+fn esc_closes_the_chat_line_and_cancels_nothing() {
+    let mut actions = connected();
+    actions.push(event(r#"{"type":"mode","mode":"command_armed"}"#));
+    let (mut state, _) = after(actions);
+    let mut keys = vec![key('i')];
+    keys.extend(typing("never mind"));
+    keys.push(press(KeyCode::Esc));
+    assert_eq!(feed(&mut state, keys), [], "the armed command is not cancelled");
+    assert_eq!(state.input, Input::Normal);
+    assert_eq!(feed(&mut state, [press(KeyCode::Esc)]), [Effect::Send(Request::CommandCancel)]);
+}
+
+#[test]
+fn enter_on_the_chat_line_stops_a_streaming_reply_instead_of_sending() {
+    let (mut state, _) = chatting();
+    feed(&mut state, [key('i'), piece(5, "Once upon")]);
+    feed(&mut state, typing("and then?"));
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::ChatStop)],
+        "never a turn queued behind a streaming reply"
+    );
+    assert_eq!(line_text(&state), "and then?", "the line waits for the reply to end");
+    feed(&mut state, [chat(5, "assistant", "Once upon", false, true)]);
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::ChatSend { text: "and then?".into() })]
+    );
+}
+
+#[test]
+fn enter_on_the_chat_screen_stops_a_streaming_reply() {
+    let (mut state, _) = chatting();
+    feed(&mut state, [piece(5, "Why did")]);
+    assert_eq!(feed(&mut state, [press(KeyCode::Enter)]), [Effect::Send(Request::ChatStop)]);
+    assert!(screen(&state).contains("Enter stop the reply"), "the footer says so");
+    feed(&mut state, [chat(5, "assistant", "Why did", false, true)]);
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) })],
+        "no reply streams: Enter is itself again"
+    );
+}
+
+#[test]
+fn enter_executes_an_armed_command_even_while_a_reply_streams() {
+    let (mut state, _) = armed();
+    feed(&mut state, [piece(5, "Why did")]);
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Enter)]),
+        [Effect::Send(Request::CommandExecute { wait_ms: Some(EXECUTE_WAIT_MS) })]
+    );
+}
+
+#[test]
+fn nothing_to_stop_or_a_lost_link_ends_the_stream() {
+    let (mut state, _) = chatting();
+    feed(&mut state, [piece(5, "Why did")]);
+    feed(
+        &mut state,
+        [reply(
+            Request::ChatStop,
+            r#"{"type":"error","code":"nothing_pending","message":"no reply is streaming"}"#,
+        )],
+    );
+    assert!(!state.reply_streaming(), "the assistant says nothing streams");
+    assert!(screen(&state).contains("error (nothing_pending): no reply is streaming"));
+
+    feed(&mut state, [piece(6, "Because")]);
+    feed(&mut state, [Action::LinkDown("stt-assistant closed the connection".into())]);
+    assert!(!state.reply_streaming(), "the rest of the reply went with the link");
+}
+
+#[test]
+fn a_slash_command_shows_its_note_once_and_its_error_as_an_error_line() {
+    let (mut state, _) = chatting();
+    let providers = Request::ChatCommand { line: "/providers".into() };
+    let output = "llamacpp  http  live  qwen2.5  127.0.0.1:9931";
+    feed(
+        &mut state,
+        [
+            chat(7, "note", output, false, false),
+            reply(providers, &serde_json::json!({"type":"chat_output","text":output}).to_string()),
+        ],
+    );
+    assert_eq!(screen(&state).matches("llamacpp  http").count(), 1, "the note, not the reply too");
+
+    feed(
+        &mut state,
+        [reply(
+            Request::ChatCommand { line: "/frobnicate".into() },
+            r#"{"type":"error","code":"bad_message","message":"no command /frobnicate; /help lists them"}"#,
+        )],
+    );
+    assert!(
+        screen(&state).contains("error (bad_message): no command /frobnicate; /help lists them")
+    );
+}
+
+#[test]
+fn the_session_comes_from_chat_session_events_and_from_status() {
+    let (mut state, _) = after(connected());
+    assert_eq!(state.session, None, "a status without chat says nothing of it");
+    feed(&mut state, [event(SESSION)]);
+    assert_eq!(state.session.as_ref().map(|s| s.turns), Some(2));
+    let with_chat = STATUS_IDLE.replace(
+        r#""version":"0.1.0""#,
+        r#""version":"0.1.0","chat":{"provider":"ollama","model":"qwen2.5:7b","endpoint":"127.0.0.1:11434","loading":true,"turns":0,"last":null,"total":{"prompt":0,"completion":0,"cached":0}}"#,
+    );
+    feed(&mut state, [reply(Request::Status, &with_chat)]);
+    let session = state.session.clone().expect("status.chat");
+    assert_eq!((session.provider.as_deref(), session.loading), (Some("ollama"), true));
+}
+
+#[test]
+fn the_session_row_stays_put_while_the_pane_scrolls() {
+    let (mut state, _) = after(connected());
+    feed(&mut state, [event(SESSION)]);
+    feed(&mut state, (1..=40).map(said));
+    let followed = screen(&state);
+    assert!(followed.contains("line 40"), "the row takes no line from the bottom: {followed}");
+    feed(&mut state, [press(KeyCode::Home)]);
+    let top = screen(&state);
+    assert!(top.contains("│llamacpp · qwen2.5"), "{top}");
+    assert!(top.contains("note: line 1 "), "the first line under it: {top}");
+    feed(&mut state, (0..20).map(|_| press(KeyCode::PageDown)));
+    assert!(state.conversation_scroll.sticks(), "paging down reaches the bottom again");
+}
+
+#[test]
+fn the_chat_line_says_how_to_answer_a_tool_call_that_waits() {
+    let (mut state, _) = chatting();
+    feed(&mut state, [key('i'), event(CALL_WAITING)]);
+    let shown = screen(&state);
+    assert!(shown.contains("a tool call waits for you: Esc, then y allows or n denies"), "{shown}");
+    assert_eq!(feed(&mut state, [key('y')]), [], "y is typed on the line");
+    assert_eq!(
+        feed(&mut state, [press(KeyCode::Esc), key('y')]),
+        [Effect::Send(Request::Confirm { call_id: Some("call_3".into()) })]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Redraws while a reply streams (paused time: the clock moves only when every task waits).
+
+/// Runs the loop on a fresh 100x30 screen, connected and in chat mode, while a script sends
+/// each action after its wait in milliseconds (from the one before); returns the screen as
+/// last drawn and the frames drawn in all.
+async fn run_script(script: Vec<(u64, Action)>) -> anyhow::Result<(String, usize)> {
+    let (tx, mut rx) = mpsc::channel(stt_tui::app::ACTION_QUEUE);
+    let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT)).unwrap();
+    let mut state = State::new(SOCKET, Options::default());
+    let mut setup = vec![Action::Resize { width: WIDTH, height: HEIGHT }];
+    setup.extend(connected());
+    setup.push(event(r#"{"type":"mode","mode":"chat"}"#));
+    let producer = async move {
+        for (wait_ms, action) in setup.into_iter().map(|a| (0, a)).chain(script) {
+            if wait_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+            }
+            if tx.send(action).await.is_err() {
+                return; // The loop has ended.
+            }
+        }
+    };
+    let (outcome, ()) =
+        tokio::join!(run_loop(&mut terminal, &mut state, &mut rx, |_| {}), producer);
+    outcome?;
+    let frames = terminal.get_frame().count();
+    Ok((text_of(terminal.backend().buffer()), frames))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_streamed_tokens_redraws_about_eight_times_a_second() {
+    // A thousand tokens over one second, then quit (which draws nothing more).
+    let mut script: Vec<_> = (0..1000).map(|n| (1, piece(5, &format!("t{n} ")))).collect();
+    script.push((1, Action::Quit));
+    let (shown, frames) = run_script(script).await.unwrap();
+    // The first draw and the connected screen, then one frame per 125 ms of tokens.
+    assert!(frames <= 2 + 9, "{frames} frames for one second of tokens");
+    assert!(frames >= 2 + 7, "only {frames} frames: streamed text must still move");
+    assert!(shown.contains(" t990 t991 t992"), "the last frame shows the newest: {shown}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_back_piece_is_drawn_when_its_frame_is_due_though_nothing_else_comes() {
+    // The first piece after a quiet second draws at once; the next waits for its frame.
+    let burst = || vec![(1000, piece(5, "Why did")), (10, piece(5, " the chicken"))];
+    let mut early = burst();
+    early.push((40, Action::Quit));
+    let (shown, _) = run_script(early).await.unwrap();
+    assert!(shown.contains("assistant: Why did …"), "the first piece is drawn: {shown}");
+    assert!(!shown.contains("the chicken"), "50 ms on, the second is still held back: {shown}");
+
+    let mut late = burst();
+    late.push((200, Action::Quit));
+    let (shown, _) = run_script(late).await.unwrap();
+    assert!(shown.contains("assistant: Why did the chicken …"), "drawn at its frame: {shown}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_or_the_end_of_a_reply_draws_at_once_while_tokens_stream() {
+    let script = vec![
+        (1000, piece(5, "Why did")),
+        (10, piece(5, " the chicken")),
+        (10, key('i')),
+        (10, Action::Quit),
+    ];
+    let (shown, _) = run_script(script).await.unwrap();
+    assert!(shown.contains("chat: Enter stops the reply"), "the key is drawn at once: {shown}");
+    assert!(shown.contains("assistant: Why did the chicken …"), "with what streamed: {shown}");
+
+    let script = vec![
+        (1000, piece(5, "Why did")),
+        (10, chat(5, "assistant", "Why did the chicken cross the road?", false, false)),
+        (10, Action::Quit),
+    ];
+    let (shown, _) = run_script(script).await.unwrap();
+    assert!(shown.contains("assistant: Why did the chicken cross the road?"), "{shown}");
 }

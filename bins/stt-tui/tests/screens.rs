@@ -239,3 +239,141 @@ fn the_screen_fits_a_small_terminal_and_a_resize() {
         terminal.draw(|frame| stt_tui::view::view(&state, frame)).unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Chat: the chat line, the session row, stopped replies, errors.
+
+/// Connected in chat mode, after one question and its answer.
+fn chatted() -> Vec<Action> {
+    let mut actions = connected();
+    actions.extend([
+        event(r#"{"type":"mode","mode":"chat"}"#),
+        event(
+            r#"{"type":"chat_message","id":4,"role":"user","speaker":"Efren","text":"tell me a joke","partial":false}"#,
+        ),
+        chat(5, "assistant", "Why did the chicken cross the road? To get to the other side.", false, false),
+    ]);
+    actions
+}
+
+#[test]
+fn the_chat_line_open_with_text_typed() {
+    let mut actions = chatted();
+    actions.push(key('i'));
+    actions.extend(typing("what is the capital of Peru?"));
+    actions.extend([press(KeyCode::Left), press(KeyCode::Left)]);
+    let (state, effects) = after(actions);
+    assert_eq!(sent(&effects), [Request::Status], "only the link's status: typing sends nothing");
+    let screen = screen(&state);
+    assert!(screen.contains("chat: Enter sends, /help lists the slash commands"), "{screen}");
+    assert!(screen.contains("Enter send  Esc close"), "{screen}");
+    // The cursor sits on the "u" of "Peru?": two to the left of the end.
+    let text_at = find(&draw(&state), "what is the capital of Peru?").unwrap();
+    let at = "what is the capital of Per".len() as u16;
+    assert!(
+        screen.contains(&format!("cursor: column {}, row {}", text_at.0 + at, text_at.1)),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn the_session_row_names_the_model_and_counts_the_tokens() {
+    let mut actions = chatted();
+    actions.push(event(SESSION));
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    let row = "│llamacpp · qwen2.5 · 127.0.0.1:9931   last 412↑ 38↓ (380 cached) · total 790↑ 71↓";
+    assert!(screen.contains(row), "{screen}");
+    assert!(screen.contains("Efren: tell me a joke"), "the turns follow: {screen}");
+    insta::assert_snapshot!(screen);
+
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "llamacpp ·").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Cyan);
+    let (x, y) = find(&buffer, "last 412").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::DarkGray);
+
+    // No provider, no model: it says so, and counts nothing before the first turn.
+    let mut state = state;
+    feed(
+        &mut state,
+        [event(
+            r#"{"type":"chat_session","provider":null,"model":"","endpoint":"","loading":false,"turns":0,"last":null,"total":{"prompt":0,"completion":0,"cached":0}}"#,
+        )],
+    );
+    let screen = support::screen(&state);
+    assert!(screen.contains("│no model provider                 "), "{screen}");
+    assert!(!screen.contains("total"), "{screen}");
+}
+
+#[test]
+fn the_session_row_says_the_model_is_loading() {
+    let mut actions = connected();
+    actions.extend([
+        event(r#"{"type":"mode","mode":"chat"}"#),
+        event(
+            r#"{"type":"chat_session","provider":"llamacpp","model":"","endpoint":"127.0.0.1:9931","loading":true,"turns":0,"last":null,"total":{"prompt":0,"completion":0,"cached":0}}"#,
+        ),
+    ]);
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(
+        screen.contains("│llamacpp · 127.0.0.1:9931   loading model"),
+        "no empty model: {screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "loading model").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Yellow);
+}
+
+#[test]
+fn a_stopped_reply_is_marked() {
+    let mut actions = chatted();
+    actions.extend([
+        chat(6, "user", "tell me a long story", false, false),
+        piece(7, "Once upon"),
+        piece(7, " a time"),
+        press(KeyCode::Enter),
+        reply(Request::ChatStop, r#"{"type":"ack","command":"chat_stop","ok":true}"#),
+        chat(7, "assistant", "Once upon a time", false, true),
+    ]);
+    let (state, effects) = after(actions);
+    assert_eq!(sent(&effects).last(), Some(&Request::ChatStop), "Enter stopped it");
+    let screen = screen(&state);
+    assert!(screen.contains("assistant: Once upon a time ⚠ stopped"), "{screen}");
+    assert!(!screen.contains('…'), "no longer streaming: {screen}");
+    insta::assert_snapshot!(screen);
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "⚠ stopped").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Yellow);
+}
+
+#[test]
+fn an_error_chat_message_is_a_red_line() {
+    let mut actions = chatted();
+    actions.extend([
+        chat(6, "user", "and another", false, false),
+        chat(
+            7,
+            "error",
+            "openai: https://api.openai.com/v1/chat/completions answered 401: Incorrect API key provided — openai refused the key: set OPENAI_API_KEY to a valid key (see docs/PROVIDERS.md)",
+            false,
+            false,
+        ),
+    ]);
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(
+        screen.contains("error: openai: https://api.openai.com/v1/chat/completions answered 401"),
+        "{screen}"
+    );
+    assert!(screen.contains("set OPENAI_API_KEY to a valid key"), "wrapped, not cut: {screen}");
+    insta::assert_snapshot!(screen);
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "error: openai").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Red);
+    let (x, y) = find(&buffer, "set OPENAI_API_KEY").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Red, "the wrapped rest is red too");
+}

@@ -48,6 +48,28 @@ fn parse(line: &str) -> AssistantEvent {
     stt_proto::parse::<AssistantEvent>(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
+/// A `chat_message` event: `role` as on the wire (`user`, `assistant`, `note`, `error`).
+pub fn chat(id: u64, role: &str, text: &str, partial: bool, stopped: bool) -> Action {
+    let line = serde_json::json!({
+        "type": "chat_message",
+        "id": id,
+        "role": role,
+        "speaker": null,
+        "text": text,
+        "partial": partial,
+        "stopped": stopped,
+    });
+    event(&line.to_string())
+}
+
+/// A piece of the streaming assistant reply `id`.
+pub fn piece(id: u64, text: &str) -> Action {
+    chat(id, "assistant", text, true, false)
+}
+
+/// The chat session the protocol's example shows: llamacpp on 127.0.0.1:9931, two turns.
+pub const SESSION: &str = r#"{"type":"chat_session","provider":"llamacpp","model":"qwen2.5","endpoint":"127.0.0.1:9931","loading":false,"turns":2,"last":{"prompt":412,"completion":38,"cached":380},"total":{"prompt":790,"completion":71,"cached":380}}"#;
+
 /// The subscription coming up.
 pub fn link_up() -> Action {
     Action::LinkUp(Hello {
