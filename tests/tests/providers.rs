@@ -157,3 +157,48 @@ fn a_turns_tokens_reach_the_session_and_status() {
     let chat = &status(&sandbox)["chat"];
     assert_eq!(chat["total"]["completion"], 3, "{chat}");
 }
+
+#[test]
+fn a_local_server_loading_its_model_is_shown_loading_and_turns_wait_for_it() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    llm.set_loading(true);
+    // Nothing configured: the local server is found by itself, still loading.
+    config(&sandbox, "", &format!("[llm.providers.llamacpp]\nendpoint = \"{}\"\n", llm.url()));
+    let (_daemon, _assistant, seen) = stack(&sandbox);
+    expect_within("the session says the model is loading", DEADLINE, || {
+        let chat = status(&sandbox)["chat"].clone();
+        if chat["loading"] == true && chat["provider"] == "llamacpp" {
+            Ok(())
+        } else {
+            Err(chat.to_string())
+        }
+    });
+    expect_within("speech recognition is up", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["stt_healthy"] == true { Ok(()) } else { Err(s.to_string()) }
+    });
+    for args in [&["command-start"][..], &["command-edit", "--text", "what time is it"]] {
+        assert_eq!(sandbox.run("stt-ctl", args).code, Some(0));
+    }
+    let out = sandbox.run("stt-ctl", &["command-execute"]);
+    assert!(out.stderr.contains("the model is still loading"), "{out:?}");
+    assert_eq!(sandbox.run("stt-ctl", &["command-cancel"]).code, Some(0));
+    llm.push(Script::Text("Loaded and answering.".into()));
+    assert_eq!(sandbox.run("stt-ctl", &["chat-send", "are you there"]).code, Some(0));
+    // The turn waits in the queue, not failing against a server that would refuse it.
+    assert!(llm.requests().is_empty(), "no request while loading");
+    llm.set_loading(false);
+    answered(&seen, "Loaded and answering.", DEADLINE);
+    let errors: Vec<_> = events(&seen)
+        .into_iter()
+        .filter(|e| match e {
+            // The daemon has no microphone here: its audio errors are not the model's.
+            AssistantEvent::Error(e) => e.code != stt_proto::ErrorCode::Audio,
+            AssistantEvent::ChatMessage(m) => m.role == ChatRole::Error,
+            _ => false,
+        })
+        .collect();
+    assert!(errors.is_empty(), "loading is not an error: {errors:?}");
+    assert_eq!(status(&sandbox)["chat"]["loading"], false);
+}

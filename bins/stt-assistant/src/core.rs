@@ -51,6 +51,8 @@ pub struct Outside {
     pub llm_enabled: bool,
     /// Whether the inference queue has room for a command.
     pub queue_has_room: bool,
+    /// The model provider in use is still loading its model: execute waits.
+    pub model_loading: bool,
 }
 
 /// The state.
@@ -513,6 +515,9 @@ impl Core {
                 "no executor configured: [llm].enabled is false",
             ));
         }
+        if outside.model_loading {
+            return Err(not_ready("the model is still loading; execute again in a moment"));
+        }
         if !outside.queue_has_room {
             return Err(ErrorMsg::new(
                 ErrorCode::Busy,
@@ -542,7 +547,8 @@ mod tests {
     use super::*;
     use stt_proto::{AudioState, SegmentDone, Speaker, SpeakerState, SpeechStart, SpeechStop};
 
-    const OUT: Outside = Outside { viewers: 0, llm_enabled: true, queue_has_room: true };
+    const OUT: Outside =
+        Outside { viewers: 0, llm_enabled: true, queue_has_room: true, model_loading: false };
 
     fn beat(healthy: bool) -> DaemonEvent {
         DaemonEvent::Heartbeat(DaemonHeartbeat {
@@ -791,6 +797,14 @@ mod tests {
             Outside { llm_enabled: false, ..OUT },
             Some(ErrorCode::NoExecutor),
             "no executor configured",
+        );
+        check(
+            &mut core,
+            later,
+            Request::CommandExecute { wait_ms: None },
+            Outside { model_loading: true, ..OUT },
+            Some(ErrorCode::NotReady),
+            "still loading",
         );
         check(
             &mut core,

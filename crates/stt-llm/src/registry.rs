@@ -634,19 +634,25 @@ impl Registry {
     /// named a provider is told why it fails, never moved to another one (which may send
     /// their words somewhere they did not choose). Otherwise the first live one in the
     /// `priority` order, then the autodetect order; `None` when nothing is live.
+    /// A server still loading its model counts as there: it soon will be.
     pub fn choose(&self, probed: &[Probed]) -> Option<Id> {
-        self.configured().or_else(|| self.live_in_order(probed).into_iter().next())
+        self.configured().or_else(|| self.in_order(probed, true).into_iter().next())
     }
 
     /// The live providers a turn that failed on `failed` may be retried on, in the order
     /// autodetection prefers them.
     pub fn fallbacks(&self, probed: &[Probed], failed: Id) -> Vec<Id> {
-        self.live_in_order(probed).into_iter().filter(|id| *id != failed).collect()
+        self.in_order(probed, false).into_iter().filter(|id| *id != failed).collect()
     }
 
-    /// Every live provider, in the order autodetection prefers them.
-    fn live_in_order(&self, probed: &[Probed]) -> Vec<Id> {
-        let live = |id: Id| probed.iter().any(|p| p.id == id && p.status == Status::Live);
+    /// Every live provider (and, with `loading`, every server still loading its model), in
+    /// the order autodetection prefers them.
+    fn in_order(&self, probed: &[Probed], loading: bool) -> Vec<Id> {
+        let live = |id: Id| {
+            probed
+                .iter()
+                .any(|p| p.id == id && (p.status == Status::Live || (loading && p.loading)))
+        };
         let order = self.configured().into_iter().chain(self.settings.priority.iter().copied());
         let mut seen = Vec::new();
         for id in order.chain(Id::AUTODETECT) {
@@ -962,6 +968,15 @@ mod tests {
             let r = registry(settings.clone());
             assert_eq!(r.choose(&found), expected, "{settings:?} with {live:?}");
         }
+    }
+
+    #[test]
+    fn a_server_loading_its_model_is_chosen_but_never_a_fallback() {
+        let r = registry(Settings::default());
+        let loading = Probed { loading: true, ..probed(Id::LlamaCpp, Status::Down) };
+        let found = [probed(Id::Claude, Status::NotInstalled), loading];
+        assert_eq!(r.choose(&found), Some(Id::LlamaCpp));
+        assert!(r.fallbacks(&found, Id::Custom).is_empty());
     }
 
     #[test]

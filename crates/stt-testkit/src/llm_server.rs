@@ -87,6 +87,8 @@ struct Shared {
     stop: AtomicBool,
     /// Clients that hung up on a [`Script::Stall`].
     disconnects: AtomicUsize,
+    /// Answer every `GET` 503 "Loading model", as llama-server does while it loads.
+    loading: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -151,6 +153,12 @@ impl LlmServer {
     /// How many `GET …/models` probes the server has answered.
     pub fn probes(&self) -> usize {
         self.shared.probes.load(Ordering::SeqCst)
+    }
+
+    /// Whether the server acts as one still loading its model: every `GET` (its `/health`,
+    /// its model list) answers 503 "Loading model", as llama-server's do.
+    pub fn set_loading(&self, loading: bool) {
+        self.shared.loading.store(loading, Ordering::SeqCst);
     }
 
     /// Clients that hung up on a stalled stream ([`Script::Stall`]).
@@ -226,6 +234,12 @@ fn serve(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let path = words.next().unwrap_or_default().to_owned();
     let anthropic = path.split(['?', '#']).next().unwrap_or_default().ends_with("/messages");
     let mut received = Received { method, path, headers, body: Value::Null };
+    if received.method == "GET" && shared.loading.load(Ordering::SeqCst) {
+        // As llama-server answers while it loads its model.
+        lock(&shared.received).push(received);
+        let mut out = stream;
+        return respond_status(&mut out, 503, "Loading model");
+    }
     if received.method == "GET" {
         // A reachability probe (or a client listing models): not a scripted exchange.
         shared.probes.fetch_add(1, Ordering::SeqCst);

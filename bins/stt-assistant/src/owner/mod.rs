@@ -319,6 +319,7 @@ impl Owner {
             viewers: self.viewer_count(),
             llm_enabled: self.registry.is_some(),
             queue_has_room: self.queue.has_room(),
+            model_loading: self.model_loading(),
         };
         let (reply, effects) = self.core.request(request, now(), outside);
         if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
@@ -428,7 +429,12 @@ impl Owner {
     /// Starts the next queued job, unless one is running (or no probe has chosen the
     /// provider yet: the first comes within a fraction of a second of the start).
     fn start_next(&mut self) {
-        if self.running.is_some() || (self.registry.is_some() && !self.probed) {
+        // A server still loading its model would refuse the job: it waits, like a job that
+        // came before the first probe.
+        if self.running.is_some()
+            || (self.registry.is_some() && !self.probed)
+            || self.model_loading()
+        {
             return;
         }
         let Some(job) = self.queue.start_next() else { return };
@@ -641,11 +647,17 @@ impl Owner {
         if choice != current || first {
             self.use_provider(&registry, choice, &found, current);
         }
+        let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
+        let loading = probed.is_some_and(|p| p.loading);
         let usable = choice.is_some_and(live);
         let before = self.reachable.replace(usable);
         match (before, usable) {
+            // Loading is on its way to usable: the session says so, nobody needs an error.
+            (_, false) if loading => {
+                tracing::debug!(provider = ?choice, "the model is loading");
+            }
             (Some(true) | None, false) => {
-                let message = match choice.and_then(|id| found.iter().find(|p| p.id == id)) {
+                let message = match probed {
                     Some(probed) => registry.explain_down(probed),
                     None => registry.none_live(&found),
                 };
@@ -656,8 +668,31 @@ impl Owner {
             (Some(false), false) => tracing::debug!("probe: the model still does not answer"),
             (Some(true), true) => tracing::debug!("probe: the model answers"),
         }
+        let was_loading = self.model_loading();
         self.providers = found;
+        if self.model_loading() {
+            // Look again soon: the jobs waiting, and the person, want to know when it is up.
+            self.probe_soon(Duration::from_millis(500));
+        }
+        if was_loading != self.model_loading() {
+            self.publish_session();
+        }
         self.start_next();
+    }
+
+    /// Whether the provider in use answers but is still loading its model.
+    fn model_loading(&self) -> bool {
+        self.active().is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading))
+    }
+
+    /// Probes every provider once more after `delay` (the periodic probe is slow).
+    fn probe_soon(&self, delay: Duration) {
+        let Some(registry) = self.registry.clone() else { return };
+        let inputs = self.inputs.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = inputs.send(Input::Providers(registry.probe_all().await));
+        });
     }
 
     fn fire_timers(&mut self, now: Instant) {
