@@ -110,10 +110,6 @@ impl Server {
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
-    }
-
     fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -128,6 +124,19 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A config that names no provider or endpoint, so the assistant finds the server by
+/// itself: on `local_port`, where `stt-daemon up` runs its own (the other local providers'
+/// ports are pointed where nothing answers, so that nothing else on the machine is found).
+fn autodetect(sandbox: &Sandbox, server: &Server) {
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
+    let mut config = format!("[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n", server.port);
+    for id in ["ollama", "lmstudio"] {
+        config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
+    }
+    std::fs::write(sandbox.config_file(), config).unwrap();
 }
 
 /// `VmRSS` of a process, in kB.
@@ -160,11 +169,7 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
     let test_started = Instant::now();
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());
-    std::fs::write(
-        sandbox.config_file(),
-        format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 180\n", server.endpoint()),
-    )
-    .unwrap();
+    autodetect(&sandbox, &server);
     let SpokenCommand { assistant, seen, executed, daemon: _daemon } =
         spoken_command(&sandbox, "what time is it", DEADLINE);
 
@@ -284,6 +289,48 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
     // Nothing is left waiting on the model.
     let idle = wait_until(DEADLINE, || (status(&sandbox)["mode"] == "idle").then_some(()));
     assert!(idle.is_some(), "{}", status(&sandbox));
+    assert_eq!(status(&sandbox)["llm_provider"], "llamacpp", "found with no provider configured");
+}
+
+/// A typed chat turn, answered by the real model found with no provider configured, streamed
+/// in pieces, its tokens counted, and the session kept.
+#[test]
+fn a_typed_chat_turn_is_answered_by_a_real_model_found_by_itself() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    autodetect(&sandbox, &server);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let out = sandbox.run("stt-ctl", &["chat-send", "Name one primary colour, in one word."]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let answer = expect_within("the real model answers", MODEL_DEADLINE, || {
+        let events = events(&seen);
+        events
+            .iter()
+            .find_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m.clone())
+                }
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
+                    panic!("{}\n{}\n{}", m.text, assistant.log(), tail(&server.log(), 4000))
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{events:?}"))
+    });
+    assert!(!answer.text.trim().is_empty() && !answer.stopped, "{answer:?}");
+    let pieces = events(&seen)
+        .iter()
+        .filter(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.partial && m.id == answer.id))
+        .count();
+    eprintln!("answer: {:?} in {pieces} pieces", answer.text);
+    let chat = expect_within("the session counts the turn", DEADLINE, || {
+        let chat = status(&sandbox)["chat"].clone();
+        if chat["turns"] == 1 { Ok(chat) } else { Err(chat.to_string()) }
+    });
+    assert_eq!(chat["provider"], "llamacpp", "{chat}");
+    assert_eq!(chat["endpoint"], format!("127.0.0.1:{}", server.port), "{chat}");
+    eprintln!("tokens: {}", chat["total"]);
 }
 
 /// What the real model does after a tool's result (it writes the same call again, as JSON in

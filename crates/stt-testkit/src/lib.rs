@@ -124,6 +124,10 @@ impl Sandbox {
             .env("STT_MODELS_DIR", models_dir())
             .env("STT_LOG", "info")
             .stdin(Stdio::null());
+        // A developer's own keys must never make a keyed API the model a test talks to.
+        for key in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ZAI_API_KEY"] {
+            cmd.env_remove(key);
+        }
         cmd
     }
 
