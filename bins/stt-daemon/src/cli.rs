@@ -95,11 +95,18 @@ pub enum Command {
         /// The WAV file (any rate, any channel count)
         file: PathBuf,
     },
-    /// Start the daemon and the assistant (and the TUI) as supervised children
+    /// Start the daemon and the assistant (and the TUI, and a local model) as supervised
+    /// children
     ///
     /// Each starts once the one before answers on its socket; one that crashes is restarted
     /// (250 ms, doubling to 5 s) and given up on after 5 crashes in 60 s or 3 failed starts
     /// in a row. SIGINT, SIGTERM or quitting the TUI stops them all; none outlives `up`.
+    ///
+    /// When no provider is configured ([llm] provider and endpoint are "") and nothing
+    /// answers on 127.0.0.1:[llm].local_port (9931), it first starts llama-server with
+    /// [llm].local_model (scripts/fetch-llm installs both), without waiting for the model to
+    /// load; its log is $XDG_STATE_HOME/stt/llama-server.log. If it keeps failing, the rest
+    /// runs on without it. STT_RUN_LLM=0 or [llm].local_server = false turns this off.
     Up(UpArgs),
 }
 

@@ -124,9 +124,16 @@ impl Sandbox {
             .env("STT_MODELS_DIR", models_dir())
             .env("STT_LOG", "info")
             .stdin(Stdio::null());
-        // A developer's own keys must never make a keyed API the model a test talks to.
-        for key in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ZAI_API_KEY"] {
-            cmd.env_remove(key);
+        // A developer's own keys must never make a keyed API the model a test talks to, and
+        // their llama-server must not be started by every `stt-daemon up` of a test.
+        for var in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "ZAI_API_KEY",
+            "XDG_CACHE_HOME",
+            "STT_LLAMA_SERVER",
+        ] {
+            cmd.env_remove(var);
         }
         cmd
     }

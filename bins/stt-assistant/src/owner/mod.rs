@@ -45,6 +45,8 @@ pub enum Input {
     Llm { job: u64, report: Report },
     /// What a probe of every provider found.
     Providers(Vec<Probed>),
+    /// What a probe asked for by [`Owner::probe_soon`] found.
+    Reprobed(Vec<Probed>),
     /// A slash command that took a while is done; its reply goes to `reply`.
     Slash { reply: oneshot::Sender<AssistantEvent>, done: chat::SlashDone },
     /// A write on the writer thread failed.
@@ -123,6 +125,8 @@ pub struct Owner {
     providers: Vec<Probed>,
     /// Whether a probe has come back (jobs wait for the first: it chooses the provider).
     probed: bool,
+    /// A probe asked for by [`Owner::probe_soon`] is on its way.
+    reprobe_pending: bool,
     /// The chat session, as saved in `session_file`.
     session: Session,
     session_file: PathBuf,
@@ -157,6 +161,7 @@ impl Owner {
             registry: parts.registry,
             providers: Vec::new(),
             probed: false,
+            reprobe_pending: false,
             session,
             session_file: parts.session_file,
             session_ttl: parts.session_ttl,
@@ -269,6 +274,10 @@ impl Owner {
                 self.on_report(job, report);
             }
             Input::Providers(found) => self.on_providers(found),
+            Input::Reprobed(found) => {
+                self.reprobe_pending = false;
+                self.on_providers(found);
+            }
             Input::Slash { reply, done } => self.slash_done(reply, done),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
         }
@@ -673,6 +682,10 @@ impl Owner {
         if self.model_loading() {
             // Look again soon: the jobs waiting, and the person, want to know when it is up.
             self.probe_soon(Duration::from_millis(500));
+        } else if self.lane.client.is_none() {
+            // Nothing yet: a local model `stt-daemon up` starts beside us may be a moment
+            // from listening, and a person may be starting one. Local probes cost little.
+            self.probe_soon(Duration::from_secs(2));
         }
         if was_loading != self.model_loading() {
             self.publish_session();
@@ -685,13 +698,17 @@ impl Owner {
         self.active().is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading))
     }
 
-    /// Probes every provider once more after `delay` (the periodic probe is slow).
-    fn probe_soon(&self, delay: Duration) {
-        let Some(registry) = self.registry.clone() else { return };
+    /// Probes every provider once more after `delay` (the periodic probe is slow); one such
+    /// probe at a time.
+    fn probe_soon(&mut self, delay: Duration) {
+        let Some(registry) = self.registry.clone().filter(|_| !self.reprobe_pending) else {
+            return;
+        };
+        self.reprobe_pending = true;
         let inputs = self.inputs.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let _ = inputs.send(Input::Providers(registry.probe_all().await));
+            let _ = inputs.send(Input::Reprobed(registry.probe_all().await));
         });
     }
 

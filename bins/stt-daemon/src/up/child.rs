@@ -2,9 +2,9 @@
 //! line, and stopped with SIGTERM, then SIGKILL after a grace period.
 //!
 //! No child outlives `up`: each asks the kernel for a signal when `up` dies
-//! (`PR_SET_PDEATHSIG`, SIGKILL for the daemon and the assistant, SIGTERM for the TUI so it
-//! can restore the terminal), which covers `up` itself being SIGKILLed. The daemon and the
-//! assistant run in process groups of their own, so a Ctrl-C in the terminal reaches only
+//! (`PR_SET_PDEATHSIG`, SIGKILL for llama-server, the daemon and the assistant, SIGTERM for
+//! the TUI so it can restore the terminal), which covers `up` itself being SIGKILLed.
+//! Those three run in process groups of their own, so a Ctrl-C in the terminal reaches only
 //! `up` (and the TUI), and `up` stops them in order; stopping one signals its whole group,
 //! so anything it started goes too.
 
@@ -42,6 +42,9 @@ pub struct Spec {
     pub terminal: bool,
     /// Inherits `up`'s stdin (the daemon reading `--input -`).
     pub stdin: bool,
+    /// Its stdout is forwarded like its stderr, not dropped (llama-server writes part of its
+    /// log there).
+    pub stdout: bool,
 }
 
 /// A started child.
@@ -57,7 +60,8 @@ pub struct Running {
 }
 
 impl Spec {
-    /// Starts it, forwarding its stderr to `output` (unless it shares the terminal).
+    /// Starts it, forwarding its stderr (and with [`stdout`](Self::stdout) its stdout) to
+    /// `output`, unless it shares the terminal.
     pub fn start(&self, output: &Arc<Output>) -> std::io::Result<Running> {
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.args(&self.args).kill_on_drop(true);
@@ -65,7 +69,8 @@ impl Spec {
             die_with_parent(&mut cmd, Signal::SIGTERM);
         } else {
             let stdin = if self.stdin { Stdio::inherit() } else { Stdio::null() };
-            cmd.stdin(stdin).stdout(Stdio::null()).stderr(Stdio::piped()).process_group(0);
+            let stdout = if self.stdout { Stdio::piped() } else { Stdio::null() };
+            cmd.stdin(stdin).stdout(stdout).stderr(Stdio::piped()).process_group(0);
             die_with_parent(&mut cmd, Signal::SIGKILL);
         }
         let mut child = cmd.spawn().map_err(|e| {
@@ -73,14 +78,24 @@ impl Spec {
         })?;
         let raw = child.id().and_then(|id| i32::try_from(id).ok()).unwrap_or(0);
         let ring = SharedRing::default();
-        let readers = child
-            .stderr
-            .take()
-            .map(|stderr| {
-                tokio::spawn(forward(stderr, self.label, Arc::clone(&ring), Arc::clone(output)))
-            })
-            .into_iter()
-            .collect();
+        let label = self.label;
+        let mut readers = Vec::new();
+        if let Some(stderr) = child.stderr.take() {
+            readers.push(tokio::spawn(forward(
+                stderr,
+                label,
+                Arc::clone(&ring),
+                Arc::clone(output),
+            )));
+        }
+        if let Some(stdout) = child.stdout.take() {
+            readers.push(tokio::spawn(forward(
+                stdout,
+                label,
+                Arc::clone(&ring),
+                Arc::clone(output),
+            )));
+        }
         Ok(Running { child, pid: Pid::from_raw(raw), ring, group: !self.terminal, readers })
     }
 }

@@ -1,22 +1,28 @@
-//! `stt-daemon up`: the daemon, the assistant and (with `--with-tui`) the TUI as children of
-//! one supervisor.
+//! `stt-daemon up`: the local model server, the daemon, the assistant and (with
+//! `--with-tui`) the TUI as children of one supervisor.
 //!
 //! 1. One `up` per user: [`lock`] holds `<runtime dir>/stt-up.lock`.
-//! 2. The daemon starts; once its socket answers (a connection gets its hello), the
+//! 2. When the config chose no model, llama-server starts first with the installed one
+//!    ([`model`] decides, and says why not). It is not waited for: it listens at once and
+//!    loads for seconds, which the assistant shows as "loading model".
+//! 3. The daemon starts; once its socket answers (a connection gets its hello), the
 //!    assistant starts; once its socket answers (a `status` request gets a reply), the TUI
 //!    starts in this terminal.
-//! 3. A daemon or assistant that crashes is restarted by [`policy`] (250 ms doubling to 5 s;
-//!    given up on after 5 crashes within 60 s, or 3 failures in a row before its socket ever
-//!    answered, with its last lines of stderr in the message). The others reconnect by
-//!    themselves. One that exits 0 finished and is not restarted.
-//! 4. Quitting the TUI, SIGINT, SIGTERM or SIGHUP stops everything: the TUI, then the
-//!    assistant, then the daemon, each with SIGTERM and SIGKILL after 3 s. No child outlives
-//!    `up`, however it ends ([`child`]).
+//! 4. A child that crashes is restarted by [`policy`] (250 ms doubling to 5 s; given up on
+//!    after 5 crashes within 60 s, or 3 failures in a row before its socket ever answered,
+//!    with its last lines of stderr in the message). The others reconnect by themselves. One
+//!    that exits 0 finished and is not restarted. Giving up on the daemon or the assistant
+//!    ends `up`; giving up on llama-server does not (a dead model must not take
+//!    transcription down): `up` says so, with where its log is, and goes on.
+//! 5. Quitting the TUI, SIGINT, SIGTERM or SIGHUP stops everything: the TUI, then the
+//!    assistant, then the daemon, then llama-server, each with SIGTERM and SIGKILL after
+//!    3 s. No child outlives `up`, however it ends ([`child`]).
 //!
 //! Output: without the TUI, each child's stderr goes to `up`'s stderr line by line, prefixed
 //! with its name (`[daemon] …`); with the TUI it goes to `<state dir>/up.log` ([`LOG_NAME`]),
 //! which the message of a give-up names; `--log FILE` appends it to FILE instead
-//! ([`output`]).
+//! ([`output`]). llama-server's stdout and stderr always go to a log of their own,
+//! `<state dir>/llama-server.log` ([`model::LOG_NAME`]).
 //!
 //! With `--input FILE` the daemon keeps serving after the file ends (`--stay`), and holds the
 //! file (`--hold-input`) until you first arm a command or start chat, so a recording can be
@@ -25,6 +31,7 @@
 
 pub mod child;
 pub mod lock;
+pub mod model;
 pub mod output;
 pub mod policy;
 pub mod service;
@@ -104,10 +111,12 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             args: daemon_args(&config_args, args),
             terminal: false,
             stdin: args.input.as_deref() == Some(Path::new("-")),
+            stdout: false,
         },
         probe: Probe::Daemon(daemon_socket),
         policy: RestartPolicy::default(),
         output: Arc::clone(&output),
+        log: None,
         hold,
     };
     let assistant = Supervised {
@@ -118,10 +127,12 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             args: config_args.clone(),
             terminal: false,
             stdin: false,
+            stdout: false,
         },
         probe: Probe::Assistant(assistant_socket.clone()),
         policy: RestartPolicy::default(),
         output: Arc::clone(&output),
+        log: None,
         hold: None,
     };
     let tui = if args.with_tui {
@@ -132,19 +143,28 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             args: config_args,
             terminal: true,
             stdin: true,
+            stdout: true,
         })
     } else {
         None
     };
 
+    let model = local_model(config, &output);
     let mut up = Up {
         output,
         signals: &mut signals,
         reports: mpsc::unbounded_channel(),
         services: Vec::new(),
+        essential: 0,
         finished: 0,
+        model: None,
         tui: None,
     };
+    if let Some((service, model)) = model {
+        // First, and not waited for: the daemon and the assistant start while it loads.
+        up.model = Some(model);
+        up.start(service);
+    }
     let result = up.run(daemon, assistant, tui, args, wanted, assistant_socket).await;
     up.stop_all().await;
     result
@@ -157,14 +177,27 @@ struct Up<'a> {
     reports: (mpsc::UnboundedSender<Report>, mpsc::UnboundedReceiver<Report>),
     /// Each service's task and the token that stops it, in the order they started.
     services: Vec<(CancellationToken, JoinHandle<()>)>,
-    /// Services that exited 0 by themselves.
+    /// Services started that `up` cannot go on without: the daemon and the assistant.
+    essential: usize,
+    /// Essential services that exited 0 by themselves.
     finished: usize,
+    /// llama-server, when it was started.
+    model: Option<LocalModel>,
     tui: Option<Running>,
+}
+
+/// llama-server as `up` speaks of it.
+#[derive(Debug, Clone)]
+struct LocalModel {
+    port: u16,
+    log: PathBuf,
 }
 
 /// Why waiting for a service's first answer ended early.
 enum Interrupted {
     Signal,
+    /// Every essential service finished.
+    Finished,
 }
 
 impl Up<'_> {
@@ -180,7 +213,9 @@ impl Up<'_> {
         for service in [daemon, assistant] {
             let name = service.spec.name;
             self.start(service);
-            if let Err(Interrupted::Signal) = self.first_ready(name).await? {
+            self.essential += 1;
+            if let Err(Interrupted::Signal | Interrupted::Finished) = self.first_ready(name).await?
+            {
                 return Ok(());
             }
         }
@@ -211,22 +246,58 @@ impl Up<'_> {
                 () = self.signals.recv() => return Ok(()),
                 status = tui_exit(&mut self.tui) => return tui_result(status),
                 report = self.reports.1.recv() => match report {
-                    Some(Report::GaveUp { message, .. }) => {
-                        return Err(anyhow::anyhow!(self.with_log(message)));
-                    }
-                    Some(Report::Finished { .. }) => {
-                        self.finished += 1;
-                        if self.finished == self.services.len() && self.tui.is_none() {
-                            self.say("every child finished");
-                            return Ok(());
+                    Some(report) => {
+                        if let Some(end) = self.on_report(report) {
+                            return end;
                         }
-                    }
-                    Some(Report::Ready { name, pid }) => {
-                        self.say(&format!("{name} answers on its socket (pid {pid})"));
                     }
                     None => return Ok(()),
                 },
             }
+        }
+    }
+
+    /// Answers a service's report: says it, and ends `up` (`Some`) when an essential
+    /// service is given up on, or every essential one finished without a TUI to wait for.
+    fn on_report(&mut self, report: Report) -> Option<anyhow::Result<()>> {
+        match report {
+            Report::Ready { name, pid } => self.say_ready(name, pid),
+            Report::GaveUp { name, message } if name == model::NAME => {
+                let log = self.model.as_ref().map(|m| m.log.display().to_string());
+                let text = format!(
+                    "{message}\nstt goes on without the local model; llama-server's whole log \
+                     is in {}.",
+                    log.unwrap_or_default()
+                );
+                for line in text.lines() {
+                    self.say(line);
+                }
+            }
+            Report::GaveUp { message, .. } => {
+                return Some(Err(anyhow::anyhow!(self.with_log(message))));
+            }
+            // The service said so; the model is not needed for the rest to go on.
+            Report::Finished { name } if name == model::NAME => {}
+            Report::Finished { .. } => {
+                self.finished += 1;
+                if self.finished == self.essential && self.tui.is_none() {
+                    self.say("every child finished");
+                    return Some(Ok(()));
+                }
+            }
+        }
+        None
+    }
+
+    /// `stt-daemon answers on its socket (pid 12)`; llama-server listening is not the model
+    /// loaded, and says so.
+    fn say_ready(&self, name: &str, pid: i32) {
+        match &self.model {
+            Some(model) if name == model::NAME => self.say(&format!(
+                "{name} listens on 127.0.0.1:{} (pid {pid}) and loads the model",
+                model.port
+            )),
+            _ => self.say(&format!("{name} answers on its socket (pid {pid})")),
         }
     }
 
@@ -236,24 +307,26 @@ impl Up<'_> {
         self.services.push((token, task));
     }
 
-    /// Waits until `name` first answers on its socket; fails if it is given up on.
+    /// Waits until `name` first answers on its socket; fails if it (or another essential
+    /// service) is given up on.
     async fn first_ready(&mut self, name: &str) -> anyhow::Result<Result<(), Interrupted>> {
         loop {
             tokio::select! {
                 () = self.signals.recv() => return Ok(Err(Interrupted::Signal)),
                 report = self.reports.1.recv() => match report {
                     Some(Report::Ready { name: n, pid }) if n == name => {
-                        self.say(&format!("{name} answers on its socket (pid {pid})"));
+                        self.say_ready(name, pid);
                         return Ok(Ok(()));
                     }
-                    Some(Report::Ready { .. }) => {}
-                    Some(Report::GaveUp { message, .. }) => anyhow::bail!(self.with_log(message)),
-                    Some(Report::Finished { name: n }) => {
+                    Some(Report::Finished { name: n }) if n == name => {
                         self.finished += 1;
-                        if n == name {
-                            anyhow::bail!("{name} exited with status 0 before it answered on its socket");
-                        }
+                        anyhow::bail!("{name} exited with status 0 before it answered on its socket");
                     }
+                    Some(report) => match self.on_report(report) {
+                        Some(Ok(())) => return Ok(Err(Interrupted::Finished)),
+                        Some(Err(e)) => return Err(e),
+                        None => {}
+                    },
                     None => anyhow::bail!("the supervisor lost its services"),
                 },
             }
@@ -321,6 +394,55 @@ async fn watch_for_arm(assistant: PathBuf, wanted: watch::Sender<bool>) {
             return;
         }
     }
+}
+
+/// llama-server's service, when [`model::decide`] says to run it; the decision is said on
+/// `output` either way. Nothing here fails `up`: without a local model the rest still runs.
+fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, LocalModel)> {
+    let say = |line: &str| output.line("up", line);
+    let env = stt_config::Env::from_process();
+    let launch = match model::decide(&model::facts(&config.llm, &env)) {
+        model::Decision::Skip(why) => {
+            say(&why.to_string());
+            return None;
+        }
+        model::Decision::Start(launch) => launch,
+    };
+    let log = stt_config::dirs::state_dir_with(&env)
+        .map_err(anyhow::Error::from)
+        .map(|dir| dir.join(model::LOG_NAME))
+        .and_then(|path| Ok((Arc::new(Output::file(&path)?), path)));
+    let (log, log_path) = match log {
+        Ok(log) => log,
+        Err(e) => {
+            say(&format!("not starting the local model: {e:#}"));
+            return None;
+        }
+    };
+    say(&format!(
+        "starting the local model: {} with '{}' on 127.0.0.1:{}; its log: {}",
+        launch.program.display(),
+        launch.model.display(),
+        launch.port,
+        log_path.display()
+    ));
+    let service = Supervised {
+        spec: Spec {
+            name: model::NAME,
+            label: model::LABEL,
+            program: launch.program.clone(),
+            args: launch.args(),
+            terminal: false,
+            stdin: false,
+            stdout: true,
+        },
+        probe: Probe::Port(launch.port),
+        policy: RestartPolicy::default(),
+        output: Arc::clone(output),
+        log: Some(log),
+        hold: None,
+    };
+    Some((service, LocalModel { port: launch.port, log: log_path }))
 }
 
 /// `--config PATH` when one was given: every child reads the same file.

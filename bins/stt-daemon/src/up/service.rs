@@ -1,7 +1,8 @@
-//! Keeping one service (the daemon or the assistant) running: start it, wait until its
-//! socket answers, restart it when it crashes (by [`RestartPolicy`]), and report what
-//! happens to the supervisor.
+//! Keeping one service (the daemon, the assistant or llama-server) running: start it, wait
+//! until its socket answers, restart it when it crashes (by [`RestartPolicy`]), and report
+//! what happens to the supervisor.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,6 +37,9 @@ pub enum Probe {
     Daemon(PathBuf),
     /// The assistant's control socket: a `status` request gets its reply.
     Assistant(PathBuf),
+    /// A TCP port on 127.0.0.1 accepts connections (llama-server listens before it loads
+    /// its model, so this answers within a moment of its start).
+    Port(u16),
 }
 
 impl Probe {
@@ -47,13 +51,19 @@ impl Probe {
                 matches!(tokio::time::timeout(PROBE_TIMEOUT, open).await, Ok(Ok(_)))
             }
             Self::Assistant(path) => status(path).await.is_some(),
+            Self::Port(port) => {
+                let connect = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, *port));
+                matches!(tokio::time::timeout(PROBE_TIMEOUT, connect).await, Ok(Ok(_)))
+            }
         }
     }
 
-    /// The socket's path.
-    pub fn path(&self) -> &Path {
+    /// Where it is probed, for a person: `'/run/user/1000/stt-daemon.sock'`,
+    /// `127.0.0.1:9931`.
+    pub fn place(&self) -> String {
         match self {
-            Self::Daemon(path) | Self::Assistant(path) => path,
+            Self::Daemon(path) | Self::Assistant(path) => format!("'{}'", path.display()),
+            Self::Port(port) => format!("127.0.0.1:{port}"),
         }
     }
 }
@@ -82,7 +92,11 @@ pub struct Supervised {
     pub spec: Spec,
     pub probe: Probe,
     pub policy: RestartPolicy,
+    /// Where `up`'s lines about it go, and its own unless `log` says otherwise.
     pub output: Arc<Output>,
+    /// A log of its own for its lines (llama-server's, which is chatty); `up`'s lines about
+    /// it go there too, so each run in it is marked.
+    pub log: Option<Arc<Output>>,
     /// For the daemon with `--input`: each start is held until this releases it.
     pub hold: Option<Hold>,
 }
@@ -112,7 +126,7 @@ impl Supervised {
         let name = self.spec.name;
         let mut history = CrashHistory::default();
         loop {
-            let mut child = match self.spec.start(&self.output) {
+            let mut child = match self.spec.start(self.log.as_ref().unwrap_or(&self.output)) {
                 Ok(child) => child,
                 Err(e) => {
                     let _ = reports.send(Report::GaveUp { name, message: e.to_string() });
@@ -170,8 +184,8 @@ impl Supervised {
             Some(Ok(false)) => {
                 child.stop(STOP_GRACE).await;
                 let how = format!(
-                    "did not answer on '{}' within {} s",
-                    self.probe.path().display(),
+                    "did not answer on {} within {} s",
+                    self.probe.place(),
                     READY_TIMEOUT.as_secs()
                 );
                 return Outcome::Ended { how: Ended::Crashed(how), was_ready: false };
@@ -210,6 +224,9 @@ impl Supervised {
 
     fn say(&self, line: &str) {
         self.output.line("up", line);
+        if let Some(log) = &self.log {
+            log.line("up", line);
+        }
     }
 }
 
@@ -293,5 +310,16 @@ mod tests {
         {
             assert!(!probe.answers().await, "{probe:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_port_answers_while_something_listens() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let probe = Probe::Port(port);
+        assert!(probe.answers().await);
+        assert_eq!(probe.place(), format!("127.0.0.1:{port}"));
+        drop(listener);
+        assert!(!probe.answers().await);
     }
 }

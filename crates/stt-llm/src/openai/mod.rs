@@ -97,7 +97,17 @@ impl Client {
         if let Some(key) = &self.endpoint.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
+        let retry = builder.try_clone();
+        let response = match (self.within(builder.send()).await?, retry) {
+            // A kept-alive connection the server had closed (llama-server closes one after a
+            // streamed reply): the request never reached it, so send it again, once, on a
+            // new connection.
+            (Err(e), Some(retry)) if stale_connection(&e) => {
+                tracing::debug!("the kept-alive connection was closed; sending again");
+                self.within(retry.send()).await?.map_err(|e| self.send_error(&e))?
+            }
+            (outcome, _) => outcome.map_err(|e| self.send_error(&e))?,
+        };
         let status = response.status();
         if !status.is_success() {
             let text = self.within(response.text()).await?.unwrap_or_default();
@@ -198,6 +208,19 @@ impl Client {
         }
         LlmError::Unreachable { url, why }
     }
+}
+
+/// Whether `e` is a pooled connection the server had closed before the request was read
+/// (hyper's "connection closed before message completed").
+fn stale_connection(e: &reqwest::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(inner) = source {
+        if inner.to_string().contains("connection closed before message completed") {
+            return true;
+        }
+        source = inner.source();
+    }
+    false
 }
 
 /// The models route beside a chat-completions URL: `…/chat/completions` → `…/models`; any

@@ -89,8 +89,17 @@ pub struct Request<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
     pub stream: bool,
+    /// Asks a streamed reply to end with its usage (OpenAI's form; llama-server, vLLM and
+    /// ollama read it too), so every turn's tokens are counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
     pub max_tokens: u32,
     pub temperature: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
 }
 
 impl<'a> Request<'a> {
@@ -101,6 +110,7 @@ impl<'a> Request<'a> {
             messages: request.messages.iter().map(Message::from_neutral).collect(),
             tools: request.tools.iter().map(Tool::from_neutral).collect(),
             stream: request.stream,
+            stream_options: request.stream.then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
         }
@@ -261,6 +271,7 @@ mod tests {
                 ],
                 "tools": [{"type": "function", "function": {"name": "get_datetime", "description": "The current date and time", "parameters": {"type": "object", "properties": {}}}}],
                 "stream": true,
+                "stream_options": {"include_usage": true},
                 "max_tokens": 256,
                 "temperature": 0.2
             })

@@ -1,0 +1,364 @@
+//! `stt-daemon up` and the local model across real processes: with no provider configured it
+//! starts the real llama-server (installed by `scripts/fetch-llm`, which `scripts/setup`
+//! runs) with the real small model first, does not wait for it to load, logs it to a private
+//! file of its own, and stops it with everything else. It starts none when told not to or
+//! when a server already answers, and a model server that keeps failing is given up on
+//! while the rest runs on.
+//!
+//! The daemon runs on a spoken WAV (`--input`), held until the first arm, so no microphone
+//! is needed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use stt_testkit::procs::{self, child_named, left_behind};
+use stt_testkit::viewer::speak;
+use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within, models_dir};
+
+/// The GGUF `scripts/fetch-llm` assembles into the models directory.
+const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+
+/// For the model to load on a machine that may be busy with other tests.
+const MODEL_DEADLINE: Duration = Duration::from_secs(240);
+
+/// Where `scripts/fetch-llm` caches llama-server (`STT_LLAMA_SERVER` overrides it).
+fn llama_server() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let path = var("STT_LLAMA_SERVER").unwrap_or_else(|| {
+        var("XDG_CACHE_HOME")
+            .or_else(|| var("HOME").map(|h| h.join(".cache")))
+            .unwrap_or_default()
+            .join("stt/llama/llama-server")
+    });
+    assert!(
+        path.is_file(),
+        "no llama-server at {}: run scripts/fetch-llm (scripts/setup runs it)",
+        path.display()
+    );
+    path
+}
+
+fn model() -> PathBuf {
+    let path = models_dir().join(MODEL);
+    assert!(
+        path.is_file(),
+        "no {MODEL} in {}: run scripts/fetch-llm (scripts/setup runs it)",
+        path.parent().unwrap_or(Path::new("")).display()
+    );
+    path
+}
+
+/// A port nothing listens on (now).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Whether something accepts connections on `127.0.0.1:port`.
+fn answers(port: u16) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+}
+
+/// The status code of `GET /health` on `127.0.0.1:port`, if something answers.
+fn health(port: u16) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head).ok()?;
+    let line = String::from_utf8_lossy(&head[..n]).into_owned();
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Writes the sandbox's config: the local model on `port`, served by `program` (absolute
+/// paths: the sandbox's data directory is a temporary one).
+fn configure(sandbox: &Sandbox, port: u16, program: &Path, model: &Path) {
+    let config = format!(
+        "[llm]\nlocal_port = {port}\nlocal_server_program = \"{}\"\nlocal_model = \"{}\"\n",
+        program.display(),
+        model.display()
+    );
+    std::fs::write(sandbox.config_file(), config).unwrap();
+}
+
+/// A spoken command as a WAV file in the sandbox.
+fn wav(sandbox: &Sandbox) -> String {
+    speak(sandbox.root(), "lights", "turn on the kitchen lights").to_string_lossy().into_owned()
+}
+
+/// `<state dir>/llama-server.log` in the sandbox.
+fn model_log(sandbox: &Sandbox) -> PathBuf {
+    sandbox.root().join("state/stt/llama-server.log")
+}
+
+/// The pids of `up`'s daemon and assistant, once the assistant answers `status`.
+fn wait_for_children(sandbox: &Sandbox, up: &mut Proc) -> (i32, i32) {
+    let pid = up.pid();
+    expect_within("up's daemon and assistant answer", DEADLINE, || {
+        if !up.is_running() {
+            return Err(format!("up exited: {}", up.log()));
+        }
+        let out = sandbox.run("stt-ctl", &["status"]);
+        match (out.code, child_named(pid, "stt-daemon"), child_named(pid, "stt-assistant")) {
+            (Some(0), Some(daemon), Some(assistant)) => Ok((daemon.pid, assistant.pid)),
+            other => Err(format!("{other:?}\n{}", up.log())),
+        }
+    })
+}
+
+/// Stops `up` with SIGTERM, and waits until neither it nor any of `children` (their
+/// children, their groups) is left.
+fn stop(up: &mut Proc, children: &[i32]) {
+    let mut pids = vec![up.pid()];
+    pids.extend_from_slice(children);
+    let status = up.signal_and_wait(Signal::SIGTERM);
+    assert!(status.success(), "{status:?}: {}", up.log());
+    expect_within("no process of up's left", Duration::from_secs(10), || {
+        let left = left_behind(&pids);
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    });
+    assert!(up.log().contains("[up] stopped"), "{}", up.log());
+}
+
+#[test]
+fn up_starts_the_local_model_first_without_waiting_for_it_and_stops_it_with_the_rest() {
+    let sandbox = Sandbox::new();
+    let (program, model) = (llama_server(), model());
+    let port = free_port();
+    configure(&sandbox, port, &program, &model);
+    let wav = wav(&sandbox);
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+
+    // The model loaded: /health answers 503 while it loads, 200 once it is ready.
+    let seen = expect_within("llama-server answers GET /health with 200", MODEL_DEADLINE, || {
+        assert!(up.is_running(), "up exited: {}", up.log());
+        match health(port) {
+            Some(200) => Ok(up.log()),
+            other => Err(format!("{other:?}\n{}", up.log())),
+        }
+    });
+    // It was started first, and the daemon right after, without waiting for the load.
+    let log_file = model_log(&sandbox);
+    let decided = format!(
+        "[up] starting the local model: {} with '{}' on 127.0.0.1:{port}; its log: {}",
+        program.display(),
+        model.display(),
+        log_file.display()
+    );
+    let at = |needle: &str| seen.find(needle).unwrap_or_else(|| panic!("{needle:?}:\n{seen}"));
+    assert!(at(&decided) < at("[up] started llama-server (pid"), "{seen}");
+    assert!(at("[up] started llama-server (pid") < at("[up] started stt-daemon (pid"), "{seen}");
+
+    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+    // In a process group of its own, like the daemon and the assistant.
+    assert_eq!(procs::info(server.pid).unwrap().pgid, server.pid);
+    let listens = format!(
+        "[up] llama-server listens on 127.0.0.1:{port} (pid {}) and loads the model",
+        server.pid
+    );
+    assert!(up.log().contains(&listens), "{}", up.log());
+
+    // Its lines went to its own private log, never to up's output.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&log_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", log_file.display());
+    let written = std::fs::read_to_string(&log_file).unwrap();
+    assert!(written.contains(&format!("[up] started llama-server (pid {})", server.pid)));
+    assert!(written.contains("[model] "), "{written}");
+    assert!(written.contains(&format!("listening on http://127.0.0.1:{port}")), "{written}");
+    assert!(!up.log().contains("[model] "), "{}", up.log());
+
+    stop(&mut up, &[daemon, assistant, server.pid]);
+    assert!(!answers(port), "the model's port still answers after up stopped");
+}
+
+/// Starts `up` with `env`, waits for the daemon and the assistant, checks that no
+/// llama-server was started, stops it, and returns its log.
+fn up_without_a_model(sandbox: &Sandbox, env: &[(&str, &str)]) -> String {
+    let wav = wav(sandbox);
+    let mut up = sandbox.spawn_with_env("stt-daemon", &["up", "--input", &wav], env);
+    let (daemon, assistant) = wait_for_children(sandbox, &mut up);
+    assert_eq!(child_named(up.pid(), "llama-server"), None, "{}", up.log());
+    assert!(!up.log().contains("[up] started llama-server"), "{}", up.log());
+    stop(&mut up, &[daemon, assistant]);
+    assert!(!model_log(sandbox).exists(), "a llama-server log was written");
+    up.log()
+}
+
+#[test]
+fn stt_run_llm_0_starts_no_model() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    configure(&sandbox, port, &llama_server(), &model());
+    let log = up_without_a_model(&sandbox, &[("STT_RUN_LLM", "0")]);
+    assert!(log.contains("[up] not starting the local model: STT_RUN_LLM=0\n"), "{log}");
+    assert!(!answers(port), "something answers on the model's port");
+}
+
+#[test]
+fn a_server_already_answering_on_the_port_is_used_and_not_replaced() {
+    let sandbox = Sandbox::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    configure(&sandbox, port, &llama_server(), &model());
+    let log = up_without_a_model(&sandbox, &[]);
+    let expected = format!("[up] a model server already answers on 127.0.0.1:{port}; using it\n");
+    assert!(log.contains(&expected), "{log}");
+}
+
+#[test]
+fn a_missing_model_is_said_with_its_fix_and_the_rest_runs() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    let missing = sandbox.root().join("no-such-model.gguf");
+    configure(&sandbox, port, &llama_server(), &missing);
+    let log = up_without_a_model(&sandbox, &[]);
+    let expected = format!(
+        "[up] not starting the local model: no model at '{}' ([llm].local_model): run \
+         scripts/fetch-llm, which builds llama-server and installs the model\n",
+        missing.display()
+    );
+    assert!(log.contains(&expected), "{log}");
+}
+
+#[test]
+fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    // A llama-server that fails at once, saying why on both of its outputs.
+    let program = sandbox.root().join("failing-llama-server");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\necho \"starting $*\"\necho 'error: failed to load model' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let model = sandbox.root().join("model.gguf");
+    std::fs::write(&model, "").unwrap();
+    configure(&sandbox, port, &program, &model);
+    let wav = wav(&sandbox);
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+
+    let log_file = model_log(&sandbox);
+    let log = expect_within("up gives up on llama-server", DEADLINE, || {
+        let log = up.log();
+        if log.contains("stt goes on without the local model") { Ok(log) } else { Err(log) }
+    });
+    // Its last lines, from stdout and stderr (in either order), each on a line of up's.
+    let message = log.split("[up] giving up on llama-server: ").nth(1).unwrap();
+    let said = [
+        "it failed 3 times in a row before it answered on its socket; the last time it exited \
+         with status 1. Its last lines on stderr:\n"
+            .to_owned(),
+        format!(
+            "\n[up]     starting -m {} --host 127.0.0.1 --port {port} -c 4096 --jinja\n",
+            model.display()
+        ),
+        "\n[up]     error: failed to load model\n".to_owned(),
+        format!(
+            "\n[up] stt goes on without the local model; llama-server's whole log is in {}.\n",
+            log_file.display()
+        ),
+    ];
+    assert!(message.starts_with(&said[0]), "{log}");
+    for needle in &said[1..] {
+        assert!(message.contains(needle.as_str()), "{needle:?} not in:\n{log}");
+    }
+    assert_eq!(log.matches("[up] started llama-server").count(), 3, "{log}");
+
+    // The rest runs on.
+    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    assert!(up.is_running(), "{}", up.log());
+    let written = std::fs::read_to_string(&log_file).unwrap();
+    assert_eq!(written.matches("[model] error: failed to load model").count(), 3, "{written}");
+    stop(&mut up, &[daemon, assistant]);
+}
+
+#[test]
+fn a_killed_model_server_is_restarted_and_none_outlives_a_killed_up() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    configure(&sandbox, port, &llama_server(), &model());
+    let wav = wav(&sandbox);
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let first = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+
+    kill(Pid::from_raw(first.pid), Signal::SIGKILL).unwrap();
+    let second = expect_within("a new llama-server listens", DEADLINE, || {
+        let child = child_named(up.pid(), "llama-server").filter(|c| c.pid != first.pid);
+        let log = up.log();
+        match child {
+            Some(c)
+                if log.contains(&format!(
+                    "llama-server listens on 127.0.0.1:{port} (pid {})",
+                    c.pid
+                )) =>
+            {
+                Ok(c.pid)
+            }
+            other => Err(format!("{other:?}\n{log}")),
+        }
+    });
+    assert!(up.log().contains("[up] llama-server was killed by SIGKILL; restarting it in 250 ms"));
+    assert!(up.is_running(), "{}", up.log());
+
+    // SIGKILL leaves `up` no time to stop anything: the kernel's death signal does it.
+    let pid = up.pid();
+    up.signal_and_wait(Signal::SIGKILL);
+    expect_within("no process of up's left", Duration::from_secs(10), || {
+        let left = left_behind(&[pid, daemon, assistant, second]);
+        if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
+    });
+    assert!(!answers(port), "the model's port still answers after up was killed");
+}
+
+/// The whole path with nothing configured but where the model is: `up` starts llama-server,
+/// the assistant finds it by itself (loading, then live), and a typed turn is answered by
+/// the real model.
+#[test]
+fn up_runs_the_local_model_the_assistant_finds_it_and_it_answers_a_turn() {
+    use stt_proto::{AssistantEvent, ChatRole};
+    use stt_testkit::viewer::{events, status, watch_attached};
+
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    configure(&sandbox, port, &llama_server(), &model());
+    // No --input: the daemon's microphone retries, its speech recognition is up.
+    let mut up = sandbox.spawn("stt-daemon", &["up"]);
+    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let out = sandbox.run("stt-ctl", &["chat-send", "Say hello."]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let answer = expect_within("the local model answers", MODEL_DEADLINE, || {
+        let all = events(&seen);
+        all.iter()
+            .find_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m.text.clone())
+                }
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
+                    panic!("{}\n{}", m.text, up.log())
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{all:?}"))
+    });
+    assert!(!answer.trim().is_empty());
+    let s = status(&sandbox);
+    assert_eq!(s["llm_provider"], "llamacpp", "{s}");
+    assert_eq!(s["chat"]["endpoint"], format!("127.0.0.1:{port}"), "{s}");
+    assert_eq!(s["chat"]["loading"], false, "{s}");
+    stop(&mut up, &[daemon, assistant, server.pid]);
+}
