@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 use crate::cli::{self, Cli};
 use crate::{Endpoint, LlmError, Provider, Secret, anthropic, openai};
 
+/// Why an `https://` provider cannot be used by a build without TLS, and the fix.
+pub const NO_TLS: &str = "this build has no TLS: `cargo build --release -p stt-assistant \
+                          --features stt-llm/https`";
+
 /// How long a local server may take to answer a probe, connection included.
 pub const LOCAL_PROBE: Duration = Duration::from_millis(200);
 
@@ -530,6 +534,10 @@ impl Registry {
                         "no endpoint is configured".to_owned(),
                     );
                 };
+                if first.starts_with("https://") && !cfg!(feature = "https") {
+                    // Chosen, it could only fail: this build cannot speak to it at all.
+                    return probed(Status::NotInstalled, first, NO_TLS.to_owned());
+                }
                 if id.kind() == Kind::Api
                     && self.overrides(id).is_none_or(|o| o.endpoint.is_empty())
                 {
@@ -967,6 +975,22 @@ mod tests {
                 .collect();
             let r = registry(settings.clone());
             assert_eq!(r.choose(&found), expected, "{settings:?} with {live:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_https_provider_is_not_there_without_tls_whatever_its_key() {
+        let overrides = HashMap::from([(
+            Id::OpenAi,
+            Override { key: Some(KeyRef::Literal(Secret::new("sk"))), ..Override::default() },
+        )]);
+        let probed =
+            registry(Settings { overrides, ..Settings::default() }).probe(Id::OpenAi).await;
+        if cfg!(feature = "https") {
+            assert_eq!(probed.status, Status::Live, "{probed:?}");
+        } else {
+            assert_eq!(probed.status, Status::NotInstalled, "{probed:?}");
+            assert!(probed.detail.contains("--features stt-llm/https"), "{probed:?}");
         }
     }
 
