@@ -10,49 +10,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use stt_testkit::llama::{health, model, server_program as llama_server};
 use stt_testkit::procs::{self, child_named, left_behind};
 use stt_testkit::viewer::speak;
-use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within, models_dir};
-
-/// The GGUF `scripts/fetch-llm` assembles into the models directory.
-const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within};
 
 /// For the model to load on a machine that may be busy with other tests.
 const MODEL_DEADLINE: Duration = Duration::from_secs(240);
-
-/// Where `scripts/fetch-llm` caches llama-server (`STT_LLAMA_SERVER` overrides it).
-fn llama_server() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let path = var("STT_LLAMA_SERVER").unwrap_or_else(|| {
-        var("XDG_CACHE_HOME")
-            .or_else(|| var("HOME").map(|h| h.join(".cache")))
-            .unwrap_or_default()
-            .join("stt/llama/llama-server")
-    });
-    assert!(
-        path.is_file(),
-        "no llama-server at {}: run scripts/fetch-llm (scripts/setup runs it)",
-        path.display()
-    );
-    path
-}
-
-fn model() -> PathBuf {
-    let path = models_dir().join(MODEL);
-    assert!(
-        path.is_file(),
-        "no {MODEL} in {}: run scripts/fetch-llm (scripts/setup runs it)",
-        path.parent().unwrap_or(Path::new("")).display()
-    );
-    path
-}
 
 /// A port nothing listens on (now).
 fn free_port() -> u16 {
@@ -63,19 +33,6 @@ fn free_port() -> u16 {
 fn answers(port: u16) -> bool {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-}
-
-/// The status code of `GET /health` on `127.0.0.1:port`, if something answers.
-fn health(port: u16) -> Option<u16> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut head = [0u8; 64];
-    let n = stream.read(&mut head).ok()?;
-    let line = String::from_utf8_lossy(&head[..n]).into_owned();
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Writes the sandbox's config: the local model on `port`, served by `program` (absolute

@@ -14,51 +14,22 @@
 )]
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
+use stt_testkit::llama::{health, model, server_program as llama_server};
 use stt_testkit::llm_server::Script;
 use stt_testkit::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
-use stt_testkit::{Sandbox, expect_within, models_dir, wait_until};
+use stt_testkit::{Sandbox, expect_within, wait_until};
 
-/// The GGUF `scripts/fetch-llm` assembles into the models directory.
-const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 /// For the processes and the transcription.
 use stt_testkit::DEADLINE;
 /// For the model: two requests on one thread of a machine that may be busy.
 const MODEL_DEADLINE: Duration = Duration::from_secs(240);
-
-/// Where `scripts/fetch-llm` caches llama-server (`STT_LLAMA_SERVER` overrides it).
-fn llama_server() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let path = var("STT_LLAMA_SERVER").unwrap_or_else(|| {
-        var("XDG_CACHE_HOME")
-            .or_else(|| var("HOME").map(|h| h.join(".cache")))
-            .unwrap_or_default()
-            .join("stt/llama/llama-server")
-    });
-    assert!(
-        path.is_file(),
-        "no llama-server at {}: run scripts/fetch-llm (scripts/setup runs it)",
-        path.display()
-    );
-    path
-}
-
-fn model() -> PathBuf {
-    let path = models_dir().join(MODEL);
-    assert!(
-        path.is_file(),
-        "no {MODEL} in {}: run scripts/fetch-llm (scripts/setup runs it)",
-        path.parent().unwrap_or(Path::new("")).display()
-    );
-    path
-}
 
 /// A running llama-server, killed when dropped.
 struct Server {
@@ -88,26 +59,13 @@ impl Server {
             if let Ok(Some(status)) = server.child.try_wait() {
                 panic!("llama-server exited ({status}); its log:\n{}", server.log());
             }
-            match server.health() {
+            match health(server.port) {
                 Some(200) => Ok(()),
                 other => Err(format!("{other:?}")),
             }
         });
         eprintln!("llama-server ready in {:.1} s", started.elapsed().as_secs_f64());
         server
-    }
-
-    /// The status code of `GET /health`, if the server answers.
-    fn health(&self) -> Option<u16> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        stream
-            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .ok()?;
-        let mut head = [0u8; 64];
-        let n = stream.read(&mut head).ok()?;
-        let line = String::from_utf8_lossy(&head[..n]).into_owned();
-        line.split_whitespace().nth(1)?.parse().ok()
     }
 
     fn pid(&self) -> u32 {

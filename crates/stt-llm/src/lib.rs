@@ -25,6 +25,7 @@
 pub mod anthropic;
 pub mod cli;
 pub mod conversation;
+mod http;
 pub mod openai;
 pub mod registry;
 pub mod sse;

@@ -534,16 +534,16 @@ impl Registry {
                         "no endpoint is configured".to_owned(),
                     );
                 };
-                if first.starts_with("https://") && !cfg!(feature = "https") {
-                    // Chosen, it could only fail: this build cannot speak to it at all.
-                    return probed(Status::NotInstalled, first, NO_TLS.to_owned());
-                }
+                // Chosen, an https provider could only fail in a build without TLS. (Without
+                // its key it needs that first.)
+                let no_tls = first.starts_with("https://") && !cfg!(feature = "https");
                 if id.kind() == Kind::Api
                     && self.overrides(id).is_none_or(|o| o.endpoint.is_empty())
                 {
                     // A keyed API is not called to find out: a key present is live.
                     let key = self.key(id);
                     return match key.as_ref().and_then(KeyRef::resolve) {
+                        Some(_) if no_tls => probed(Status::NotInstalled, first, NO_TLS.to_owned()),
                         Some(_) => probed(Status::Live, first, String::new()),
                         None => probed(
                             Status::NeedsKey,
@@ -554,6 +554,9 @@ impl Registry {
                             ),
                         ),
                     };
+                }
+                if no_tls {
+                    return probed(Status::NotInstalled, first, NO_TLS.to_owned());
                 }
                 self.probe_http(id, &urls, probe_path, model.clone()).await
             }

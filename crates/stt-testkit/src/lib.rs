@@ -4,7 +4,8 @@
 //!
 //! Modules: [`speech`] (espeak-ng clips, cached; WER) and [`real_speech`] (recordings of
 //! people), [`viewer`] (an attached viewer, the spoken-command flow, [`viewer::start_stack`]),
-//! [`llm_server`] (the scripted OpenAI-compatible model, the one stand-in), [`fake`] (a fake
+//! [`llm_server`] (the scripted model in OpenAI's and Anthropic's shapes, the one stand-in),
+//! [`fake_cli`] (fake claude/codex/gemini/opencode), [`llama`] (the real local model), [`fake`] (a fake
 //! assistant on a real control socket), [`msg`] (message builders), [`reexec`] (a test's
 //! `child_…` half in a process of its own), [`tmux`] (the real TUI in a private tmux),
 //! [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
@@ -12,6 +13,7 @@
 
 pub mod fake;
 pub mod fake_cli;
+pub mod llama;
 pub mod llm_server;
 pub mod msg;
 pub mod perf;

@@ -15,58 +15,41 @@ pub mod wire;
 use stream::{ReplyBuilder, Step};
 
 use crate::conversation::{Reply, Request};
+use crate::http::Http;
 use crate::{Endpoint, LlmError, sse};
 
 /// A client for one messages endpoint (`Endpoint::url` is the full `…/v1/messages` URL;
 /// an empty `Endpoint::model` asks for [`wire::DEFAULT_MODEL`]).
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
-    endpoint: Endpoint,
+    http: Http,
 }
 
 impl Client {
     pub fn new(endpoint: Endpoint) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(endpoint.connect_timeout)
-            .build()
-            .map_err(|e| LlmError::Unreachable { url: endpoint.url.clone(), why: e.to_string() })?;
-        Ok(Self { http, endpoint })
+        Http::new(endpoint).map(|http| Self { http })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+        self.http.endpoint()
     }
 
     /// Whether the API answers at all: a `GET` of the models route beside the messages route
-    /// (`…/v1/models`). Any HTTP answer counts, even an error status such as a bad key's
-    /// 401: the server is up, and a real request will say what it dislikes. Takes at most
-    /// the connect timeout.
+    /// (`…/v1/models`); a bad key's 401 counts as an answer.
     pub async fn probe(&self) -> Result<(), LlmError> {
-        let url = models_url(&self.endpoint.url);
-        let builder = self.headers(self.http.get(&url)).timeout(self.endpoint.connect_timeout);
-        builder.send().await.map(drop).map_err(|e| match self.send_error(&e) {
-            LlmError::Unreachable { url, .. } if e.is_timeout() => LlmError::Unreachable {
-                url,
-                why: format!("no answer within {} s", self.endpoint.connect_timeout.as_secs()),
-            },
-            other => other,
-        })
+        let url = models_url(&self.endpoint().url);
+        self.http.probe(self.headers(self.http.get(&url))).await
     }
 
     /// The models the API offers (`GET …/v1/models`, `data[].id`), up to the 1000 one page
     /// holds.
     pub async fn models(&self) -> Result<Vec<String>, LlmError> {
-        let url = models_url(&self.endpoint.url);
+        let url = models_url(&self.endpoint().url);
         // One page holds 20 unless asked for more (the `query` helper is a reqwest feature
         // this crate does without).
-        let builder = self.headers(self.http.get(format!("{url}?limit=1000")));
-        let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
-        let status = response.status();
-        let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
-        if !status.is_success() {
-            return Err(LlmError::Status { url, status: status.as_u16(), body: head(&text) });
-        }
+        let builder = self.headers(self.http.get(&format!("{url}?limit=1000")));
+        let response = self.http.send(&url, builder).await?;
+        let text = self.http.text(response).await?;
         let list: wire::ModelList = serde_json::from_str(&text)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         Ok(list.data.into_iter().map(|m| m.id).collect())
@@ -79,28 +62,15 @@ impl Client {
         request: &Request<'_>,
         mut on_text: impl FnMut(&str),
     ) -> Result<Reply, LlmError> {
-        let url = &self.endpoint.url;
-        let body = wire::Request::new(&self.endpoint.model, request);
+        let url = &self.endpoint().url;
+        let body = wire::Request::new(&self.endpoint().model, request);
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
-        let builder = self
-            .headers(self.http.post(url))
-            .header("content-type", "application/json")
-            .header("accept", if request.stream { "text/event-stream" } else { "application/json" })
-            .body(json);
-        let mut response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
-        let status = response.status();
-        if !status.is_success() {
-            let text = self.within(response.text()).await?.unwrap_or_default();
-            return Err(LlmError::Status {
-                url: url.clone(),
-                status: status.as_u16(),
-                body: head(&text),
-            });
-        }
+        let builder = self.headers(self.http.post_json(json, request.stream));
+        let mut response = self.http.send(url, builder).await?;
         let mut reply = ReplyBuilder::new();
         if !request.stream {
-            let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
+            let text = self.http.text(response).await?;
             let parsed: wire::Response = serde_json::from_str(&text)
                 .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
             let added = reply.whole(parsed);
@@ -112,7 +82,7 @@ impl Client {
         let mut decoder = sse::Decoder::new();
         let mut done = false;
         while !done {
-            let chunk = match self.within(response.chunk()).await {
+            let chunk = match self.http.within(response.chunk()).await {
                 Ok(Ok(Some(chunk))) => chunk,
                 Ok(Ok(None)) => break,
                 Ok(Err(e)) => return Err(interrupted(&reply, e.to_string())),
@@ -150,7 +120,7 @@ impl Client {
         let sse::Event::Data(data) = event else { return Ok(false) };
         let parsed: wire::StreamEvent =
             serde_json::from_str(&data).map_err(|e| LlmError::Malformed {
-                url: self.endpoint.url.clone(),
+                url: self.endpoint().url.clone(),
                 why: format!("{e} in {}", data.chars().take(120).collect::<String>()),
             })?;
         match reply.event(parsed) {
@@ -168,45 +138,15 @@ impl Client {
     /// The headers every request carries: the key (when there is one) and the API version.
     fn headers(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         let builder = builder.header("anthropic-version", wire::API_VERSION);
-        match &self.endpoint.api_key {
+        match &self.endpoint().api_key {
             Some(key) => builder.header("x-api-key", key.expose()),
             None => builder,
         }
-    }
-
-    async fn within<T>(&self, future: impl std::future::Future<Output = T>) -> Result<T, LlmError> {
-        tokio::time::timeout(self.endpoint.idle_timeout, future).await.map_err(|_| {
-            LlmError::Timeout {
-                url: self.endpoint.url.clone(),
-                seconds: self.endpoint.idle_timeout.as_secs(),
-            }
-        })
-    }
-
-    fn send_error(&self, e: &reqwest::Error) -> LlmError {
-        let url = self.endpoint.url.clone();
-        if url.starts_with("https://") && !cfg!(feature = "https") {
-            return LlmError::NoTls { url };
-        }
-        // The innermost cause says what happened ("connection refused"); the outer ones
-        // only that a request failed.
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(inner) = source {
-            why = inner.to_string();
-            source = inner.source();
-        }
-        LlmError::Unreachable { url, why }
     }
 }
 
 fn interrupted(reply: &ReplyBuilder, why: String) -> LlmError {
     LlmError::Interrupted { partial: reply.content().to_owned(), why }
-}
-
-/// The first 200 characters of an error body, as [`LlmError::Status`] carries it.
-fn head(text: &str) -> String {
-    text.trim().chars().take(200).collect()
 }
 
 /// The models route beside a messages URL: `…/v1/messages` → `…/v1/models`; any other URL

@@ -13,65 +13,45 @@ use stream::ReplyBuilder;
 use wire::Response;
 
 use crate::conversation::{Reply, Request};
+use crate::http::Http;
 use crate::{Endpoint, LlmError, sse};
 
 /// A client for one endpoint.
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: reqwest::Client,
-    endpoint: Endpoint,
+    http: Http,
 }
 
 impl Client {
     pub fn new(endpoint: Endpoint) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(endpoint.connect_timeout)
-            .build()
-            .map_err(|e| LlmError::Unreachable { url: endpoint.url.clone(), why: e.to_string() })?;
-        Ok(Self { http, endpoint })
+        Http::new(endpoint).map(|http| Self { http })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+        self.http.endpoint()
+    }
+
+    /// Adds the key, when there is one, as a bearer token.
+    fn auth(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.endpoint().api_key {
+            Some(key) => builder.bearer_auth(key.expose()),
+            None => builder,
+        }
     }
 
     /// Whether the server at the endpoint answers at all: a `GET` of the models route next to
-    /// the chat route (`…/v1/models`, which llama-server, ollama and OpenAI serve). Any HTTP
-    /// answer counts, even an error status: the server is up, and a real request will say
-    /// what it dislikes. Takes at most the connect timeout.
+    /// the chat route (`…/v1/models`, which llama-server, ollama and OpenAI serve).
     pub async fn probe(&self) -> Result<(), LlmError> {
-        let url = models_url(&self.endpoint.url);
-        let mut builder = self.http.get(&url).timeout(self.endpoint.connect_timeout);
-        if let Some(key) = &self.endpoint.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        builder.send().await.map(drop).map_err(|e| match self.send_error(&e) {
-            LlmError::Unreachable { url, .. } if e.is_timeout() => LlmError::Unreachable {
-                url,
-                why: format!("no answer within {} s", self.endpoint.connect_timeout.as_secs()),
-            },
-            other => other,
-        })
+        let url = models_url(&self.endpoint().url);
+        self.http.probe(self.auth(self.http.get(&url))).await
     }
 
     /// The models the server offers (`GET …/models`: OpenAI's `data[].id`, which
     /// llama-server, LM Studio, vLLM and ollama's `/v1` all serve).
     pub async fn models(&self) -> Result<Vec<String>, LlmError> {
-        let url = models_url(&self.endpoint.url);
-        let mut builder = self.http.get(&url);
-        if let Some(key) = &self.endpoint.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        let response = self.within(builder.send()).await?.map_err(|e| self.send_error(&e))?;
-        let status = response.status();
-        let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
-        if !status.is_success() {
-            return Err(LlmError::Status {
-                url,
-                status: status.as_u16(),
-                body: text.trim().chars().take(200).collect(),
-            });
-        }
+        let url = models_url(&self.endpoint().url);
+        let response = self.http.send(&url, self.auth(self.http.get(&url))).await?;
+        let text = self.http.text(response).await?;
         let list: wire::ModelList = serde_json::from_str(&text)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         Ok(list.data.into_iter().map(|m| m.id).collect())
@@ -84,43 +64,15 @@ impl Client {
         request: &Request<'_>,
         mut on_text: impl FnMut(&str),
     ) -> Result<Reply, LlmError> {
-        let url = &self.endpoint.url;
-        let body = wire::Request::new(&self.endpoint.model, request);
+        let url = &self.endpoint().url;
+        let body = wire::Request::new(&self.endpoint().model, request);
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
-        let mut builder = self
-            .http
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", if request.stream { "text/event-stream" } else { "application/json" })
-            .body(json);
-        if let Some(key) = &self.endpoint.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        let retry = builder.try_clone();
-        let response = match (self.within(builder.send()).await?, retry) {
-            // A kept-alive connection the server had closed (llama-server closes one after a
-            // streamed reply): the request never reached it, so send it again, once, on a
-            // new connection.
-            (Err(e), Some(retry)) if stale_connection(&e) => {
-                tracing::debug!("the kept-alive connection was closed; sending again");
-                self.within(retry.send()).await?.map_err(|e| self.send_error(&e))?
-            }
-            (outcome, _) => outcome.map_err(|e| self.send_error(&e))?,
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let text = self.within(response.text()).await?.unwrap_or_default();
-            return Err(LlmError::Status {
-                url: url.clone(),
-                status: status.as_u16(),
-                body: text.trim().chars().take(200).collect(),
-            });
-        }
-        let mut response = response;
+        let builder = self.auth(self.http.post_json(json, request.stream));
+        let mut response = self.http.send(url, builder).await?;
         let mut reply = ReplyBuilder::new();
         if !request.stream {
-            let text = self.within(response.text()).await?.map_err(|e| self.send_error(&e))?;
+            let text = self.http.text(response).await?;
             let parsed: Response = serde_json::from_str(&text)
                 .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
             on_text(&reply.add(&parsed));
@@ -129,7 +81,7 @@ impl Client {
         let mut decoder = sse::Decoder::new();
         let mut done = false;
         while !done {
-            let chunk = match self.within(response.chunk()).await {
+            let chunk = match self.http.within(response.chunk()).await {
                 Ok(Ok(Some(chunk))) => chunk,
                 Ok(Ok(None)) => break,
                 Ok(Err(e)) => {
@@ -174,7 +126,7 @@ impl Client {
             sse::Event::Data(data) => {
                 let chunk: Response =
                     serde_json::from_str(&data).map_err(|e| LlmError::Malformed {
-                        url: self.endpoint.url.clone(),
+                        url: self.endpoint().url.clone(),
                         why: format!("{e} in {}", data.chars().take(120).collect::<String>()),
                     })?;
                 let added = reply.add(&chunk);
@@ -185,42 +137,6 @@ impl Client {
             }
         }
     }
-
-    async fn within<T>(&self, future: impl std::future::Future<Output = T>) -> Result<T, LlmError> {
-        tokio::time::timeout(self.endpoint.idle_timeout, future).await.map_err(|_| {
-            LlmError::Timeout {
-                url: self.endpoint.url.clone(),
-                seconds: self.endpoint.idle_timeout.as_secs(),
-            }
-        })
-    }
-
-    fn send_error(&self, e: &reqwest::Error) -> LlmError {
-        let url = self.endpoint.url.clone();
-        if url.starts_with("https://") && !cfg!(feature = "https") {
-            return LlmError::NoTls { url };
-        }
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(inner) = source {
-            why = inner.to_string();
-            source = inner.source();
-        }
-        LlmError::Unreachable { url, why }
-    }
-}
-
-/// Whether `e` is a pooled connection the server had closed before the request was read
-/// (hyper's "connection closed before message completed").
-fn stale_connection(e: &reqwest::Error) -> bool {
-    let mut source: Option<&dyn std::error::Error> = Some(e);
-    while let Some(inner) = source {
-        if inner.to_string().contains("connection closed before message completed") {
-            return true;
-        }
-        source = inner.source();
-    }
-    false
 }
 
 /// The models route beside a chat-completions URL: `…/chat/completions` → `…/models`; any
