@@ -205,10 +205,30 @@ fn stop_keeps_the_partial_answer_and_frees_the_model_at_once() {
             .collect();
         if text == "Once upon a time" { Ok(()) } else { Err(text) }
     });
+    let asked = std::time::Instant::now();
     let out = ctl(&sandbox, &["chat-stop"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let stopped = line_with(&seen, ChatRole::Assistant, &["Once upon a time"]);
     assert!(stopped.stopped, "{stopped:?}");
+    // Measured, not asserted: from running `stt-ctl chat-stop` (a process start included) to
+    // the stopped line at the viewer, and to the queue free again.
+    let at = seen.lock().unwrap().iter().find_map(|(at, e)| match e {
+        AssistantEvent::ChatMessage(m) if m.stopped => Some(*at),
+        _ => None,
+    });
+    let free = expect_within("the model is free", DEADLINE, || {
+        let s = status(&sandbox);
+        if s["inference_busy"] == false {
+            Ok(std::time::Instant::now())
+        } else {
+            Err(s.to_string())
+        }
+    });
+    eprintln!(
+        "chat-stop -> stopped line: {} ms; -> status says free: {} ms",
+        at.map_or(0, |at| at.saturating_duration_since(asked).as_millis()),
+        free.saturating_duration_since(asked).as_millis()
+    );
     expect_within("the model's connection is dropped", DEADLINE, || {
         if llm.disconnects() == 1 { Ok(()) } else { Err(llm.disconnects().to_string()) }
     });
