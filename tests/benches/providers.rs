@@ -50,11 +50,11 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::{BufRead, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -62,7 +62,9 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 use stt_bus::{Connection, Service};
-use stt_llm::registry::{Id, Kind, LOCAL_PROBE, Override, Probed, Registry, Settings, Status};
+use stt_llm::registry::{
+    Id, Kind, LOCAL_PROBE, NO_TLS, Override, Probed, Registry, Settings, Status,
+};
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode, Request};
 use stt_testkit::Sandbox;
 use stt_testkit::llm_server::{LlmServer, Script};
@@ -123,12 +125,12 @@ fn main() -> ExitCode {
         .build()
         .expect("viewer runtime");
 
+    let llm = LlmServer::start();
+    llm.respond_with(|_| Script::Text(ANSWER.to_owned()));
     let sandbox = Sandbox::new();
     let mut assistant = Assistant::start(&sandbox, &assistant_bin, &quick.url);
     assistant.wait_ready(&client);
     eprintln!("bench-providers: first piece, {turns} turns each way…");
-    let llm = LlmServer::start();
-    llm.respond_with(|_| Script::Text(ANSWER.to_owned()));
     let first = first_piece_bench(&client, &viewers, &assistant, &quick, &llm, turns);
     assistant.stop();
 
@@ -138,10 +140,11 @@ fn main() -> ExitCode {
     let mut assistant = Assistant::start(&sandbox, &assistant_bin, &llm.url());
     assistant.wait_ready(&client);
     let long: String = (0..PIECES).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+    // The direct client sends what the first assistant sent; this one's requests are alike.
+    let body = quick.body();
     let mut rounds = Vec::new();
     for round in 0..relays {
         eprintln!("bench-providers: {PIECES} pieces to {VIEWERS} viewers, round {}…", round + 1);
-        let body = quick.body();
         rounds.push(relay_round(&client, &viewers, &assistant, &llm, &body, &long));
     }
     assistant.stop();
@@ -216,10 +219,14 @@ fn release_binary(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// A chat URL on a loopback port nothing listens on (connections are refused).
+/// A loopback port nothing listens on (connections are refused).
+fn dead_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A chat URL on [`dead_port`].
 fn dead_url() -> String {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    format!("http://127.0.0.1:{port}/v1/chat/completions")
+    format!("http://127.0.0.1:{}/v1/chat/completions", dead_port())
 }
 
 fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -247,7 +254,7 @@ struct QuickServer {
     /// The chat completions URL.
     url: String,
     /// The last `POST` body received.
-    last_body: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    last_body: Arc<Mutex<Vec<u8>>>,
 }
 
 impl QuickServer {
@@ -258,12 +265,12 @@ impl QuickServer {
             "http://{}/v1/chat/completions",
             listener.local_addr().expect("quick server address")
         );
-        let last_body = std::sync::Arc::<std::sync::Mutex<Vec<u8>>>::default();
-        let record = std::sync::Arc::clone(&last_body);
+        let last_body = Arc::<Mutex<Vec<u8>>>::default();
+        let record = Arc::clone(&last_body);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let record = std::sync::Arc::clone(&record);
+                let record = Arc::clone(&record);
                 std::thread::spawn(move || {
                     let _ = answer(stream, &record);
                 });
@@ -281,8 +288,7 @@ impl QuickServer {
 }
 
 /// Answers one request on `stream`, as [`QuickServer`] says.
-fn answer(stream: TcpStream, record: &std::sync::Mutex<Vec<u8>>) -> std::io::Result<()> {
-    use std::io::Read as _;
+fn answer(stream: TcpStream, record: &Mutex<Vec<u8>>) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -462,6 +468,8 @@ fn summary(found: &[Probed]) -> String {
     for p in found {
         let status = if p.detail.starts_with("no answer") {
             format!("{} (timed out)", p.status.as_str())
+        } else if p.detail == NO_TLS {
+            format!("{} (this build has no TLS)", p.status.as_str())
         } else {
             p.status.as_str().to_owned()
         };
@@ -477,6 +485,7 @@ fn summary(found: &[Probed]) -> String {
 // The assistant, and talking to it.
 
 /// The release `stt-assistant` in a sandbox, its model the server at a given URL.
+#[derive(Debug)]
 struct Assistant {
     child: Child,
     socket: PathBuf,
@@ -487,14 +496,13 @@ impl Assistant {
     fn start(sandbox: &Sandbox, binary: &Path, model_url: &str) -> Self {
         // Every other local provider on a dead port, so whatever runs on this machine is left
         // alone; no periodic probe, so none lands in the middle of a turn.
-        let dead = dead_url();
-        let port = dead.rsplit(':').next().and_then(|s| s.split('/').next()).unwrap_or("9");
+        let port = dead_port();
+        let dead = format!("http://127.0.0.1:{port}/v1/chat/completions");
         let config = format!(
-            "[llm]\nendpoint = \"{}\"\nprobe_interval_s = 0\nlocal_port = {port}\n\
+            "[llm]\nendpoint = \"{model_url}\"\nprobe_interval_s = 0\nlocal_port = {port}\n\
              [llm.providers.ollama]\nendpoint = \"{dead}\"\n\
              [llm.providers.lmstudio]\nendpoint = \"{dead}\"\n\
-             [llm.providers.llamacpp]\nendpoint = \"{dead}\"\n",
-            model_url
+             [llm.providers.llamacpp]\nendpoint = \"{dead}\"\n"
         );
         std::fs::write(sandbox.config_file(), config).expect("write the assistant config");
         let socket = sandbox.assistant_socket();
@@ -1172,28 +1180,30 @@ impl Report {
                     format!("{lo:.1}–{hi:.1}")
                 }
             };
-            let pace = self.rounds.iter().map(|r| r.direct).fold(f64::NEG_INFINITY, f64::max);
+            let median =
+                |f: fn(&RelayRound) -> f64| Stats::of(self.rounds.iter().map(f).collect()).p50;
+            let (pace, spread) = (median(|r| r.direct), median(|r| r.spread));
             let _ = write!(
                 r,
                 "The {PIECES}-piece answer is a burst, not a model's pace: the scripted server \
                  takes {} ms to write it to a bare client, and through the assistant the \
                  slowest of {VIEWERS} viewers had its last piece {} ms after the first viewer \
-                 had its first (about {:.1}k pieces/s to each viewer, {:.2}M events/s written \
-                 to the viewers in all), ",
+                 had its first (at the slowest round, {:.1}k pieces/s to each viewer, \
+                 {:.2}M events/s written to the viewers in all), ",
                 range(|r| r.direct),
                 range(|r| r.spread),
                 PIECES as f64 / slowest.spread,
                 (PIECES * VIEWERS) as f64 / slowest.spread / 1e3
             );
-            let _ = write!(
-                r,
-                "{}",
-                if slowest.spread <= pace * 1.1 {
-                    "so the relay keeps the server's pace"
-                } else {
-                    "so the relay falls behind the server's pace"
-                }
-            );
+            if spread <= pace * 1.2 {
+                let _ = write!(r, "so the relay keeps about the server's own pace");
+            } else {
+                let _ = write!(
+                    r,
+                    "so the relay is slower than the server's own pace ({spread:.1} ms against \
+                     {pace:.1} ms, medians of the rounds)"
+                );
+            }
             if self.rounds.iter().all(RelayRound::lossless) {
                 let _ = write!(
                     r,
