@@ -195,7 +195,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                     let _ = serve(stream, &shared);
                 }));
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
         }
     }
     for connection in connections {
