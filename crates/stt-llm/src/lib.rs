@@ -97,7 +97,7 @@ pub enum LlmError {
 
     #[error(
         "{url} is an https endpoint, but this build has no TLS: rebuild the assistant with \
-         `cargo build --release -p stt-assistant --features stt-llm/https` (docs/PROVIDERS.md), \
+         `cargo build --release -p stt-assistant --features https` (docs/PROVIDERS.md), \
          or use a model on this machine"
     )]
     NoTls { url: String },

@@ -25,7 +25,7 @@ use crate::{Endpoint, LlmError, Provider, Secret, anthropic, openai};
 
 /// Why an `https://` provider cannot be used by a build without TLS, and the fix.
 pub const NO_TLS: &str = "this build has no TLS: `cargo build --release -p stt-assistant \
-                          --features stt-llm/https`";
+                          --features https` (scripts/install does)";
 
 /// How long a local server may take to answer a probe, connection included.
 pub const LOCAL_PROBE: Duration = Duration::from_millis(200);
@@ -993,7 +993,7 @@ mod tests {
             assert_eq!(probed.status, Status::Live, "{probed:?}");
         } else {
             assert_eq!(probed.status, Status::NotInstalled, "{probed:?}");
-            assert!(probed.detail.contains("--features stt-llm/https"), "{probed:?}");
+            assert!(probed.detail.contains("--features https"), "{probed:?}");
         }
     }
 
