@@ -391,3 +391,56 @@ fn a_chat_only_provider_refuses_a_command_naming_one_that_can() {
     assert!(out.stderr.contains("claude is a chat provider"), "{out:?}");
     assert!(out.stderr.contains("/provider ollama"), "{out:?}");
 }
+
+#[test]
+fn models_are_listed_and_chosen_providers_switched_and_the_conversation_exported() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let other = LlmServer::start();
+    let dead = dead_port();
+    let config = format!(
+        "[llm]\nendpoint = \"{}\"\nlocal_port = {dead}\n\
+         [llm.providers.ollama]\nendpoint = \"{}\"\n\
+         [llm.providers.lmstudio]\nendpoint = \"http://127.0.0.1:{dead}/v1/chat/completions\"\n\
+         [llm.providers.llamacpp]\nendpoint = \"http://127.0.0.1:{dead}/v1/chat/completions\"\n",
+        llm.url(),
+        other.url()
+    );
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let (_assistant, seen) = assistant(&sandbox, None, &[]);
+
+    let models = ctl(&sandbox, &["chat-command", "/models"]);
+    assert_eq!(models.code, Some(0), "{models:?}");
+    assert!(models.stdout.contains("scripted"), "the server's live list: {models:?}");
+    let chosen = ctl(&sandbox, &["chat-command", "/model", "scripted-large"]);
+    assert_eq!(chosen.code, Some(0), "{chosen:?}");
+    llm.push(Script::Text("First answer.".into()));
+    send(&sandbox, "first question");
+    answered(&seen, "First answer.", DEADLINE);
+    assert_eq!(llm.requests().last().unwrap()["model"], "scripted-large");
+
+    let switched = ctl(&sandbox, &["chat-command", "/provider", "ollama"]);
+    assert_eq!(switched.code, Some(0), "{switched:?}");
+    assert!(switched.stdout.contains("now using ollama"), "{switched:?}");
+    other.push(Script::Text("Second answer.".into()));
+    send(&sandbox, "second question");
+    answered(&seen, "Second answer.", DEADLINE);
+    let sent = other.requests().last().cloned().unwrap().to_string();
+    assert!(!sent.contains("first question"), "the new provider starts without the old context");
+    assert_eq!(status(&sandbox)["chat"]["provider"], "ollama");
+    assert_eq!(status(&sandbox)["chat"]["turns"], 2, "the turns shown stay");
+
+    let path = sandbox.root().join("talk.md");
+    let export = ctl(&sandbox, &["chat-command", "/export", path.to_str().unwrap()]);
+    assert_eq!(export.code, Some(0), "{export:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for needle in ["first question", "First answer.", "second question", "Second answer."] {
+        assert!(text.contains(needle), "{needle} in {text}");
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+
+    assert_eq!(ctl(&sandbox, &["chat-command", "/new"]).code, Some(0));
+    expect_within("/new deletes the saved conversation", DEADLINE, || {
+        if session_file(&sandbox).exists() { Err("still there".to_owned()) } else { Ok(()) }
+    });
+}
