@@ -61,6 +61,7 @@ use stt_proto::{
 };
 use stt_testkit::fake::FakeAssistant;
 use stt_testkit::msg;
+use stt_testkit::perf::{Stats, env_num};
 
 const ROLE: &str = "STT_BENCH_ROLE";
 const SOCKET: &str = "STT_BENCH_SOCKET";
@@ -130,67 +131,6 @@ fn padded_text() -> String {
         .cycle()
         .take(LINE_BYTES.saturating_sub(overhead))
         .collect()
-}
-
-/// Percentiles of a set of samples (any unit), nearest rank.
-#[derive(Debug, Clone, Copy, Default)]
-struct Stats {
-    p50: f64,
-    p99: f64,
-    max: f64,
-    mean: f64,
-    n: usize,
-}
-
-impl Stats {
-    fn of(mut samples: Vec<f64>) -> Self {
-        if samples.is_empty() {
-            return Self::default();
-        }
-        samples.sort_by(f64::total_cmp);
-        let n = samples.len();
-        let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        Self {
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: samples[n - 1],
-            mean: samples.iter().sum::<f64>() / n as f64,
-            n,
-        }
-    }
-
-    fn to_json(self) -> Value {
-        json!({"p50": self.p50, "p99": self.p99, "max": self.max, "mean": self.mean, "n": self.n})
-    }
-
-    fn from_json(v: &Value) -> Self {
-        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        Self {
-            p50: f("p50"),
-            p99: f("p99"),
-            max: f("max"),
-            mean: f("mean"),
-            n: v["n"].as_u64().unwrap_or(0) as usize,
-        }
-    }
-
-    /// The same figures divided by `by` (µs → ms, say).
-    fn scaled(self, by: f64) -> Self {
-        Self {
-            p50: self.p50 / by,
-            p99: self.p99 / by,
-            max: self.max / by,
-            mean: self.mean / by,
-            ..self
-        }
-    }
-}
-
-fn env_num(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")),
-        Err(_) => default,
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -536,7 +476,7 @@ fn viewers(runtime: &Runtime, socket: &Path) -> usize {
 /// The release `stt-assistant`, started to follow `daemon_socket` and serve `socket`, with
 /// the model off (nothing here is a command) and its data under `dir`.
 fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> std::process::Child {
-    let binary = release_binary("stt-assistant");
+    let binary = stt_testkit::bin("stt-assistant");
     let config = dir.join("assistant.toml");
     std::fs::write(&config, "[llm]\nenabled = false\n[assistant]\naudit = false\n")
         .expect("write the assistant config");
@@ -600,14 +540,7 @@ fn stt_ctl_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("STT_BENCH_CTL").filter(|p| !p.is_empty()) {
         return PathBuf::from(path);
     }
-    release_binary("stt-ctl")
-}
-
-/// A binary of the workspace next to this benchmark's (`target/release/NAME`).
-fn release_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target/release").to_path_buf();
-    dir.join(name)
+    stt_testkit::bin("stt-ctl")
 }
 
 fn bench_main() -> ExitCode {

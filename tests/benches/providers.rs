@@ -68,6 +68,7 @@ use stt_llm::registry::{
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode, Request};
 use stt_testkit::Sandbox;
 use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::perf::{Stats, env_num};
 
 /// The providers probed over HTTP on this machine.
 const LOCAL: [Id; 4] = [Id::Ollama, Id::LmStudio, Id::LlamaCpp, Id::Custom];
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
     let probes = env_num("STT_BENCH_PROBES", 20);
     let turns = env_num("STT_BENCH_TURNS", 100);
     let relays = env_num("STT_BENCH_RELAYS", 3);
-    let assistant_bin = release_binary("stt-assistant");
+    let assistant_bin = stt_testkit::bin("stt-assistant");
     if !assistant_bin.is_file() {
         eprintln!(
             "bench-providers: {} is missing: run `cargo build --release -p stt-assistant` first \
@@ -173,50 +174,8 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------------------
 // Shared bits.
 
-/// Percentiles of a set of samples (any unit), nearest rank.
-#[derive(Debug, Clone, Copy, Default)]
-struct Stats {
-    p50: f64,
-    p95: f64,
-    max: f64,
-    mean: f64,
-    n: usize,
-}
-
-impl Stats {
-    fn of(mut samples: Vec<f64>) -> Self {
-        if samples.is_empty() {
-            return Self::default();
-        }
-        samples.sort_by(f64::total_cmp);
-        let n = samples.len();
-        let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        Self {
-            p50: rank(0.50),
-            p95: rank(0.95),
-            max: samples[n - 1],
-            mean: samples.iter().sum::<f64>() / n as f64,
-            n,
-        }
-    }
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-fn env_num(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")),
-        Err(_) => default,
-    }
-}
-
-/// A binary of the workspace next to this benchmark's (`target/release/NAME`).
-fn release_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target/release").to_path_buf();
-    dir.join(name)
 }
 
 /// A loopback port nothing listens on (connections are refused).

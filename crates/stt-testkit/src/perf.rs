@@ -92,3 +92,76 @@ mod tests {
         assert_eq!(civil_date(11_016), "2000-02-29");
     }
 }
+
+/// Percentiles of a set of samples (any unit), nearest rank.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub n: usize,
+}
+
+impl Stats {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "sample counts are small"
+    )]
+    pub fn of(mut samples: Vec<f64>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Self {
+            p50: rank(0.50),
+            p95: rank(0.95),
+            p99: rank(0.99),
+            max: samples[n - 1],
+            mean: samples.iter().sum::<f64>() / n as f64,
+            n,
+        }
+    }
+
+    /// The same figures divided by `by` (µs → ms, say).
+    pub fn scaled(self, by: f64) -> Self {
+        Self {
+            p50: self.p50 / by,
+            p95: self.p95 / by,
+            p99: self.p99 / by,
+            max: self.max / by,
+            mean: self.mean / by,
+            ..self
+        }
+    }
+
+    /// As JSON, for a child process to hand its figures to its parent.
+    pub fn to_json(self) -> serde_json::Value {
+        serde_json::json!({"p50": self.p50, "p95": self.p95, "p99": self.p99, "max": self.max, "mean": self.mean, "n": self.n})
+    }
+
+    pub fn from_json(v: &serde_json::Value) -> Self {
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        Self {
+            p50: f("p50"),
+            p95: f("p95"),
+            p99: f("p99"),
+            max: f("max"),
+            mean: f("mean"),
+            n: v["n"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0),
+        }
+    }
+}
+
+/// A number from the environment variable `name` (a benchmark's knob), or `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")),
+        Err(_) => default,
+    }
+}
