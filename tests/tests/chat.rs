@@ -350,12 +350,14 @@ fn fake_claude_and_codex_carry_a_conversation_through_their_resume_handles() {
         let calls = fake.calls();
         assert_eq!(calls.len(), 2, "{cli}: {calls:?}");
         assert!(calls[1].argv.iter().any(|a| a == flag), "{cli} resumed: {:?}", calls[1].argv);
+        let workdir = sandbox.root().join("state/stt/cli");
         for call in &calls {
             assert!(
                 !call.argv.iter().any(|a| a.contains("name")),
                 "{cli}: the words went in argv: {:?}",
                 call.argv
             );
+            assert_eq!(Path::new(&call.cwd), workdir, "{cli}: turns run in stt's own folder");
         }
         assert_eq!(status(&sandbox)["chat"]["provider"], cli);
     }

@@ -97,7 +97,11 @@ impl Settings {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
         let a = &config.assistant;
         let data = stt_config::dirs::data_dir()?;
-        let llm = config.llm.enabled.then(|| registry_settings(&config.llm));
+        let state = stt_config::dirs::state_dir()?;
+        let llm = config.llm.enabled.then(|| stt_llm::registry::Settings {
+            cli_workdir: Some(state.join("cli")),
+            ..registry_settings(&config.llm)
+        });
         Ok(Self {
             require_viewer: a.require_viewer,
             stt_stale_after: Duration::from_millis(a.stt_stale_after_ms),
@@ -122,7 +126,7 @@ impl Settings {
             tools: config.tools.command.clone(),
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
-            session_file: stt_config::dirs::state_dir()?.join(session::FILE),
+            session_file: state.join(session::FILE),
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
         })
@@ -170,6 +174,7 @@ pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Sett
         connect_timeout: Duration::from_secs(llm.connect_timeout_s),
         idle_timeout: Duration::from_secs(llm.request_timeout_s),
         path: None,
+        cli_workdir: None,
     }
 }
 

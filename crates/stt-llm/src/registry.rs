@@ -380,6 +380,9 @@ pub struct Settings {
     pub idle_timeout: Duration,
     /// Where CLIs are looked up; `None` for `$PATH`.
     pub path: Option<std::ffi::OsString>,
+    /// The folder CLI turns run in (see [`cli::Client::with_workdir`]); `None`: wherever the
+    /// assistant runs.
+    pub cli_workdir: Option<PathBuf>,
 }
 
 /// Whether a provider can be used.
@@ -683,12 +686,11 @@ impl Registry {
                 let program = self
                     .program(cli, id)
                     .ok_or_else(|| LlmError::NotInstalled { program: cli.program().to_owned() })?;
-                Ok(Provider::Cli(cli::Client::new(
-                    cli,
-                    program,
-                    &model,
-                    self.settings.idle_timeout,
-                )))
+                let client = cli::Client::new(cli, program, &model, self.settings.idle_timeout);
+                Ok(Provider::Cli(match &self.settings.cli_workdir {
+                    Some(dir) => client.with_workdir(dir.clone()),
+                    None => client,
+                }))
             }
             Transport::Http { shape, .. } => {
                 let url = if probed.target.is_empty() {

@@ -5,7 +5,8 @@
 //! first on `PATH`, or run it by its path), with a state directory beside it,
 //! `<dir>/<cli>.state/`. Each run reads its prompt from stdin, like the real tools, and
 //! records its argv (one argument a line) and its stdin as `calls/<n>.argv` and
-//! `calls/<n>.stdin` there ([`FakeCli::calls`]), and its pid ([`FakeCli::last_pid`]).
+//! `calls/<n>.stdin` there, and the folder it ran in as `calls/<n>.cwd` ([`FakeCli::calls`]),
+//! and its pid ([`FakeCli::last_pid`]).
 //!
 //! A fake keeps real sessions: a run without the CLI's resume flag mints an id and answers
 //! "Hello from fake <cli>. You said: <the prompt's last line>"; a run with the flag and a known
@@ -55,6 +56,8 @@ pub struct FakeCli {
 pub struct Call {
     pub argv: Vec<String>,
     pub stdin: String,
+    /// The folder it ran in.
+    pub cwd: String,
 }
 
 impl FakeCli {
@@ -79,6 +82,7 @@ impl FakeCli {
                 Some(Call {
                     argv: argv.lines().map(str::to_owned).collect(),
                     stdin: read(n, "stdin").unwrap_or_default(),
+                    cwd: read(n, "cwd").unwrap_or_default().trim_end().to_owned(),
                 })
             })
             .collect()
@@ -130,6 +134,7 @@ n=$(( $(cat "$state/count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" >"$state/count"
 echo "$$" >"$state/pid"
 printf '%s\n' "$@" >"$state/calls/$n.argv"
+pwd >"$state/calls/$n.cwd"
 input=$(cat)
 printf '%s' "$input" >"$state/calls/$n.stdin"
 said=${input##*$'\n'}

@@ -114,6 +114,8 @@ pub struct Client {
     program: PathBuf,
     model: String,
     idle_timeout: Duration,
+    /// Where turns run; `None`: wherever the assistant runs.
+    workdir: Option<PathBuf>,
 }
 
 impl Client {
@@ -121,7 +123,16 @@ impl Client {
     /// for `model` (empty: the CLI's default). `idle_timeout` is the longest silence allowed
     /// before the first output and between pieces of it.
     pub fn new(cli: Cli, program: impl Into<PathBuf>, model: &str, idle_timeout: Duration) -> Self {
-        Self { cli, program: program.into(), model: model.to_owned(), idle_timeout }
+        Self { cli, program: program.into(), model: model.to_owned(), idle_timeout, workdir: None }
+    }
+
+    /// Runs every turn in `dir` (made, 0700, when missing). The CLIs keep their sessions by
+    /// the folder they ran in (claude finds a session only from there), and read what lies
+    /// in it (a CLAUDE.md, a git checkout): one fixed private folder keeps resume working
+    /// wherever the assistant was started, and keeps the user's files out of the turn.
+    pub fn with_workdir(mut self, dir: PathBuf) -> Self {
+        self.workdir = Some(dir);
+        self
     }
 
     pub fn cli(&self) -> Cli {
@@ -225,9 +236,20 @@ impl Client {
         let (args, input) = self.invocation(messages, resume)?;
         tracing::debug!(program = self.program(), ?args, "starting a CLI turn");
         let mut format = self.cli.format();
+        if let Some(dir) = &self.workdir {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| {
+                LlmError::Cli {
+                    program: self.program().to_owned(),
+                    why: format!("cannot make its working folder {}: {e}", dir.display()),
+                    partial: String::new(),
+                }
+            })?;
+        }
         let finished = process::run_turn(
             &self.program,
             self.program(),
+            self.workdir.as_deref(),
             &args,
             self.cli.env(),
             &input,

@@ -46,12 +46,13 @@ fn is_executable(path: &Path) -> bool {
 
 /// Runs one turn: starts `program` with `args` (never the prompt), writes `input` to its
 /// stdin and closes it, and folds each line of its stdout through `format`, handing the new
-/// text to `on_text` as it arrives. `name` names the CLI in errors. Fails with `Timeout` (or
-/// `Interrupted`, once text has arrived) when it is silent for `idle`.
+/// text to `on_text` as it arrives, in `workdir` when given. `name` names the CLI in errors.
+/// Fails with `Timeout` (or `Interrupted`, once text has arrived) when it is silent for `idle`.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn run_turn<F: FnMut(&str)>(
     program: &Path,
     name: &str,
+    workdir: Option<&Path>,
     args: &[String],
     env: &[(&str, &str)],
     input: &str,
@@ -68,6 +69,9 @@ pub(super) async fn run_turn<F: FnMut(&str)>(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(dir) = workdir {
+        command.current_dir(dir);
+    }
     let mut child = command.spawn().map_err(|e| spawn_error(name, &e))?;
     // Declared after `child`, so dropped before it: the group goes first, then the leader.
     let mut group = Group(child.id());
