@@ -164,7 +164,7 @@ fn slash_commands_work_with_no_provider_and_a_turn_says_how_to_get_one() {
         table
             .stdout
             .lines()
-            .find(|l| l.split_whitespace().next() == Some(id))
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
             .unwrap_or("")
             .to_owned()
     };
@@ -445,4 +445,20 @@ fn models_are_listed_and_chosen_providers_switched_and_the_conversation_exported
     expect_within("/new deletes the saved conversation", DEADLINE, || {
         if session_file(&sandbox).exists() { Err("still there".to_owned()) } else { Ok(()) }
     });
+}
+
+#[test]
+fn a_key_written_in_a_config_file_others_can_read_is_warned_about_at_start() {
+    let sandbox = Sandbox::new();
+    write_config(&sandbox, "provider = \"openai\"\nkey = \"sk-written-in-the-file\"");
+    std::fs::set_permissions(sandbox.config_file(), std::fs::Permissions::from_mode(0o644))
+        .unwrap();
+    let (assistant, _seen) = assistant(&sandbox, None, &[]);
+    let log = expect_within("the warning", DEADLINE, || {
+        let log = assistant.log();
+        if log.contains("chmod 600") { Ok(log) } else { Err(log) }
+    });
+    assert!(log.contains(&sandbox.config_file().display().to_string()), "names the file: {log}");
+    assert!(log.contains("env:NAME"), "{log}");
+    assert!(!log.contains("sk-written-in-the-file"), "the key is in the log: {log}");
 }

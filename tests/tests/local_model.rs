@@ -17,7 +17,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use stt_testkit::llama::{health, model, server_program as llama_server};
-use stt_testkit::procs::{self, child_named, left_behind};
+use stt_testkit::procs::{self, child_named, left_behind, up_children};
 use stt_testkit::viewer::speak;
 use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within};
 
@@ -54,21 +54,6 @@ fn wav(sandbox: &Sandbox) -> String {
 /// `<state dir>/llama-server.log` in the sandbox.
 fn model_log(sandbox: &Sandbox) -> PathBuf {
     sandbox.root().join("state/stt/llama-server.log")
-}
-
-/// The pids of `up`'s daemon and assistant, once the assistant answers `status`.
-fn wait_for_children(sandbox: &Sandbox, up: &mut Proc) -> (i32, i32) {
-    let pid = up.pid();
-    expect_within("up's daemon and assistant answer", DEADLINE, || {
-        if !up.is_running() {
-            return Err(format!("up exited: {}", up.log()));
-        }
-        let out = sandbox.run("stt-ctl", &["status"]);
-        match (out.code, child_named(pid, "stt-daemon"), child_named(pid, "stt-assistant")) {
-            (Some(0), Some(daemon), Some(assistant)) => Ok((daemon.pid, assistant.pid)),
-            other => Err(format!("{other:?}\n{}", up.log())),
-        }
-    })
 }
 
 /// Stops `up` with SIGTERM, and waits until neither it nor any of `children` (their
@@ -114,7 +99,7 @@ fn up_starts_the_local_model_first_without_waiting_for_it_and_stops_it_with_the_
     assert!(at(&decided) < at("[up] started llama-server (pid"), "{seen}");
     assert!(at("[up] started llama-server (pid") < at("[up] started stt-daemon (pid"), "{seen}");
 
-    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
     let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
     // In a process group of its own, like the daemon and the assistant.
     assert_eq!(procs::info(server.pid).unwrap().pgid, server.pid);
@@ -143,7 +128,7 @@ fn up_starts_the_local_model_first_without_waiting_for_it_and_stops_it_with_the_
 fn up_without_a_model(sandbox: &Sandbox, env: &[(&str, &str)]) -> String {
     let wav = wav(sandbox);
     let mut up = sandbox.spawn_with_env("stt-daemon", &["up", "--input", &wav], env);
-    let (daemon, assistant) = wait_for_children(sandbox, &mut up);
+    let (daemon, assistant) = up_children(sandbox, &mut up);
     assert_eq!(child_named(up.pid(), "llama-server"), None, "{}", up.log());
     assert!(!up.log().contains("[up] started llama-server"), "{}", up.log());
     stop(&mut up, &[daemon, assistant]);
@@ -234,7 +219,7 @@ fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
     assert_eq!(log.matches("[up] started llama-server").count(), 3, "{log}");
 
     // The rest runs on.
-    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
     assert!(up.is_running(), "{}", up.log());
     let written = std::fs::read_to_string(&log_file).unwrap();
     assert_eq!(written.matches("[model] error: failed to load model").count(), 3, "{written}");
@@ -248,7 +233,7 @@ fn a_killed_model_server_is_restarted_and_none_outlives_a_killed_up() {
     configure(&sandbox, port, &llama_server(), &model());
     let wav = wav(&sandbox);
     let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
-    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
     let first = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
 
     kill(Pid::from_raw(first.pid), Signal::SIGKILL).unwrap();
@@ -293,7 +278,7 @@ fn up_runs_the_local_model_the_assistant_finds_it_and_it_answers_a_turn() {
     configure(&sandbox, port, &llama_server(), &model());
     // No --input: the daemon's microphone retries, its speech recognition is up.
     let mut up = sandbox.spawn("stt-daemon", &["up"]);
-    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
     let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
     let seen = watch_attached(&sandbox, DEADLINE);
     let out = sandbox.run("stt-ctl", &["chat-send", "Say hello."]);

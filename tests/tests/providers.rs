@@ -101,8 +101,10 @@ fn failover_sends_a_turn_to_the_next_live_provider_with_a_note() {
     let (_daemon, _assistant, seen) = stack(&sandbox);
     expect_within("ollama is found", DEADLINE, || {
         let out = sandbox.run("stt-ctl", &["chat-command", "/providers"]);
-        let live =
-            out.stdout.lines().any(|l| l.trim_start().starts_with("ollama") && l.contains("live"));
+        let live = out
+            .stdout
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("ollama") && l.contains("live"));
         if live { Ok(()) } else { Err(out.stdout) }
     });
     llm.push(Script::Text("Answered by the fallback.".into()));

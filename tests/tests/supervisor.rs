@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use stt_proto::AssistantEvent;
-use stt_testkit::procs::{self, child_named, left_behind};
+use stt_testkit::procs::{self, child_named, left_behind, up_children};
 use stt_testkit::viewer::{events, speak, status, watch};
 use stt_testkit::{Proc, Sandbox, expect_within};
 
@@ -41,23 +41,8 @@ fn start_up(sandbox: &Sandbox, extra: &[&str]) -> Up {
     let mut args = vec!["up", "--input", wav.as_str()];
     args.extend_from_slice(extra);
     let mut up = sandbox.spawn("stt-daemon", &args);
-    let (daemon, assistant) = wait_for_children(sandbox, &mut up);
+    let (daemon, assistant) = up_children(sandbox, &mut up);
     Up { up, daemon, assistant }
-}
-
-/// The pids of `up`'s daemon and assistant, once the assistant answers `status`.
-fn wait_for_children(sandbox: &Sandbox, up: &mut Proc) -> (i32, i32) {
-    let pid = up.pid();
-    expect_within("up's daemon and assistant answer", DEADLINE, || {
-        if !up.is_running() {
-            return Err(format!("up exited: {}", up.log()));
-        }
-        let out = sandbox.run("stt-ctl", &["status"]);
-        match (out.code, child_named(pid, "stt-daemon"), child_named(pid, "stt-assistant")) {
-            (Some(0), Some(daemon), Some(assistant)) => Ok((daemon.pid, assistant.pid)),
-            other => Err(format!("{other:?}\n{}", up.log())),
-        }
-    })
 }
 
 /// Waits until none of `pids`, their children or their process groups is alive.
@@ -305,7 +290,7 @@ fn quitting_the_tui_stops_everything_and_up_exits_0() {
         std::fs::read_to_string(tui.join("args")).unwrap(),
         format!("--config\n{config_arg}\n")
     );
-    let (daemon, assistant) = wait_for_children(&sandbox, &mut up);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
 
     std::fs::write(tui.join("quit"), "").unwrap();
     let status = up.wait(DEADLINE);

@@ -57,14 +57,20 @@ pub fn parse(line: &str) -> Result<Slash, String> {
     }
 }
 
-/// The `/providers` table: one line a provider, `●` on the one in use.
+/// The `/providers` table: one line a provider, each opening with a mark (`●` the one in
+/// use, `○` one that is there, `·` one that is not), so that no row starts with blanks a
+/// viewer's wrapping would eat.
 pub fn providers_table(found: &[Probed], active: Option<Id>) -> String {
     let mut lines = vec![format!(
         "  {:<14} {:<6} {:<14} {:<24} {}",
         "provider", "kind", "status", "model", "where"
     )];
     for p in found {
-        let mark = if Some(p.id) == active { '●' } else { ' ' };
+        let mark = match p.status {
+            _ if Some(p.id) == active => '●',
+            Status::Live => '○',
+            _ => '·',
+        };
         let status = if p.loading { "loading" } else { p.status.as_str() };
         let place = match p.id.kind() {
             stt_llm::registry::Kind::Cli => p.target.clone(),
@@ -154,7 +160,7 @@ mod tests {
         ];
         let table = providers_table(&found, Some(Id::LlamaCpp));
         let lines: Vec<&str> = table.lines().collect();
-        assert!(lines[1].starts_with("  claude") && lines[1].contains("not-installed"), "{table}");
+        assert!(lines[1].starts_with("· claude") && lines[1].contains("not-installed"), "{table}");
         assert!(lines[1].contains("not on PATH"), "{table}");
         assert!(
             lines[2].starts_with("● llamacpp") && lines[2].contains("127.0.0.1:9931"),

@@ -76,6 +76,22 @@ fn parse_stat(text: &str) -> Option<ProcInfo> {
     Some(ProcInfo { pid, comm, state, ppid, pgid })
 }
 
+/// The pids of a running `stt-daemon up`'s daemon and assistant, once the assistant answers
+/// `status` (fails, with `up`'s log, if `up` exits first).
+pub fn up_children(sandbox: &crate::Sandbox, up: &mut crate::Proc) -> (i32, i32) {
+    let pid = up.pid();
+    crate::expect_within("up's daemon and assistant answer", crate::DEADLINE, || {
+        if !up.is_running() {
+            return Err(format!("up exited: {}", up.log()));
+        }
+        let out = sandbox.run("stt-ctl", &["status"]);
+        match (out.code, child_named(pid, "stt-daemon"), child_named(pid, "stt-assistant")) {
+            (Some(0), Some(daemon), Some(assistant)) => Ok((daemon.pid, assistant.pid)),
+            other => Err(format!("{other:?}\n{}", up.log())),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

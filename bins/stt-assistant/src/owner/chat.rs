@@ -112,19 +112,16 @@ impl Owner {
     pub(super) fn chat_session(&self) -> ChatSession {
         let usage =
             |t: Tokens| TokenUsage { prompt: t.prompt, completion: t.completion, cached: t.cached };
-        let active = self.active();
-        let endpoint = match (&self.lane.client, active) {
-            (Some(Provider::Cli(cli)), _) => cli.cli().program().to_owned(),
-            (Some(client), _) => host(&client.target()).to_owned(),
-            (None, _) => String::new(),
+        let endpoint = match &self.lane.client {
+            Some(Provider::Cli(cli)) => cli.cli().program().to_owned(),
+            Some(client) => host(&client.target()).to_owned(),
+            None => String::new(),
         };
-        let loading =
-            active.is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading));
         ChatSession {
-            provider: active.map(|id| id.to_string()),
+            provider: self.active().map(|id| id.to_string()),
             model: self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             endpoint,
-            loading,
+            loading: self.model_loading(),
             turns: u32::try_from(self.session.turns.len()).unwrap_or(u32::MAX),
             last: self.session.turns.last().and_then(|t| t.tokens).map(usage),
             total: usage(self.session.tokens),

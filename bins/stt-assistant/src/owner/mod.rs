@@ -127,6 +127,8 @@ pub struct Owner {
     probed: bool,
     /// A probe asked for by [`Owner::probe_soon`] is on its way.
     reprobe_pending: bool,
+    /// How soon to look again while no provider is there.
+    reprobe_after: Duration,
     /// The chat session, as saved in `session_file`.
     session: Session,
     session_file: PathBuf,
@@ -162,6 +164,7 @@ impl Owner {
             providers: Vec::new(),
             probed: false,
             reprobe_pending: false,
+            reprobe_after: FIRST_REPROBE,
             session,
             session_file: parts.session_file,
             session_ttl: parts.session_ttl,
@@ -451,9 +454,12 @@ impl Owner {
         self.next_job += 1;
         let command = matches!(job, Job::Command { .. });
         self.lane.fallback = self.fallback(command);
-        let (work, segs) = match job {
-            Job::Command { text, edited, segs } => (Work::Command { text, edited }, segs),
-            Job::Chat { text, segs } => (self.chat_work(text), segs),
+        // A chat turn's words, as sent, for the session's display turns.
+        let (work, segs, question) = match job {
+            Job::Command { text, edited, segs } => {
+                (Work::Command { text, edited }, segs, String::new())
+            }
+            Job::Chat { text, segs } => (self.chat_work(text.clone()), segs, text),
         };
         // Everything the job logs names it; this names its segments.
         let span = tracing::info_span!("job", job = id);
@@ -467,16 +473,8 @@ impl Owner {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Llm { job: id, report });
         });
-        let work_question = match &work {
-            Work::Chat { text, .. } => Some(text.clone()),
-            Work::Command { .. } => None,
-        };
         let handle = llm::spawn(&self.lane, work, self.epoch, span.clone(), out);
         span.in_scope(|| tracing::debug!(chat = handle.chat, "job started"));
-        let question = match &work_question {
-            Some(text) => text.clone(),
-            None => String::new(),
-        };
         self.running = Some(Running {
             job: id,
             handle,
@@ -684,8 +682,13 @@ impl Owner {
             self.probe_soon(Duration::from_millis(500));
         } else if self.lane.client.is_none() {
             // Nothing yet: a local model `stt-daemon up` starts beside us may be a moment
-            // from listening, and a person may be starting one. Local probes cost little.
-            self.probe_soon(Duration::from_secs(2));
+            // from listening, and a person may be starting one. Look again soon, then less
+            // and less often (2, 4, 8, 16 s) down to the periodic probe's pace.
+            let delay = self.reprobe_after;
+            self.reprobe_after = (delay * 2).min(Duration::from_secs(16));
+            self.probe_soon(delay);
+        } else {
+            self.reprobe_after = FIRST_REPROBE;
         }
         if was_loading != self.model_loading() {
             self.publish_session();
@@ -769,6 +772,9 @@ impl Owner {
         self.publish(&AssistantEvent::Error(ErrorMsg::new(code, message)));
     }
 }
+
+/// How soon the first probe again comes while no provider is there.
+const FIRST_REPROBE: Duration = Duration::from_secs(2);
 
 /// Whether `reply` refuses a request only until the flow is ready.
 fn not_ready(reply: &AssistantEvent) -> bool {
