@@ -16,11 +16,14 @@ use serde_json::Value;
 const LAYERS: &[(&str, u8)] = &[
     // The wire: messages, codes, framing.
     ("stt-proto", 0),
-    // Engines: audio in, speech found, words out, the model's API. No stt crate at all.
+    // Engines: audio in, speech found, words out, the model's API, texts as vectors. No stt
+    // crate at all.
     ("stt-audio", 1),
     ("stt-vad", 1),
     ("stt-asr", 1),
     ("stt-llm", 1),
+    ("stt-embed", 1),
+    ("stt-memory", 1),
     // The config file's types and loading; the sockets, which carry only stt-proto types.
     ("stt-config", 2),
     ("stt-bus", 2),

@@ -4,7 +4,7 @@
 //! over. Tests and examples only; the daemon runs the plain-Rust network.
 //!
 //! ONNX Runtime is a shared library loaded at run time: `$ORT_DYLIB_PATH`, else the newest
-//! `libonnxruntime.so*` next to the model (`scripts/fetch-models --with-onnxruntime` puts it
+//! `libonnxruntime.so*` next to the model (`scripts/fetch-models` puts it
 //! there).
 
 #![allow(clippy::expect_used, reason = "a reference for tests: a failure should panic")]
@@ -101,7 +101,7 @@ fn library(model: &Path) -> Result<PathBuf, String> {
     newest.map(|(_, name)| dir.join(name)).ok_or_else(|| {
         format!(
             "no ONNX Runtime library (libonnxruntime.so*) in {}: run \
-             scripts/fetch-models --with-onnxruntime",
+             scripts/fetch-models",
             dir.display()
         )
     })

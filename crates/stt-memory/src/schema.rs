@@ -1,0 +1,160 @@
+//! The database's shape, and the migrations that bring any earlier version of it up to date.
+//!
+//! `PRAGMA user_version` holds the number of migrations applied; `PRAGMA application_id`
+//! marks the file as stt's, so a foreign SQLite file is refused instead of written into.
+//! Migrations only ever append: a released step is never edited, the next change is a new
+//! step, and `tests::every_version_migrates` opens a database left at each earlier version.
+
+use rusqlite::Connection;
+
+/// "stt1" in ASCII: what `PRAGMA application_id` says in every stt memory file.
+pub const APPLICATION_ID: i32 = 0x7374_7431;
+
+/// Each step, in order; `MIGRATIONS[k]` takes a database from version `k` to `k + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the conversation log, items with their links and provenance, vectors, dreams.
+    r"
+    -- owner: 'item' or 'log'; v: little-endian f32s, unit length.
+    CREATE TABLE vectors (
+        owner  TEXT NOT NULL,
+        id     INTEGER NOT NULL,
+        model  TEXT NOT NULL,
+        v      BLOB NOT NULL,
+        PRIMARY KEY (owner, id)
+    );
+    CREATE TABLE sessions (
+        id       INTEGER PRIMARY KEY,
+        kind     TEXT NOT NULL,
+        label    TEXT,
+        started  REAL NOT NULL,
+        ended    REAL,
+        status   TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'pending', 'processed'))
+    );
+    CREATE TABLE log (
+        id       INTEGER PRIMARY KEY,
+        session  INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq      INTEGER NOT NULL,
+        at       REAL NOT NULL,
+        role     TEXT NOT NULL,
+        speaker  TEXT,
+        mode     TEXT,
+        text     TEXT NOT NULL,
+        source   TEXT
+    );
+    CREATE INDEX log_session ON log(session, seq);
+    CREATE INDEX log_source ON log(source);
+    -- rowid = log.id. `context` holds the session's date and the neighbouring turns, so a
+    -- turn that answers with 'yes, last Tuesday' is found by the words of the question
+    -- before it. The store writes it (a turn's context changes when the next turns come).
+    CREATE VIRTUAL TABLE log_fts USING fts5(text, context, tokenize = 'porter unicode61');
+    CREATE TRIGGER log_forget AFTER DELETE ON log BEGIN
+        DELETE FROM log_fts WHERE rowid = old.id;
+        DELETE FROM vectors WHERE owner = 'log' AND id = old.id;
+    END;
+
+    CREATE TABLE items (
+        id           INTEGER PRIMARY KEY,
+        uid          TEXT NOT NULL UNIQUE,
+        kind         TEXT NOT NULL CHECK (kind IN ('knowledge', 'episode', 'intention', 'profile')),
+        subtype      TEXT NOT NULL DEFAULT '',
+        name         TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        tags         TEXT NOT NULL DEFAULT '',
+        norm         TEXT NOT NULL,
+        name_norm    TEXT NOT NULL DEFAULT '',
+        subject      TEXT NOT NULL DEFAULT '',
+        score        REAL NOT NULL DEFAULT 1.0,
+        stability    REAL NOT NULL DEFAULT 1.0,
+        created      REAL NOT NULL,
+        last_used    REAL NOT NULL,
+        last_decay   REAL NOT NULL,
+        status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+        archived_why TEXT,
+        cue          TEXT,
+        due          REAL,
+        priority     TEXT,
+        state        TEXT,
+        extra        TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX items_kind ON items(kind, status);
+    -- Duplicates and corrections are looked up by text and by name: these indexes name every
+    -- column those lookups test, so SQLite never prefers walking `items_kind`.
+    CREATE INDEX items_norm ON items(norm, kind, status);
+    CREATE INDEX items_slot ON items(name_norm, subject, kind, status);
+    CREATE VIRTUAL TABLE items_fts USING fts5(
+        name, body, tags, content = 'items', content_rowid = 'id', tokenize = 'porter unicode61'
+    );
+    CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_fts(rowid, name, body, tags) VALUES (new.id, new.name, new.body, new.tags);
+    END;
+    CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
+        INSERT INTO items_fts(items_fts, rowid, name, body, tags)
+            VALUES ('delete', old.id, old.name, old.body, old.tags);
+        DELETE FROM vectors WHERE owner = 'item' AND id = old.id;
+    END;
+    CREATE TRIGGER items_fts_update AFTER UPDATE OF name, body, tags ON items BEGIN
+        INSERT INTO items_fts(items_fts, rowid, name, body, tags)
+            VALUES ('delete', old.id, old.name, old.body, old.tags);
+        INSERT INTO items_fts(rowid, name, body, tags) VALUES (new.id, new.name, new.body, new.tags);
+        DELETE FROM vectors WHERE owner = 'item' AND id = old.id;
+    END;
+
+    -- kind: 'related' (spreads recall) or 'supersedes' (src replaced dst).
+    CREATE TABLE links (
+        src   INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+        dst   INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+        kind  TEXT NOT NULL,
+        PRIMARY KEY (src, dst, kind)
+    );
+    CREATE INDEX links_dst ON links(dst);
+    CREATE TABLE provenance (
+        item  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+        log   INTEGER NOT NULL REFERENCES log(id) ON DELETE CASCADE,
+        PRIMARY KEY (item, log)
+    );
+    CREATE INDEX provenance_log ON provenance(log);
+    CREATE TABLE dreams (
+        id       INTEGER PRIMARY KEY,
+        started  REAL NOT NULL,
+        ended    REAL,
+        status   TEXT NOT NULL,
+        trigger  TEXT NOT NULL DEFAULT '',
+        text     TEXT NOT NULL DEFAULT ''
+    );
+    ",
+];
+
+/// The version a fully migrated database has.
+pub fn latest() -> u32 {
+    MIGRATIONS.len() as u32
+}
+
+pub fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+pub fn application_id(conn: &Connection) -> rusqlite::Result<i32> {
+    conn.pragma_query_value(None, "application_id", |row| row.get(0))
+}
+
+/// Whether the file has any table of its own (a database someone else made).
+pub fn has_tables(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table'", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map(|n| n > 0)
+}
+
+/// Applies every step after the database's version, each in its own transaction with the
+/// version bump, so a crash leaves the database at a whole version.
+pub fn migrate(conn: &mut Connection, to: u32) -> rusqlite::Result<u32> {
+    let from = version(conn)?;
+    for step in from..to {
+        let tx = conn.transaction()?;
+        tx.execute_batch(MIGRATIONS[step as usize])?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.pragma_update(None, "user_version", step + 1)?;
+        tx.commit()?;
+    }
+    Ok(from)
+}
