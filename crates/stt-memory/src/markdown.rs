@@ -381,7 +381,11 @@ impl Store {
                 }
             }
         };
-        // The file's own figures and state win: it is what the person sees and edits.
+        // The file's own figures and state win (it is what the person sees and edits), except
+        // when its text was merged into an item memory already had: that item keeps its own.
+        if outcome == Imported::Merged {
+            return Ok((id, outcome));
+        }
         let active = get("status").is_none_or(|s| s != "archived");
         let extra_json = serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into());
         self.write(|tx| {
@@ -540,6 +544,24 @@ mod tests {
             "unknown keys are kept"
         );
         assert_eq!(store.items(&ItemFilter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_archived_file_does_not_archive_the_live_item_it_repeats() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("m.db")).unwrap();
+        let live = store.remember(NewItem::fact("tea", "Likes green tea.")).unwrap().id();
+        let input = dir.path().join("in/archived/knowledge");
+        fs::create_dir_all(&input).unwrap();
+        fs::write(
+            input.join("9-tea.md"),
+            "---\nkind: knowledge\nstatus: archived\nscore: 0.1\n---\nlikes green tea\n",
+        )
+        .unwrap();
+        let counts = store.import(&dir.path().join("in")).unwrap();
+        assert_eq!(counts.merged, 1);
+        let item = store.item(live).unwrap();
+        assert!(item.active && item.score > 0.9, "{item:?}");
     }
 
     #[test]
