@@ -24,6 +24,7 @@ pub mod core;
 pub mod ids;
 pub mod lane;
 pub mod llm;
+pub mod memory;
 pub mod names;
 pub mod owner;
 pub mod queue;
