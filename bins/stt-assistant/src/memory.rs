@@ -2,9 +2,9 @@
 //! of their own, so the loop never waits on SQLite or a model.
 //!
 //! The loop captures what was said ([`Memory::turn`], [`Memory::close`]) without waiting,
-//! and asks questions ([`Memory::ask`]) whose answers come back on a one-shot channel. When
-//! nothing is asked, the thread embeds what has no vector yet, a batch at a time, so recall by
-//! meaning catches up in the background. It reports to the loop only what a person should
+//! and asks questions ([`Memory::ask`]) whose answers come back on a one-shot channel.
+//! Between jobs (a batch every 200 ms at most) the thread embeds what has no vector yet, so
+//! recall by meaning catches up in the background. It reports to the loop only what a person should
 //! hear of: that memory is ready (and whether recall by meaning is on), or that it went off
 //! for this session (the database could not be opened, or the disk failed under it): chat
 //! and commands go on without it.
@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -142,7 +142,7 @@ impl Memory {
     }
 }
 
-/// How long the thread waits for a job before embedding a batch in the background.
+/// How often the thread embeds a batch in the background (when there is anything to embed).
 const IDLE: Duration = Duration::from_millis(200);
 /// Texts embedded per background batch.
 const BATCH: usize = 16;
@@ -153,11 +153,18 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
     let (tx, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new().name("stt-memory".to_owned()).spawn(move || {
         let mut lane = Lane::open(&settings, &reports);
+        let mut embedded = Instant::now();
         loop {
             match rx.recv_timeout(IDLE) {
                 Ok(job) => lane.run(job, &reports),
-                Err(mpsc::RecvTimeoutError::Timeout) => lane.embed_some(&reports),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            // A batch every IDLE at most, between jobs too: a steady stream of them (a long
+            // chat, a viewer polling) must not starve recall by meaning.
+            if embedded.elapsed() >= IDLE {
+                lane.embed_some(&reports);
+                embedded = Instant::now();
             }
         }
         if let Some(store) = lane.store.as_mut() {
@@ -381,6 +388,50 @@ mod tests {
         assert_eq!((stats.log_entries, stats.pending_sessions), (2, 1));
         let first = seen.lock().unwrap()[0].clone();
         assert!(matches!(first, Report::Ready { meaning: Err(_), .. }), "{first:?}");
+    }
+
+    /// With the installed embedder (scripts/fetch-models), what was said is embedded in the
+    /// background, and a question with no word in common finds it by meaning.
+    #[tokio::test]
+    async fn vectors_are_made_while_idle_and_meaning_finds_a_paraphrase() {
+        let dir = tempfile::tempdir().unwrap();
+        let models = stt_testkit::models_dir();
+        let embedder = (stt_embed::default_dir(&models), stt_embed::runtime_library(&models));
+        let (sink, seen) = reports();
+        let db = dir.path().join("memory.sqlite");
+        let memory = spawn(Settings { db, embedder: Some(embedder) }, sink).unwrap();
+        memory.turn(
+            Episode::Chat(1),
+            Role::User,
+            Some("Typed"),
+            "chat",
+            "My sister lives in Lisbon.",
+        );
+        memory.turn(
+            Episode::Chat(1),
+            Role::User,
+            Some("Typed"),
+            "chat",
+            "The printer is out of toner.",
+        );
+        memory.close(Episode::Chat(1));
+        let mut stats = None;
+        for _ in 0..300 {
+            let Answer::Stats(s) = memory.ask(Ask::Stats).await else { panic!() };
+            if s.vectors == 2 {
+                stats = Some(s);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ready = seen.lock().unwrap()[0].clone();
+        assert!(matches!(ready, Report::Ready { meaning: Ok(()), .. }), "{ready:?}");
+        let stats = stats.expect("the two entries were not embedded within 30 s");
+        assert_eq!(stats.embedding_model.as_deref(), Some(stt_embed::MODEL_ID));
+        let ask = Ask::Search { text: "Which city is my sibling in?".into(), limit: 1 };
+        let Answer::Hits(hits) = memory.ask(ask).await else { panic!() };
+        assert_eq!(hits[0].text, "Typed: My sister lives in Lisbon.", "{hits:?}");
+        assert!(hits[0].meaning > 0.3, "{hits:?}");
     }
 
     #[tokio::test]
