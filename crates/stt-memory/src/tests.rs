@@ -1,6 +1,5 @@
 //! The store as a whole: opening, the log, items, decay, recall, forgetting.
 
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -445,5 +444,19 @@ fn vectors_survive_a_reopen_and_follow_the_model() {
     assert!(store.missing_vectors(10).unwrap().is_empty());
     store.use_embeddings("another-model", 8).unwrap();
     assert_eq!(store.missing_vectors(10).unwrap().len(), 1, "another model's vectors are not used");
-    let _ = Cell::new(0);
+}
+
+#[test]
+fn the_current_session_can_be_left_out() {
+    let mut f = Fixture::new();
+    let before = f.store.open_session(SessionKind::Chat, None, None).unwrap();
+    let old = say(&mut f.store, before, "Typed", "the spare key is under the blue pot");
+    f.store.close_session(before).unwrap();
+    let now = f.store.open_session(SessionKind::Chat, None, None).unwrap();
+    let current = say(&mut f.store, now, "Typed", "where is the spare key?");
+    let all = f.store.recall(&Query::new("spare key")).unwrap();
+    assert!(all.iter().any(|h| h.target == Target::Log(current)));
+    let query = Query { exclude_session: Some(now), ..Query::new("spare key") };
+    let hits: Vec<Target> = f.store.recall(&query).unwrap().iter().map(|h| h.target).collect();
+    assert_eq!(hits, vec![Target::Log(old)], "what is being said now is not recalled back");
 }

@@ -323,7 +323,7 @@ impl Store {
         let dim = self.vectors.dim;
         let stored = self.write(|tx| {
             let mut stored = Vec::new();
-            for (target, v) in vectors {
+            for (k, (target, v)) in vectors.iter().enumerate() {
                 if v.len() != dim {
                     continue;
                 }
@@ -348,14 +348,13 @@ impl Store {
                     params![owner, id, model, to_blob(v)],
                 )
                 .map_err(sql)?;
-                stored.push(*target);
+                stored.push(k);
             }
             Ok(stored)
         })?;
-        for target in &stored {
-            if let Some((_, v)) = vectors.iter().find(|(t, _)| t == target) {
-                self.vectors.insert(*target, v);
-            }
+        for &k in &stored {
+            let (target, v) = &vectors[k];
+            self.vectors.insert(*target, v);
         }
         Ok(stored.len())
     }
