@@ -13,15 +13,12 @@
     reason = "a test that reports figures"
 )]
 
-use std::fs::File;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
-use stt_testkit::llama::{health, model, server_program as llama_server};
+use stt_testkit::llama::Server;
 use stt_testkit::llm_server::Script;
 use stt_testkit::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
 use stt_testkit::{Sandbox, expect_within, wait_until};
@@ -30,59 +27,6 @@ use stt_testkit::{Sandbox, expect_within, wait_until};
 use stt_testkit::DEADLINE;
 /// For the model: two requests on one thread of a machine that may be busy.
 const MODEL_DEADLINE: Duration = Duration::from_secs(240);
-
-/// A running llama-server, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = dir.join("llama-server.log");
-        let out = File::create(&log).unwrap();
-        let child = Command::new(llama_server())
-            .arg("-m")
-            .arg(model())
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["-t", "1", "-c", "4096", "-np", "1", "--jinja"])
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start llama-server: {e}; run scripts/fetch-llm"));
-        let mut server = Self { child, port, log };
-        let started = Instant::now();
-        expect_within("llama-server answers GET /health with 200", Duration::from_secs(60), || {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("llama-server exited ({status}); its log:\n{}", server.log());
-            }
-            match health(server.port) {
-                Some(200) => Ok(()),
-                other => Err(format!("{other:?}")),
-            }
-        });
-        eprintln!("llama-server ready in {:.1} s", started.elapsed().as_secs_f64());
-        server
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A config that names no provider or endpoint, so the assistant finds the server by
 /// itself: on `local_port`, where `stt-daemon up` runs its own (the other local providers'

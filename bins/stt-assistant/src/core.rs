@@ -413,6 +413,7 @@ impl Core {
             | Request::TimerCancel { .. }
             | Request::ChatCommand { .. }
             | Request::ChatStop
+            | Request::Memory(_)
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
             Request::Confirm { call_id } | Request::Deny { call_id } => {

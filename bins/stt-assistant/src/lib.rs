@@ -4,11 +4,12 @@
 //! calls waiting for a yes or no, speakers: pure rules, no I/O), [`queue`] (the inference
 //! queue in front of the one model worker) and [`timers`], plain data; [`owner`] (the one
 //! task that owns that state and its loop); the lanes that report to it: [`llm`] (commands
-//! through the tool loop, chat turns, compaction) and [`writer`] (the writes that block).
+//! through the tool loop, chat turns, compaction), [`memory`] (long-term memory on a thread
+//! of its own) and [`writer`] (the writes that block).
 //! This file turns the config into [`Settings`] and [`serve`]s them.
 //!
 //! Not built yet: telling the daemon a speaker's new name (it is validated and audited),
-//! the triage lane and long-term memory.
+//! and the triage lane.
 //!
 //! # Invariants
 //!
@@ -91,6 +92,13 @@ pub struct Settings {
     pub session_ttl: Duration,
     /// Where `/export` writes when given no path.
     pub export_dir: PathBuf,
+    /// Long-term memory; `None` when `[memory].enabled` is false.
+    pub memory: Option<memory::Settings>,
+    /// `[memory].capture_ambient`.
+    pub capture_ambient: bool,
+    /// When dreams start on their own, and how long one may go on.
+    pub dream_rules: memory::DreamRules,
+    pub dream_max_steps: u32,
 }
 
 impl Settings {
@@ -130,8 +138,40 @@ impl Settings {
             session_file: state.join(session::FILE),
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
+            memory: memory_settings(config)?,
+            capture_ambient: config.memory.capture_ambient,
+            dream_rules: memory::DreamRules {
+                idle: Duration::from_secs(config.memory.dream_idle_s),
+                max_interval: Duration::from_secs(config.memory.dream_max_interval_h * 3600),
+                min_sessions: config.memory.dream_min_sessions as usize,
+            },
+            dream_max_steps: config.memory.dream_max_steps,
         })
     }
+}
+
+/// The memory lane's settings from `[memory]`; `None` when it is off.
+fn memory_settings(config: &Config) -> anyhow::Result<Option<memory::Settings>> {
+    let m = &config.memory;
+    if !m.enabled {
+        return Ok(None);
+    }
+    let embedder = if m.embedding_model.as_os_str().is_empty() {
+        None
+    } else {
+        let dir = stt_config::dirs::model_path(&m.embedding_model)?;
+        let models = stt_config::dirs::models_dir()?;
+        Some((dir, stt_embed::runtime_library(&models)))
+    };
+    Ok(Some(memory::Settings {
+        db: stt_config::dirs::memory_db(config)?,
+        embedder,
+        limits: memory::Limits {
+            top_k: m.recall_top_k as usize,
+            min_score: m.recall_min_score as f32,
+        },
+        hints: m.hints,
+    }))
 }
 
 /// The registry's settings from `[llm]`: `[llm.providers.ID]` tables, with the top-level
@@ -234,6 +274,20 @@ pub async fn serve(
     let publisher = Publisher::default();
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
     let tools = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
+    if let Some(name) =
+        tools.specs().map(|s| s.name.as_str()).find(|n| memory::tools::is_memory_tool(n))
+    {
+        anyhow::bail!(
+            "[[tools.command]] '{name}' has the name of one of memory's tools; choose another name"
+        );
+    }
+    let memory = match settings.memory.clone() {
+        Some(memory) => Some(
+            memory::spawn(memory, sink(&inputs_tx, Input::Memory))
+                .context("cannot start the memory thread")?,
+        ),
+        None => None,
+    };
     let writer = writer::spawn(
         settings.names_file.clone(),
         settings.audit_dir.clone().map(stt_tools::AuditLog::new),
@@ -259,6 +313,7 @@ pub async fn serve(
                 providers: None,
                 registry: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
+                memory: memory.clone(),
             },
             writer,
             publisher,
@@ -267,6 +322,10 @@ pub async fn serve(
             session_file: settings.session_file.clone(),
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
+            memory,
+            capture_ambient: settings.capture_ambient,
+            dream_rules: settings.dream_rules,
+            dream_max_steps: settings.dream_max_steps,
         },
         inputs_tx.clone(),
     );

@@ -48,6 +48,7 @@ fn lane(server: &LlmServer) -> Lane {
         providers: None,
         registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
         settings: Arc::new(settings),
+        memory: None,
     }
 }
 

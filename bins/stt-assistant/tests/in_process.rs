@@ -48,6 +48,8 @@ impl Served {
         let mut settings = Settings::from_config(&config).unwrap();
         settings.names_file = dir.path().join("speaker-names.json");
         settings.audit_dir = None;
+        // Memory would open the user's own database: these rules do not need it.
+        settings.memory = None;
         let control = dir.path().join("stt-assistant.sock");
         let socket = BoundSocket::bind(&control, "stt-assistant").unwrap();
         let assistant = tokio::spawn(serve(socket, daemon_path, settings, shutdown.clone()));

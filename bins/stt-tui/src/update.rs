@@ -359,7 +359,8 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         | AssistantEvent::Ack(_)
         | AssistantEvent::Speakers(_)
         | AssistantEvent::SpeakerList(_)
-        | AssistantEvent::ChatOutput { .. } => {}
+        | AssistantEvent::ChatOutput { .. }
+        | AssistantEvent::MemoryOutput { .. } => {}
     }
     vec![]
 }

@@ -251,6 +251,11 @@ pub fn model_path_with(configured: &Path, env: &Env) -> Result<PathBuf, ConfigEr
 
 /// Where models are installed: `$STT_MODELS_DIR`, else `<data_dir>/models` (the same rule
 /// as `scripts/fetch-models`).
+pub fn models_dir() -> Result<PathBuf, ConfigError> {
+    models_dir_with(&Env::from_process())
+}
+
+/// [`models_dir`] in `env`.
 pub fn models_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
     if let Some(dir) = env.var("STT_MODELS_DIR") {
         return Ok(expand_home(Path::new(&dir), env));

@@ -24,7 +24,7 @@ pub struct Config {
     pub triage: TriageConfig,
     /// `[speakers]`: optional per-utterance speaker identification.
     pub speakers: SpeakersConfig,
-    /// `[memory]`: optional long-term memory.
+    /// `[memory]`: long-term memory.
     pub memory: MemoryConfig,
     /// `[tui]`: the terminal viewer.
     pub tui: TuiConfig,
@@ -367,20 +367,33 @@ impl Default for SpeakersConfig {
     }
 }
 
-/// `[memory]`: optional long-term memory.
+/// `[memory]`: long-term memory, kept locally in one SQLite file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
-    /// Keep long-term memory.
+    /// Keep long-term memory: conversations are logged and consolidated, and recalled later.
     pub enabled: bool,
     /// SQLite database path; empty means `<data_dir>/memory.sqlite`.
     pub db: PathBuf,
-    /// Embedding model (a path, or a name under `<data_dir>/models`); empty means keyword recall only.
+    /// Also keep what is said in idle mode (speech nobody addressed to the assistant).
+    pub capture_ambient: bool,
+    /// Embedding model for recall by meaning (a directory path, or a name under
+    /// `<data_dir>/models`); empty means keyword recall only (and no hints).
     pub embedding_model: PathBuf,
-    /// Most memories recalled into one prompt.
+    /// Most memories a recall tool returns.
     pub recall_top_k: u32,
-    /// Memories scoring below this are not recalled (0 .. 1).
+    /// Memories scoring below this are not returned by the recall tools (0 .. 1).
     pub recall_min_score: f64,
+    /// Offer associative hints (a memory that clearly matches what was just said).
+    pub hints: bool,
+    /// Seconds of quiet before a dream (consolidation) may start; 0 never dreams on its own.
+    pub dream_idle_s: u64,
+    /// Hours after the last dream at which one starts even without the quiet.
+    pub dream_max_interval_h: u64,
+    /// Sessions waiting to be consolidated before a dream starts on its own.
+    pub dream_min_sessions: u32,
+    /// Rounds of tool calls one dream may take.
+    pub dream_max_steps: u32,
     /// Summaries merged into one parent summary when a level of the memory tree fills up.
     pub summary_fanout: u32,
 }
@@ -388,11 +401,17 @@ pub struct MemoryConfig {
 impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
-            enabled: false,
+            enabled: true,
             db: PathBuf::new(),
-            embedding_model: PathBuf::new(),
+            capture_ambient: false,
+            embedding_model: PathBuf::from("minilm-l6-v2"),
             recall_top_k: 5,
-            recall_min_score: 0.5,
+            recall_min_score: 0.25,
+            hints: true,
+            dream_idle_s: 600,
+            dream_max_interval_h: 24,
+            dream_min_sessions: 2,
+            dream_max_steps: 40,
             summary_fanout: 4,
         }
     }

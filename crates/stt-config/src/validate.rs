@@ -39,8 +39,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     // Sections whose feature is not built yet: their values are checked above, but turning
     // one on must not look as if it did something. The issue that builds each lifts its line.
     not_built_yet("triage", config.triage.enabled, "the triage lane")?;
-    not_built_yet("speakers", config.speakers.enabled, "speaker identification")?;
-    not_built_yet("memory", config.memory.enabled, "long-term memory")
+    not_built_yet("speakers", config.speakers.enabled, "speaker identification")
 }
 
 /// `[section].enabled = true` for a feature this build does not have.
@@ -345,6 +344,14 @@ fn memory(c: &MemoryConfig) -> Checked {
     let d = MemoryConfig::default();
     positive("memory", "recall_top_k", c.recall_top_k.into(), d.recall_top_k.into())?;
     fraction("memory", "recall_min_score", c.recall_min_score, false, d.recall_min_score)?;
+    positive("memory", "dream_max_interval_h", c.dream_max_interval_h, d.dream_max_interval_h)?;
+    positive(
+        "memory",
+        "dream_min_sessions",
+        c.dream_min_sessions.into(),
+        d.dream_min_sessions.into(),
+    )?;
+    positive("memory", "dream_max_steps", c.dream_max_steps.into(), d.dream_max_steps.into())?;
     if c.summary_fanout < 2 {
         return Err(problem(
             KeyPath::new("memory", "summary_fanout"),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use stt_bus::BusError;
-use stt_proto::{AssistantEvent, Request, Speakers, Status};
+use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status};
 
 /// Exit status: the assistant accepted the request.
 pub const EXIT_OK: u8 = 0;
@@ -121,10 +121,95 @@ pub enum Verb {
     },
     /// Stop the chat reply that is streaming (what arrived is kept)
     ChatStop,
+    /// Read, search, forget, export or import long-term memory, or run a dream
+    /// (docs/MEMORY.md)
+    Memory {
+        #[command(subcommand)]
+        verb: MemoryVerb,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
     ConfigDefault,
+}
+
+/// What `stt-ctl memory` does.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum MemoryVerb {
+    /// List what memory holds, newest first
+    List {
+        /// Only this kind: knowledge, episode, intention or profile
+        #[arg(long)]
+        kind: Option<String>,
+        /// Archived items too (decayed, corrected, done)
+        #[arg(long)]
+        archived: bool,
+        /// At most this many (default 50)
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Show one item whole: text, score, where it came from, what it corrected
+    Show {
+        /// The item's id, as `list` shows it
+        id: i64,
+    },
+    /// Search items and past conversations for TEXT, best first
+    Search {
+        /// What to look for; several words are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+        /// At most this many (default 10)
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Delete one item, or with --all everything memory holds (audited; not undoable)
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["id", "all"])))]
+    Forget {
+        /// The item's id, as `list` shows it
+        id: Option<i64>,
+        /// Every conversation, item and dream
+        #[arg(long)]
+        all: bool,
+    },
+    /// Write memory as Markdown files (YAML front matter) under DIR
+    Export { dir: PathBuf },
+    /// Read Markdown files from DIR back into memory (unknown keys are kept)
+    Import { dir: PathBuf },
+    /// Consolidate memory now (a dream), instead of waiting for a quiet moment
+    Dream,
+    /// Show the latest dreams and what each did
+    Dreams {
+        /// At most this many (default 5)
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// How much memory holds
+    Stats,
+}
+
+impl MemoryVerb {
+    fn request(&self) -> MemoryRequest {
+        // The assistant may run elsewhere in the file system's eyes (another cwd): it gets
+        // absolute directories.
+        let absolute = |dir: &PathBuf| {
+            std::path::absolute(dir).unwrap_or_else(|_| dir.clone()).display().to_string()
+        };
+        match self {
+            Self::List { kind, archived, limit } => {
+                MemoryRequest::List { kind: kind.clone(), archived: *archived, limit: *limit }
+            }
+            Self::Show { id } => MemoryRequest::Show { id: *id },
+            Self::Search { text, limit } => {
+                MemoryRequest::Search { text: text.join(" "), limit: *limit }
+            }
+            Self::Forget { id, all } => MemoryRequest::Forget { id: *id, all: *all },
+            Self::Export { dir } => MemoryRequest::Export { dir: absolute(dir) },
+            Self::Import { dir } => MemoryRequest::Import { dir: absolute(dir) },
+            Self::Dream => MemoryRequest::Dream,
+            Self::Dreams { limit } => MemoryRequest::Dreams { limit: *limit },
+            Self::Stats => MemoryRequest::Stats,
+        }
+    }
 }
 
 impl Verb {
@@ -148,6 +233,7 @@ impl Verb {
             Self::ChatSend { text } => Request::ChatSend { text: text.join(" ") },
             Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
             Self::ChatStop => Request::ChatStop,
+            Self::Memory { verb } => Request::Memory(verb.request()),
             Self::Completions { .. } | Self::ConfigDefault => return None,
         })
     }
@@ -187,6 +273,13 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     // A held request's reply comes after its wait: the timeout starts after it.
     let held = match &request {
         Request::CommandExecute { wait_ms: Some(ms) } => *ms,
+        // Writing or reading a whole memory, or waiting for a dream to start, takes a while.
+        Request::Memory(
+            MemoryRequest::Export { .. }
+            | MemoryRequest::Import { .. }
+            | MemoryRequest::Forget { .. }
+            | MemoryRequest::Dream,
+        ) => 30_000,
         _ => 0,
     };
     let timeout = Duration::from_millis(cli.timeout_ms.saturating_add(held));
@@ -245,7 +338,9 @@ pub fn describe(event: &AssistantEvent) -> String {
         AssistantEvent::Status(status) => describe_status(status),
         AssistantEvent::SpeakerList(list) => describe_speakers(list),
         AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
-        AssistantEvent::ChatOutput { text } => format!("{text}\n"),
+        AssistantEvent::ChatOutput { text } | AssistantEvent::MemoryOutput { text, .. } => {
+            format!("{text}\n")
+        }
         other => format!("{other:?}\n"),
     }
 }
@@ -380,6 +475,7 @@ mod tests {
             &["chat-send", "hello"],
             &["chat-command", "/providers"],
             &["chat-stop"],
+            &["memory", "stats"],
             &["completions", "bash"],
             &["config-default"],
         ];
@@ -449,8 +545,52 @@ mod tests {
     }
 
     #[test]
+    fn every_memory_verb_becomes_its_request() {
+        let memory = |m| Some(Request::Memory(m));
+        check(
+            &["memory", "list", "--kind", "intention"],
+            memory(MemoryRequest::List {
+                kind: Some("intention".into()),
+                archived: false,
+                limit: None,
+            }),
+        );
+        check(&["memory", "show", "12"], memory(MemoryRequest::Show { id: 12 }));
+        check(
+            &["memory", "search", "my", "sister", "--limit", "3"],
+            memory(MemoryRequest::Search { text: "my sister".into(), limit: Some(3) }),
+        );
+        check(
+            &["memory", "forget", "12"],
+            memory(MemoryRequest::Forget { id: Some(12), all: false }),
+        );
+        check(
+            &["memory", "forget", "--all"],
+            memory(MemoryRequest::Forget { id: None, all: true }),
+        );
+        check(
+            &["memory", "export", "/tmp/m"],
+            memory(MemoryRequest::Export { dir: "/tmp/m".into() }),
+        );
+        let here = std::env::current_dir().unwrap().join("m").display().to_string();
+        check(&["memory", "import", "m"], memory(MemoryRequest::Import { dir: here }));
+        check(&["memory", "dream"], memory(MemoryRequest::Dream));
+        check(&["memory", "dreams"], memory(MemoryRequest::Dreams { limit: None }));
+        check(&["memory", "stats"], memory(MemoryRequest::Stats));
+    }
+
+    #[test]
     fn usage_errors_are_rejected() {
-        for args in [&["fly"][..], &["command-edit"], &["speaker-name", "spk_1"], &[]] {
+        for args in [
+            &["fly"][..],
+            &["command-edit"],
+            &["speaker-name", "spk_1"],
+            &[],
+            &["memory"],
+            &["memory", "forget"],
+            &["memory", "forget", "3", "--all"],
+            &["memory", "show", "x"],
+        ] {
             let argv = std::iter::once("stt-ctl").chain(args.iter().copied());
             assert!(Cli::try_parse_from(argv).is_err(), "{args:?} should not parse");
         }

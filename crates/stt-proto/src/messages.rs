@@ -307,7 +307,92 @@ family! {
         /// Stop the reply that is streaming; what arrived is kept as the turn, flagged
         /// `stopped`.
         ChatStop = "chat_stop",
+        /// Read, search, forget, export or import long-term memory, or run a dream; answered
+        /// with `memory_output`.
+        Memory(MemoryRequest) = "memory",
     }
+}
+
+/// What a `memory` request asks, by its `verb`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum MemoryRequest {
+    /// Items, newest first: one `kind` (knowledge, episode, intention, profile) or all;
+    /// archived ones too with `archived`.
+    List {
+        #[serde(default)]
+        kind: Option<String>,
+        #[serde(default)]
+        archived: bool,
+        #[serde(default)]
+        limit: Option<u32>,
+    },
+    /// One item, whole.
+    Show { id: i64 },
+    /// Items and conversation lines for a text, best first.
+    Search {
+        text: String,
+        #[serde(default)]
+        limit: Option<u32>,
+    },
+    /// Delete one item (`id`) or everything memory holds (`all`), search rows and vectors
+    /// with it; audited.
+    Forget {
+        #[serde(default)]
+        id: Option<i64>,
+        #[serde(default)]
+        all: bool,
+    },
+    /// Write every item, conversation and dream as Markdown files under `dir` (absolute).
+    Export { dir: String },
+    /// Read Markdown files from `dir` (absolute) back in, keeping keys stt does not know.
+    Import { dir: String },
+    /// Run a dream (consolidation) now.
+    Dream,
+    /// The latest dreams and what each did.
+    Dreams {
+        #[serde(default)]
+        limit: Option<u32>,
+    },
+    /// How much memory holds.
+    Stats,
+}
+
+impl MemoryRequest {
+    /// The verb as the wire names it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::List { .. } => "list",
+            Self::Show { .. } => "show",
+            Self::Search { .. } => "search",
+            Self::Forget { .. } => "forget",
+            Self::Export { .. } => "export",
+            Self::Import { .. } => "import",
+            Self::Dream => "dream",
+            Self::Dreams { .. } => "dreams",
+            Self::Stats => "stats",
+        }
+    }
+}
+
+/// One thing memory holds, as `memory_output` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryEntry {
+    /// `item`, or `log` for a line of a conversation.
+    pub target: String,
+    pub id: i64,
+    /// Items: knowledge, episode, intention or profile; log lines: who spoke (user,
+    /// assistant, tool, ambient).
+    pub kind: String,
+    pub text: String,
+    /// When it was made or said, seconds since the Unix epoch.
+    pub at: f64,
+    /// How well it matched a search.
+    #[serde(default)]
+    pub score: Option<f32>,
+    /// Archived (decayed, corrected, done); kept, not recalled.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -556,6 +641,13 @@ family! {
         ChatSession(ChatSession) = "chat_session",
         /// The reply to `chat_command`: its output, for a person.
         ChatOutput { text: String } = "chat_output",
+        /// The reply to `memory`: what it found or did, for a person, and the entries it
+        /// lists (empty for verbs that list none).
+        MemoryOutput {
+            text: String,
+            #[serde(default)]
+            entries: Vec<MemoryEntry>,
+        } = "memory_output",
     }
 }
 
@@ -569,11 +661,15 @@ impl AssistantEvent {
                 | Self::SpeakerList(_)
                 | Self::Error(_)
                 | Self::ChatOutput { .. }
+                | Self::MemoryOutput { .. }
         )
     }
 
     /// Whether messages of wire type `kind` are direct replies (see [`Self::is_reply`]).
     pub fn is_reply_type(kind: &str) -> bool {
-        matches!(kind, "ack" | "status" | "speaker_list" | "error" | "chat_output")
+        matches!(
+            kind,
+            "ack" | "status" | "speaker_list" | "error" | "chat_output" | "memory_output"
+        )
     }
 }

@@ -139,6 +139,40 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"chat_command","line":"/model qwen2.5:7b"}"#,
         ),
         (Request::ChatStop, r#"{"type":"chat_stop"}"#),
+        (
+            Request::Memory(MemoryRequest::Search { text: "sister".into(), limit: Some(5) }),
+            r#"{"type":"memory","verb":"search","text":"sister","limit":5}"#,
+        ),
+        (
+            Request::Memory(MemoryRequest::List {
+                kind: Some("intention".into()),
+                archived: false,
+                limit: None,
+            }),
+            r#"{"type":"memory","verb":"list","kind":"intention","archived":false,"limit":null}"#,
+        ),
+        (
+            Request::Memory(MemoryRequest::Show { id: 12 }),
+            r#"{"type":"memory","verb":"show","id":12}"#,
+        ),
+        (
+            Request::Memory(MemoryRequest::Forget { id: Some(12), all: false }),
+            r#"{"type":"memory","verb":"forget","id":12,"all":false}"#,
+        ),
+        (
+            Request::Memory(MemoryRequest::Export { dir: "/home/u/memory".into() }),
+            r#"{"type":"memory","verb":"export","dir":"/home/u/memory"}"#,
+        ),
+        (
+            Request::Memory(MemoryRequest::Import { dir: "/home/u/memory".into() }),
+            r#"{"type":"memory","verb":"import","dir":"/home/u/memory"}"#,
+        ),
+        (Request::Memory(MemoryRequest::Dream), r#"{"type":"memory","verb":"dream"}"#),
+        (
+            Request::Memory(MemoryRequest::Dreams { limit: Some(3) }),
+            r#"{"type":"memory","verb":"dreams","limit":3}"#,
+        ),
+        (Request::Memory(MemoryRequest::Stats), r#"{"type":"memory","verb":"stats"}"#),
     ]
 }
 
@@ -297,6 +331,21 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"chat_output","text":"now using ollama · qwen2.5:7b"}"#,
         ),
         (
+            AssistantEvent::MemoryOutput {
+                text: "1 found".into(),
+                entries: vec![MemoryEntry {
+                    target: "item".into(),
+                    id: 12,
+                    kind: "knowledge".into(),
+                    text: "sister's city: My sister lives in Porto".into(),
+                    at: 1_764_581_534.0,
+                    score: Some(0.75),
+                    archived: false,
+                }],
+            },
+            r#"{"type":"memory_output","text":"1 found","entries":[{"target":"item","id":12,"kind":"knowledge","text":"sister's city: My sister lives in Porto","at":1764581534.0,"score":0.75,"archived":false}]}"#,
+        ),
+        (
             AssistantEvent::SpeakerList(roster()),
             r#"{"type":"speaker_list","speakers":[{"id":"spk_0001","name":"Efren","status":"confirmed","cumulative_s":73.5,"sample_path":"speakers/spk_0001.wav","created_at":"2026-11-30T09:12:44Z"}]}"#,
         ),
@@ -379,7 +428,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

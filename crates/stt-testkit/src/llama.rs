@@ -2,10 +2,12 @@
 //! `scripts/fetch-llm` (run by `scripts/setup`) installs. A test that needs them fails with
 //! the fix when they are missing.
 
+use std::fs::File;
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::models_dir;
 
@@ -53,4 +55,68 @@ pub fn health(port: u16) -> Option<u16> {
     let n = stream.read(&mut head).ok()?;
     let line = String::from_utf8_lossy(&head[..n]).into_owned();
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A running llama-server, killed when dropped.
+#[derive(Debug)]
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts the installed model on a free port (its log in `dir`) and waits until it is
+    /// ready.
+    #[allow(clippy::print_stderr, reason = "how long it took, for the test's output")]
+    pub fn start(dir: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("no free port: {e}"));
+        let log = dir.join("llama-server.log");
+        let out = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        let child = Command::new(server_program())
+            .arg("-m")
+            .arg(model())
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-t", "1", "-c", "4096", "-np", "1", "--jinja"])
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap_or_else(|e| panic!("{e}")))
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start llama-server: {e}; run scripts/fetch-llm"));
+        let mut server = Self { child, port, log };
+        let started = Instant::now();
+        crate::expect_within(
+            "llama-server answers GET /health with 200",
+            Duration::from_secs(60),
+            || {
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    panic!("llama-server exited ({status}); its log:\n{}", server.log());
+                }
+                match health(server.port) {
+                    Some(200) => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        );
+        eprintln!("llama-server ready in {:.1} s", started.elapsed().as_secs_f64());
+        server
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

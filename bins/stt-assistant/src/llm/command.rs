@@ -11,11 +11,12 @@ use stt_proto::{AssistantEvent, ErrorCode, ToolCall, ToolResult};
 use stt_tools::ActionRecord;
 use stt_tools::registry::Outcome;
 
-use super::{Lane, Report, complete, error, no_client};
+use super::{Lane, Report, complete, error, no_client, recall};
 use crate::lane::Sink;
+use crate::memory::{self, Answer, Ask, Episode, tools as memory_tools};
 
 /// Runs `text` (typed over, when `edited`) through the tool loop.
-pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
+pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &Sink<Report>) {
     let Some(client) = &lane.client else { return no_client(lane, out) };
     if !client.supports_tools() {
         // The loop refuses such a command before it is queued; this guards a switch since.
@@ -27,7 +28,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
     }
     let settings = &lane.settings;
     let tools = tools(lane);
-    let mut messages = vec![Message::system(&settings.command_system_prompt), Message::user(text)];
+    let prompt = recall(lane, &settings.command_system_prompt, text, episode, true, out).await;
+    let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
     for _ in 0..settings.max_tool_iterations.max(1) {
@@ -69,15 +71,27 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, out: &Sink<Report>) {
     );
 }
 
+/// The tools a command may call: the registry's, and memory's when it is on.
 fn tools(lane: &Lane) -> Vec<ToolSpec> {
+    let memory = lane.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
     lane.registry
         .specs()
+        .chain(memory.iter().flatten())
         .map(|spec| ToolSpec {
             name: spec.name.clone(),
             description: spec.description.clone(),
             parameters: spec.parameters.clone(),
         })
         .collect()
+}
+
+/// The spec of the tool `name`, from the registry or memory's.
+fn spec_of(lane: &Lane, name: &str) -> Option<stt_tools::registry::ToolSpec> {
+    if let Some(spec) = lane.registry.get(name) {
+        return Some(spec.clone());
+    }
+    lane.memory.as_ref()?;
+    memory_tools::ASSISTANT.contains(&name).then(|| memory_tools::specs(&[name]).pop()).flatten()
 }
 
 /// Reports a reply without calls as the command's answer.
@@ -133,7 +147,27 @@ fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
     if !reply.tool_calls.is_empty() {
         return reply.tool_calls.clone();
     }
-    stt_llm::calls_in_content(&reply.content, |name| lane.registry.contains(name))
+    stt_llm::calls_in_content(&reply.content, |name| spec_of(lane, name).is_some())
+}
+
+/// Runs one of memory's tools (`dream_now` asks the loop for a dream).
+async fn run_memory_tool(lane: &Lane, call: &Call, out: &Sink<Report>) -> Outcome {
+    let Some(memory) = &lane.memory else {
+        return Outcome::Done { ok: false, result: "memory is off ([memory].enabled)".into() };
+    };
+    if call.name == memory_tools::DREAM_NOW {
+        out.send(Report::DreamNow);
+        return Outcome::Done {
+            ok: true,
+            result: "a dream starts once this command is over".into(),
+        };
+    }
+    let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
+    match memory.ask(ask).await {
+        Answer::Called(memory::Called { ok, result }) => Outcome::Done { ok, result },
+        Answer::Failed(why) => Outcome::Done { ok: false, result: why },
+        other => Outcome::Done { ok: false, result: format!("memory answered {other:?}") },
+    }
 }
 
 /// Runs one call (after confirmation when the tool needs it); returns what the model is told.
@@ -144,7 +178,7 @@ async fn run_call(
     edited: bool,
     out: &Sink<Report>,
 ) -> String {
-    let Some(spec) = lane.registry.get(&call.name).cloned() else {
+    let Some(spec) = spec_of(lane, &call.name) else {
         let result = format!("there is no tool named '{}'", call.name);
         out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
             call_id: call.id.clone(),
@@ -178,8 +212,10 @@ async fn run_call(
     };
     let outcome = if confirmed == Some(false) {
         Outcome::Done { ok: false, result: "the user did not allow this action".into() }
-    } else {
+    } else if lane.registry.contains(&call.name) {
         lane.registry.run(&call.name, &call.arguments).await
+    } else {
+        run_memory_tool(lane, call, out).await
     };
     if let Outcome::Timer { after, label, .. } = &outcome {
         out.send(Report::Timer { after: *after, label: label.clone() });

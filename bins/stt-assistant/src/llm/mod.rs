@@ -6,11 +6,13 @@
 //!
 //! - [`command`]: a command through the tool loop;
 //! - [`chat`]: a chat turn, streamed;
-//! - [`compact`]: keeping the conversation within the model's window.
+//! - [`compact`]: keeping the conversation within the model's window;
+//! - [`dream`]: memory's consolidation, while nobody needs the model.
 
 pub mod chat;
 pub mod command;
 pub mod compact;
+pub mod dream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
 use stt_tools::{ActionRecord, Registry};
 
 use crate::lane::Sink;
+use crate::memory::{self, Answer, Ask, Episode, Memory};
 
 /// The `[assistant]` settings jobs use.
 #[derive(Debug, Clone)]
@@ -64,6 +67,8 @@ pub struct Lane {
     pub providers: Option<(registry::Registry, Id)>,
     pub registry: Arc<Registry>,
     pub settings: Arc<Settings>,
+    /// Long-term memory; `None` when `[memory].enabled` is false.
+    pub memory: Option<Memory>,
 }
 
 impl Lane {
@@ -114,10 +119,18 @@ pub fn estimate_tokens(text: &str) -> usize {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
     /// Run a command through the tool loop.
-    Command { text: String, edited: bool },
+    Command { text: String, edited: bool, episode: Episode },
     /// Send a chat turn, with the conversation as it stands, the session's system prompt
     /// (`None`: the config's) and the provider's resume handle.
-    Chat { text: String, conversation: Chat, system: Option<String>, resume: Option<String> },
+    Chat {
+        text: String,
+        conversation: Chat,
+        system: Option<String>,
+        resume: Option<String>,
+        episode: Episode,
+    },
+    /// Consolidate memory (`trigger`: why), in at most `max_steps` requests.
+    Dream { trigger: String, max_steps: u32 },
 }
 
 /// What a job tells the loop, in the order it happens.
@@ -144,6 +157,10 @@ pub enum Report {
     ConfirmOver { call_id: String },
     /// The `set_timer` tool asked for a timer.
     Timer { after: Duration, label: String },
+    /// Memory reminded the model of these (associative hints), for a note.
+    Hinted(Vec<String>),
+    /// The `dream_now` tool asked for a dream.
+    DreamNow,
     /// A tool call to write to the audit log.
     Audit(Box<ActionRecord>),
     /// The conversation as the job leaves it (after compaction, then with the answer).
@@ -169,6 +186,8 @@ pub struct Handle {
     pub epoch: u64,
     /// Whether it is a chat turn (a `clear` stops those).
     pub chat: bool,
+    /// Whether it is a dream (anyone's activity stops those).
+    pub dream: bool,
     cancel: CancellationToken,
 }
 
@@ -183,19 +202,32 @@ impl Handle {
 /// [`Report::Finished`].
 pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
     let cancel = CancellationToken::new();
-    let handle = Handle { epoch, chat: matches!(work, Work::Chat { .. }), cancel: cancel.clone() };
+    let handle = Handle {
+        epoch,
+        chat: matches!(work, Work::Chat { .. }),
+        dream: matches!(work, Work::Dream { .. }),
+        cancel: cancel.clone(),
+    };
     let lane = lane.clone();
     let job_out = out.clone();
     let job = tokio::spawn(
         async move {
             match work {
-                Work::Command { text, edited } => {
-                    command::run(&lane, &text, edited, &job_out).await;
+                Work::Command { text, edited, episode } => {
+                    command::run(&lane, &text, edited, episode, &job_out).await;
                 }
-                Work::Chat { text, conversation, system, resume } => {
+                Work::Chat { text, conversation, system, resume, episode } => {
                     let system = system.as_deref().unwrap_or(&lane.settings.chat_system_prompt);
-                    let turn = chat::Turn { text: &text, system, resume: resume.as_deref() };
+                    let prompt = recall(&lane, system, &text, episode, false, &job_out).await;
+                    let turn = chat::Turn {
+                        text: &prompt.text,
+                        system: &prompt.system,
+                        resume: resume.as_deref(),
+                    };
                     chat::turn(&lane, turn, conversation, &job_out).await;
+                }
+                Work::Dream { trigger, max_steps } => {
+                    dream::run(&lane, &trigger, max_steps, &job_out).await;
                 }
             }
         }
@@ -251,6 +283,68 @@ async fn complete(
         }
         (outcome, _) => outcome,
     }
+}
+
+/// A prompt with what memory adds.
+#[derive(Debug, Clone, PartialEq)]
+struct Prompt {
+    system: String,
+    text: String,
+}
+
+/// What to tell the model about its memory, after the system prompt. With `tools`, when to
+/// call them.
+const DISCIPLINE_CHAT: &str = "You remember earlier conversations. A line starting with \
+    \"(Memory:\" before a message comes from that memory, not from what the user says now: \
+    use it when it answers or bears on what is asked, and do not bring it up otherwise. Never \
+    make up memories.";
+const DISCIPLINE_TOOLS: &str = "You remember earlier conversations. When the user refers to \
+    something said or decided before that you do not see here, call recall_memories first; \
+    for anything else, do not. To do or say something later, call add_intention; when an open \
+    intention is done, call complete_intention with its id.";
+
+/// The system prompt and the turn's text with what memory has for `text`: its sections and
+/// discipline after `system`, this turn's reminders (intentions due or cued, hints) before
+/// `text`. Without memory, or when it does not answer, both go as they are.
+async fn recall(
+    lane: &Lane,
+    system: &str,
+    text: &str,
+    episode: Episode,
+    tools: bool,
+    out: &Sink<Report>,
+) -> Prompt {
+    let plain = Prompt { system: system.to_owned(), text: text.to_owned() };
+    let Some(memory) = &lane.memory else { return plain };
+    let speaker = memory::speaker_of(text).map(str::to_owned);
+    let words = memory::words_of(text).to_owned();
+    let ask = Ask::Context { text: words, episode: Some(episode), speaker };
+    let context = match memory.ask(ask).await {
+        Answer::Context(context) => context,
+        Answer::Failed(why) => {
+            tracing::debug!("no memory for this prompt: {why}");
+            return plain;
+        }
+        other => {
+            tracing::warn!("memory answered a context with {other:?}");
+            return plain;
+        }
+    };
+    if !context.hints.is_empty() {
+        out.send(Report::Hinted(context.hints.clone()));
+    }
+    let discipline = if tools { DISCIPLINE_TOOLS } else { DISCIPLINE_CHAT };
+    let mut system = format!("{system}\n\n{discipline}");
+    if !context.sections.is_empty() {
+        system.push_str("\n\n");
+        system.push_str(&context.sections);
+    }
+    let text = if context.reminders.is_empty() {
+        text.to_owned()
+    } else {
+        format!("(Memory: {})\n\n{text}", context.reminders.join("; "))
+    };
+    Prompt { system, text }
 }
 
 /// Reports an error to viewers (and the log).

@@ -14,6 +14,7 @@ use stt_proto::{
 
 use super::{Input, Owner, Running, now};
 use crate::llm::{Chat, End, Work};
+use crate::memory::Episode;
 use crate::session::{self, Session, Tokens, Turn};
 use crate::slash::{self, Slash};
 
@@ -40,7 +41,13 @@ impl Owner {
             conversation: self.conversation.clone(),
             system: self.session.system.clone(),
             resume: self.session.handle.clone(),
+            episode: self.chat_episode(),
         }
+    }
+
+    /// The memory episode of the current conversation: its session, named by when it began.
+    pub(super) fn chat_episode(&self) -> Episode {
+        Episode::Chat(self.session.created)
     }
 
     /// `chat_stop`: stops the reply streaming; what arrived is kept (see [`Self::chat_finished`]).
@@ -77,6 +84,10 @@ impl Owner {
                 self.conversation.turns.push(stt_llm::Message::assistant(&running.answer));
                 self.session.set_chat(&self.conversation);
             }
+        }
+        if (end == End::Done || stopped) && !running.answer.trim().is_empty() {
+            let episode = self.chat_episode();
+            self.remember(episode, stt_memory::Role::Assistant, None, &running.answer);
         }
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
@@ -136,8 +147,12 @@ impl Owner {
         self.writer.save_session(self.session_file.clone(), self.session.clone());
     }
 
-    /// A new, empty session on the same provider and model.
+    /// A new, empty session on the same provider and model. Memory closes the old one's
+    /// episode: it waits for a dream.
     fn new_session(&mut self) {
+        if let Some(memory) = &self.memory {
+            memory.close(self.chat_episode());
+        }
         let mut fresh = Session::new(session::now());
         fresh.provider = self.session.provider.take();
         fresh.model = std::mem::take(&mut self.session.model);

@@ -9,6 +9,7 @@
 //! get a snapshot and report back through the channel, wrapped as an [`Input`].
 
 mod chat;
+mod memory;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ use stt_tools::SpeakerRecord;
 use crate::core::{Core, Effect, Outside};
 use crate::lane::Sink;
 use crate::llm::{self, Chat, End, Lane, Report, Work};
+use crate::memory::{Episode, Memory};
 use crate::queue::{InferenceQueue, Job};
 use crate::session::{self, Session, Tokens};
 use crate::timers::Timers;
@@ -51,6 +53,12 @@ pub enum Input {
     Slash { reply: oneshot::Sender<AssistantEvent>, done: chat::SlashDone },
     /// A write on the writer thread failed.
     Written(Failed),
+    /// What the memory lane has to say (ready, or off and why).
+    Memory(crate::memory::Report),
+    /// Memory answered a `memory` request; its reply goes to `reply`.
+    MemoryDone { reply: oneshot::Sender<AssistantEvent>, done: memory::MemoryDone },
+    /// Whether a dream is due now (and why).
+    DreamDue(Option<String>),
 }
 
 /// What the owner is made of, apart from the state it builds itself.
@@ -70,6 +78,14 @@ pub struct Parts {
     pub session_ttl: Duration,
     /// Where `/export` writes when given no path.
     pub export_dir: PathBuf,
+    /// Long-term memory; `None` when `[memory].enabled` is false. The same handle is in
+    /// `lane` for jobs.
+    pub memory: Option<Memory>,
+    /// `[memory].capture_ambient`: keep what is said in idle mode too.
+    pub capture_ambient: bool,
+    /// When dreams start on their own, and how long one may go on.
+    pub dream_rules: crate::memory::DreamRules,
+    pub dream_max_steps: u32,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -136,7 +152,15 @@ pub struct Owner {
     export_dir: PathBuf,
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
+    memory: Option<Memory>,
+    capture_ambient: bool,
+    /// The stretch of idle speech being captured: its id, and when its last words came.
+    ambient: Option<(u64, Instant)>,
+    dreams: memory::Dreams,
 }
+
+/// Idle speech after this long a pause starts a new ambient session.
+const AMBIENT_GAP: Duration = Duration::from_secs(600);
 
 impl Owner {
     /// An owner whose lanes report into `inputs`.
@@ -171,6 +195,10 @@ impl Owner {
             export_dir: parts.export_dir,
             heartbeat_seq: 0,
             inputs,
+            memory: parts.memory,
+            capture_ambient: parts.capture_ambient,
+            ambient: None,
+            dreams: memory::Dreams::new(parts.dream_rules, parts.dream_max_steps, now()),
         }
     }
 
@@ -250,6 +278,15 @@ impl Owner {
                 if seg.is_some() {
                     tracing::debug!(kind = event.kind(), "from the daemon");
                 }
+                match &event {
+                    DaemonEvent::Transcript(t) => {
+                        self.capture_ambient(t);
+                        self.activity(false);
+                    }
+                    // Someone speaks: a dream gives the model back at once.
+                    DaemonEvent::SpeechStart(_) => self.activity(true),
+                    _ => {}
+                }
                 let effects = self.core.daemon_event(event, now());
                 self.apply(effects);
             }
@@ -260,6 +297,9 @@ impl Owner {
         match input {
             Input::Request { request: Request::ChatCommand { line }, reply } => {
                 self.slash(&line, reply);
+            }
+            Input::Request { request: Request::Memory(request), reply } => {
+                self.memory_request(request, reply);
             }
             Input::Request { request, reply } => {
                 let answer = self.request(&request);
@@ -283,7 +323,66 @@ impl Owner {
             }
             Input::Slash { reply, done } => self.slash_done(reply, done),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
+            Input::Memory(report) => self.on_memory(report),
+            Input::MemoryDone { reply, done } => self.memory_done(reply, done),
+            Input::DreamDue(trigger) => self.dream_due(trigger),
         }
+    }
+
+    /// What the memory lane reported.
+    fn on_memory(&mut self, report: crate::memory::Report) {
+        match report {
+            crate::memory::Report::Ready { stats, meaning } => {
+                tracing::info!(
+                    items = stats.active_items,
+                    entries = stats.log_entries,
+                    pending = stats.pending_sessions,
+                    "memory is ready"
+                );
+                if let Err(why) = meaning {
+                    tracing::warn!("memory recalls by words only, and gives no hints: {why}");
+                }
+            }
+            crate::memory::Report::Off { why } => self.error(ErrorCode::Internal, why),
+        }
+    }
+
+    /// Keeps idle speech when `[memory].capture_ambient` asks for it. A pause longer than
+    /// [`AMBIENT_GAP`] closes one stretch and starts the next.
+    fn capture_ambient(&mut self, t: &stt_proto::Transcript) {
+        let Some(memory) = self.memory.as_ref().filter(|_| self.capture_ambient) else { return };
+        if self.core.mode() != stt_proto::Mode::Idle || t.text.trim().is_empty() {
+            return;
+        }
+        let now = now();
+        let id = match self.ambient {
+            Some((id, last)) if now.saturating_duration_since(last) < AMBIENT_GAP => id,
+            Some((id, _)) => {
+                memory.close(Episode::Ambient(id));
+                id + 1
+            }
+            None => session::now(),
+        };
+        self.ambient = Some((id, now));
+        let speaker = t.speaker.as_deref();
+        memory.turn(Episode::Ambient(id), stt_memory::Role::Ambient, speaker, "idle", &t.text);
+    }
+
+    /// Writes an entry of `episode` to memory, if it is on.
+    fn remember(
+        &self,
+        episode: Episode,
+        role: stt_memory::Role,
+        speaker: Option<&str>,
+        text: &str,
+    ) {
+        let Some(memory) = &self.memory else { return };
+        let mode = match episode {
+            Episode::Chat(_) => "chat",
+            Episode::Command(_) => "command",
+            Episode::Ambient(_) => "idle",
+        };
+        memory.turn(episode, role, speaker, mode, text);
     }
 
     /// Holds a `command_execute` until the flow is ready or `deadline`; one at a time.
@@ -314,6 +413,17 @@ impl Owner {
     }
 
     fn request(&mut self, request: &Request) -> AssistantEvent {
+        // A person arming, running, editing or chatting wants the model: a dream stops.
+        if matches!(
+            request,
+            Request::CommandStart
+                | Request::CommandExecute { .. }
+                | Request::CommandEdit { .. }
+                | Request::ChatToggle
+                | Request::ChatSend { .. }
+        ) {
+            self.activity(true);
+        }
         match request {
             Request::Status => return AssistantEvent::Status(self.status()),
             Request::SpeakerList => return AssistantEvent::SpeakerList(self.core.roster().clone()),
@@ -423,7 +533,9 @@ impl Owner {
                     self.writer.save_names(self.core.names().clone());
                 }
                 Effect::CancelCommand => {
-                    if let Some(running) = self.running.as_ref().filter(|r| !r.handle.chat) {
+                    if let Some(running) =
+                        self.running.as_ref().filter(|r| !r.handle.chat && !r.handle.dream)
+                    {
                         tracing::info!(job = running.job, "cancelling the running command");
                         running.handle.cancel();
                     }
@@ -449,7 +561,10 @@ impl Owner {
         {
             return;
         }
-        let Some(job) = self.queue.start_next() else { return };
+        let Some(job) = self.queue.start_next() else {
+            // Nothing waits: the model is free for a dream, if one is asked for.
+            return self.start_dream();
+        };
         let id = self.next_job;
         self.next_job += 1;
         let command = matches!(job, Job::Command { .. });
@@ -457,14 +572,27 @@ impl Owner {
         // A chat turn's words, as sent, for the session's display turns.
         let (work, segs, question) = match job {
             Job::Command { text, edited, segs } => {
-                (Work::Command { text, edited }, segs, String::new())
+                let episode = Episode::Command(id);
+                self.remember(episode, stt_memory::Role::User, None, &text);
+                (Work::Command { text, edited, episode }, segs, String::new())
             }
-            Job::Chat { text, segs } => (self.chat_work(text.clone()), segs, text),
+            Job::Chat { text, segs } => {
+                let work = self.chat_work(text.clone());
+                let who = crate::memory::speaker_of(&text);
+                let episode = self.chat_episode();
+                self.remember(episode, stt_memory::Role::User, who, crate::memory::words_of(&text));
+                (work, segs, text)
+            }
         };
+        self.launch(id, work, &segs, question);
+    }
+
+    /// Starts job `id` doing `work` (said in segments `segs`; `question`: a chat turn's words).
+    fn launch(&mut self, id: u64, work: Work, segs: &[u64], question: String) {
         // Everything the job logs names it; this names its segments.
         let span = tracing::info_span!("job", job = id);
         span.in_scope(|| {
-            for seg_id in &segs {
+            for seg_id in segs {
                 tracing::debug!(seg_id, "job for segment");
             }
         });
@@ -496,6 +624,24 @@ impl Owner {
         let current = running.handle.epoch == self.epoch;
         // A `clear` came after this chat turn started: nothing of it is shown or kept.
         let stale = running.handle.chat && !current;
+        let command = !running.handle.chat && !running.handle.dream;
+        match &report {
+            Report::Publish(AssistantEvent::ToolCall(call)) if command => {
+                let line = format!("{}({})", call.tool, call.args);
+                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
+            }
+            // What recall found is in memory already: only the call is kept.
+            Report::Publish(AssistantEvent::ToolResult(result))
+                if command && !crate::memory::tools::is_recall(&result.tool) =>
+            {
+                let line = format!("{} → {}", result.tool, result.result);
+                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
+            }
+            Report::Reply { text, partial: false, .. } if command && !text.trim().is_empty() => {
+                self.remember(Episode::Command(job), stt_memory::Role::Assistant, None, text);
+            }
+            _ => {}
+        }
         match report {
             Report::Publish(event) if !stale => self.publish(&event),
             Report::Reply { text, partial, stopped } if !stale => {
@@ -547,6 +693,13 @@ impl Owner {
                 self.timers.add(id, label, now() + after);
             }
             Report::Audit(record) => self.writer.audit_action(*record),
+            Report::Hinted(hints) if !stale => {
+                for hint in hints {
+                    self.note(format!("memory: reminded the model that {hint}"));
+                }
+            }
+            Report::Hinted(_) => {}
+            Report::DreamNow => self.dreams.ask("asked"),
             Report::Conversation(chat) => {
                 if current {
                     self.session.set_chat(&chat);
@@ -576,16 +729,26 @@ impl Owner {
         if running.handle.chat && running.handle.epoch == self.epoch {
             self.chat_finished(&running, end);
         }
+        if running.handle.dream {
+            self.dream_over(end);
+        } else {
+            self.activity(false);
+        }
         match end {
             End::Done => {}
-            End::Cancelled if !running.handle.chat => self.note("command cancelled".into()),
+            End::Cancelled if !running.handle.chat && !running.handle.dream => {
+                self.note("command cancelled".into());
+            }
             End::Cancelled => {}
             End::Panicked => self.error(
                 ErrorCode::Internal,
                 "the job failed on a bug in stt-assistant (see its log); the next one runs",
             ),
         }
-        if !running.handle.chat {
+        if !running.handle.chat && !running.handle.dream {
+            if let Some(memory) = &self.memory {
+                memory.close(Episode::Command(running.job));
+            }
             let effects = self.core.execution_finished();
             self.apply(effects);
         }
@@ -737,8 +900,9 @@ impl Owner {
         }
     }
 
-    /// Tells subscribers how things stand.
+    /// Tells subscribers how things stand (and, now and then, sees whether a dream is due).
     fn heartbeat(&mut self) {
+        self.maybe_dream();
         self.heartbeat_seq += 1;
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq: self.heartbeat_seq,

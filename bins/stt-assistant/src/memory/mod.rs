@@ -8,8 +8,13 @@
 //! hear of: that memory is ready (and whether recall by meaning is on), or that it went off
 //! for this session (the database could not be opened, or the disk failed under it): chat
 //! and commands go on without it.
+//!
+//! [`tools`] holds the tools that reach memory; they run here, on this thread, like every
+//! other use of the store.
 
-use std::collections::HashMap;
+pub mod tools;
+
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -18,9 +23,11 @@ use tokio::sync::oneshot;
 
 use stt_embed::Embedder;
 use stt_memory::{
-    Hit, Item, ItemFilter, ItemId, Kind, MemoryError, Query, Role, SessionId, SessionKind, Stats,
-    Store, Turn,
+    HintGate, Hit, Item, ItemFilter, ItemId, Kind, MemoryError, Query, Role, SessionId,
+    SessionKind, Stats, Store, Target, Turn,
 };
+
+pub use tools::{Called, Limits};
 
 use crate::lane::Sink;
 
@@ -30,6 +37,23 @@ pub struct Settings {
     pub db: PathBuf,
     /// The embedding model's directory and the ONNX Runtime library; `None`: words only.
     pub embedder: Option<(PathBuf, PathBuf)>,
+    /// What the recall tools return.
+    pub limits: Limits,
+    /// Offer associative hints.
+    pub hints: bool,
+}
+
+impl Settings {
+    /// Settings for `db`, words only, with the config's defaults otherwise.
+    pub fn new(db: PathBuf) -> Self {
+        let d = stt_config::MemoryConfig::default();
+        Settings {
+            db,
+            embedder: None,
+            limits: Limits { top_k: d.recall_top_k as usize, min_score: d.recall_min_score as f32 },
+            hints: d.hints,
+        }
+    }
 }
 
 /// What the lane tells the loop.
@@ -47,6 +71,8 @@ pub enum Report {
 pub enum Episode {
     Chat(u64),
     Command(u64),
+    /// Speech in idle mode (`[memory].capture_ambient`), one stretch of it.
+    Ambient(u64),
 }
 
 /// A question for memory.
@@ -67,6 +93,80 @@ pub enum Ask {
     Forget(ItemId),
     ForgetAll,
     Stats,
+    /// What a job's prompt gets from memory for `text`, said in `episode` by `speaker`.
+    Context {
+        text: String,
+        episode: Option<Episode>,
+        speaker: Option<String>,
+    },
+    /// Run a memory tool (see [`tools`]).
+    Tool {
+        name: String,
+        args: serde_json::Value,
+    },
+    /// Write every item as Markdown files under the directory.
+    Export(PathBuf),
+    /// Read Markdown files from the directory back in.
+    Import(PathBuf),
+    /// The latest dreams, newest first.
+    Dreams(usize),
+    /// Whether a dream is due: `quiet` since the last activity, against the thresholds.
+    DreamDue {
+        quiet: Duration,
+        rules: DreamRules,
+    },
+    /// Starts a dream (`trigger`: idle, overdue, asked): the sessions it is to read.
+    DreamStart {
+        trigger: String,
+    },
+    /// A round of the dream: one pending session to read, as the model is shown it.
+    DreamRound(SessionId),
+    /// A round is over: the session is marked processed (if the model did not).
+    DreamRoundDone(SessionId),
+    /// The dream in progress ends (`done`, `interrupted`, `failed`); a finished one decays
+    /// every item first.
+    DreamEnd {
+        status: String,
+        note: String,
+    },
+}
+
+/// When a dream starts on its own (`[memory]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DreamRules {
+    /// Quiet needed; zero: never on its own.
+    pub idle: Duration,
+    /// Since the last dream after which one starts with less quiet.
+    pub max_interval: Duration,
+    /// Pending sessions needed.
+    pub min_sessions: usize,
+}
+
+/// Who said a chat turn, from its "Name: words" form (`None` when nobody knows).
+pub fn speaker_of(text: &str) -> Option<&str> {
+    let (who, _) = text.split_once(": ")?;
+    (!who.is_empty() && who.len() <= 64 && who != "Unknown" && !who.contains('\n')).then_some(who)
+}
+
+/// A chat turn's words without the "Name: " the model is given.
+pub fn words_of(text: &str) -> &str {
+    match speaker_of(text) {
+        Some(who) => &text[who.len() + 2..],
+        None => text.strip_prefix("Unknown: ").unwrap_or(text),
+    }
+}
+
+/// What a job's prompt gets from memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    /// Sections for the end of the system prompt: who the assistant, the user and the speaker
+    /// are, and the open intentions, in a stable order (the prompt's prefix changes only when
+    /// they do, so the server's cache holds).
+    pub sections: String,
+    /// Lines for this turn only: intentions due now or cued by its words, then hints.
+    pub reminders: Vec<String>,
+    /// The hints among them, for the note viewers see.
+    pub hints: Vec<String>,
 }
 
 /// Memory's answer.
@@ -76,10 +176,27 @@ pub enum Answer {
     Items(Vec<Item>),
     Item(Box<Item>),
     Stats(Stats),
+    Context(Context),
+    Called(Called),
+    /// A dream is due, with its trigger; `None`: not now.
+    DreamDue(Option<String>),
+    /// A dream started: its id and the pending sessions, oldest first.
+    DreamStarted {
+        id: i64,
+        sessions: Vec<SessionId>,
+    },
+    /// A round's text for the model.
+    Round(String),
     /// Done; what to tell the person.
     Done(String),
     /// Not done; why, worded for a person.
     Failed(String),
+    /// What was asked for is not there (an id memory does not hold).
+    Missing(String),
+}
+
+fn no_item(id: ItemId) -> String {
+    format!("memory has no item {}: `stt-ctl memory list` shows the ids", id.0)
 }
 
 enum Job {
@@ -183,12 +300,26 @@ struct Lane {
     off: String,
     embedder: Option<Embedder>,
     sessions: HashMap<Episode, SessionId>,
+    /// What each episode has been hinted already (never twice in one conversation).
+    hinted: HashMap<Episode, HashSet<Target>>,
+    limits: Limits,
+    hints: bool,
+    /// The dream in progress (its id) and the session its round reads.
+    dream: Option<(i64, Option<SessionId>)>,
 }
 
 impl Lane {
     fn open(settings: &Settings, reports: &Sink<Report>) -> Lane {
-        let mut lane =
-            Lane { store: None, off: String::new(), embedder: None, sessions: HashMap::new() };
+        let mut lane = Lane {
+            store: None,
+            off: String::new(),
+            embedder: None,
+            sessions: HashMap::new(),
+            hinted: HashMap::new(),
+            limits: settings.limits,
+            hints: settings.hints,
+            dream: None,
+        };
         let mut store = match Store::open(&settings.db) {
             Ok(store) => store,
             Err(e) => {
@@ -256,6 +387,7 @@ impl Lane {
                         let (kind, label) = match episode {
                             Episode::Chat(_) => (SessionKind::Chat, "chat"),
                             Episode::Command(_) => (SessionKind::Command, "command"),
+                            Episode::Ambient(_) => (SessionKind::Ambient, "ambient"),
                         };
                         store.open_session(kind, Some(label), None).inspect(|s| {
                             self.sessions.insert(episode, *s);
@@ -272,6 +404,7 @@ impl Lane {
                 }
             }
             Job::Close(episode) => {
+                self.hinted.remove(&episode);
                 let Some(session) = self.sessions.remove(&episode) else { return };
                 let Some(store) = self.store.as_mut() else { return };
                 if let Err(e) = store.close_session(session) {
@@ -289,6 +422,11 @@ impl Lane {
     fn answer(&mut self, ask: Ask, reports: &Sink<Report>) -> Answer {
         let vector = match &ask {
             Ask::Search { text, .. } => self.embed_one(text),
+            Ask::Context { text, .. } if self.hints => self.embed_one(text),
+            Ask::Tool { args, .. } => match args.get("query").and_then(|q| q.as_str()) {
+                Some(query) if !query.trim().is_empty() => self.embed_one(query),
+                _ => None,
+            },
             _ => None,
         };
         let Some(store) = self.store.as_mut() else { return Answer::Failed(self.off.clone()) };
@@ -299,19 +437,155 @@ impl Lane {
             Ask::List { kind, archived, limit } => store
                 .items(&ItemFilter { kind, archived, limit: Some(limit), ..ItemFilter::default() })
                 .map(Answer::Items),
-            Ask::Show(id) => store.item(id).map(|item| Answer::Item(Box::new(item))),
+            Ask::Show(id) => match store.item(id) {
+                Err(MemoryError::NotFound { .. }) => Ok(Answer::Missing(no_item(id))),
+                found => found.map(|item| Answer::Item(Box::new(item))),
+            },
             Ask::Forget(id) => store.forget(id).map(|found| match found {
                 true => Answer::Done(format!("forgot item {}", id.0)),
-                false => Answer::Failed(format!(
-                    "memory has no item {}: `stt-ctl memory list` shows the ids",
-                    id.0
-                )),
+                false => Answer::Missing(no_item(id)),
             }),
             Ask::ForgetAll => {
                 self.sessions.clear();
+                self.hinted.clear();
                 store.forget_all().map(|()| Answer::Done("forgot everything memory held".into()))
             }
             Ask::Stats => store.stats().map(Answer::Stats),
+            Ask::Context { text, episode, speaker } => {
+                let session = episode.and_then(|e| self.sessions.get(&e).copied());
+                let seen = self.hinted.entry(episode.unwrap_or(Episode::Chat(0))).or_default();
+                let hints = if self.hints { vector.as_deref() } else { None };
+                context(store, &text, hints, session, speaker.as_deref(), seen).map(Answer::Context)
+            }
+            Ask::Tool { name, args } => {
+                // In a dream, what the model writes cites the session it reads unless it
+                // names the lines itself.
+                let round = self.dream.and_then(|(_, session)| session);
+                let sources = match round {
+                    Some(session) => store
+                        .session_log(session)
+                        .map(|log| {
+                            log.iter().filter(|e| e.role == Role::User).map(|e| e.id).collect()
+                        })
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                let call = tools::Call {
+                    name: &name,
+                    args: &args,
+                    vector: vector.as_deref(),
+                    limits: self.limits,
+                    now: store.now(),
+                    sources,
+                };
+                let called = tools::call(store, &call);
+                if let (Some((dream, _)), Ok(called)) = (self.dream, &called)
+                    && !tools::is_recall(&name)
+                {
+                    let line = format!("{name}: {}", called.result);
+                    if let Err(e) = store.dream_note(dream, &line) {
+                        tracing::warn!("memory: cannot write the dream log: {e}");
+                    }
+                }
+                called.map(Answer::Called)
+            }
+            Ask::DreamDue { quiet, rules } => dream_due(store, quiet, rules).map(Answer::DreamDue),
+            Ask::DreamStart { trigger } => {
+                if let Some((id, _)) = self.dream.take() {
+                    // One left behind by a job that never ended it (a crash of the lane).
+                    let _ = store.dream_end(id, "interrupted");
+                }
+                tools::pending(store).and_then(|pending| {
+                    let id = store.dream_start(&trigger)?;
+                    self.dream = Some((id, None));
+                    let sessions: Vec<SessionId> = pending.iter().map(|s| s.id).collect();
+                    store.dream_note(
+                        id,
+                        &format!("{} conversations to consolidate", sessions.len()),
+                    )?;
+                    Ok(Answer::DreamStarted { id, sessions })
+                })
+            }
+            Ask::DreamRound(session) => {
+                if let Some((_, round)) = self.dream.as_mut() {
+                    *round = Some(session);
+                }
+                round_text(store, session, self.limits).map(Answer::Round)
+            }
+            Ask::DreamRoundDone(session) => {
+                if let Some((_, round)) = self.dream.as_mut() {
+                    *round = None;
+                }
+                let pending = store
+                    .session(session)
+                    .map(|s| s.status == stt_memory::SessionStatus::Pending)
+                    .unwrap_or(false);
+                let marked = if pending { store.mark_processed(session) } else { Ok(()) };
+                marked.map(|()| Answer::Done(format!("session {} is processed", session.0)))
+            }
+            Ask::DreamEnd { status, note } => match self.dream.take() {
+                None => Ok(Answer::Done("no dream was running".into())),
+                Some((id, _)) => {
+                    let decayed = if status == "done" { Some(store.decay_all()) } else { None };
+                    let result = (|| {
+                        if let Some(decayed) = decayed {
+                            let d = decayed?;
+                            store.dream_note(
+                                id,
+                                &format!(
+                                    "decay: {} items aged, {} archived",
+                                    d.decayed, d.archived
+                                ),
+                            )?;
+                        }
+                        if !note.trim().is_empty() {
+                            store.dream_note(id, note.trim())?;
+                        }
+                        store.dream_end(id, &status)
+                    })();
+                    result.map(|()| Answer::Done(format!("dream {id} {status}")))
+                }
+            },
+            Ask::Export(dir) => store.export(&dir).map(|n| {
+                Answer::Done(format!(
+                    "wrote {} items, {} conversations and {} dreams to {} (Markdown with YAML \
+                     front matter)",
+                    n.items,
+                    n.sessions,
+                    n.dreams,
+                    dir.display()
+                ))
+            }),
+            Ask::Import(dir) => store.import(&dir).map(|n| {
+                Answer::Done(format!(
+                    "read {} items from {}: {} new, {} updated, {} already known",
+                    n.items,
+                    dir.display(),
+                    n.items - n.updated - n.merged,
+                    n.updated,
+                    n.merged
+                ))
+            }),
+            Ask::Dreams(limit) => store.dreams(limit).map(|dreams| {
+                if dreams.is_empty() {
+                    return Answer::Done("no dream has run yet".into());
+                }
+                let text = dreams
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "dream {} at {} ({}, {}): {}",
+                            d.id,
+                            tools::when(d.started),
+                            d.trigger,
+                            d.status,
+                            d.text.trim()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Answer::Done(text)
+            }),
         };
         result.unwrap_or_else(|e| {
             let answer = Answer::Failed(e.to_string());
@@ -357,6 +631,112 @@ impl Lane {
     }
 }
 
+/// Whether a dream is due now: enough sessions wait, and either it has been quiet for
+/// `rules.idle` or the last dream is older than `rules.max_interval`.
+fn dream_due(
+    store: &Store,
+    quiet: Duration,
+    rules: DreamRules,
+) -> stt_memory::Result<Option<String>> {
+    if rules.idle.is_zero() {
+        return Ok(None);
+    }
+    let pending = tools::pending(store)?.len();
+    if pending < rules.min_sessions.max(1) {
+        return Ok(None);
+    }
+    if quiet >= rules.idle {
+        return Ok(Some("idle".into()));
+    }
+    let since = store.last_dream()?.map(|at| store.now() - at);
+    let overdue = since.is_none_or(|s| s >= rules.max_interval.as_secs_f64());
+    // Overdue still waits for a moment's quiet: never in the middle of a conversation.
+    Ok((overdue && quiet >= Duration::from_secs(60)).then(|| "overdue".into()))
+}
+
+/// A dream round as the model reads it: items the conversation may touch (to correct
+/// rather than repeat), then the conversation.
+fn round_text(store: &Store, session: SessionId, limits: Limits) -> stt_memory::Result<String> {
+    let log = store.session_log(session)?;
+    let said: String = log
+        .iter()
+        .filter(|e| e.role == Role::User)
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let query = Query { limit: limits.top_k.max(5), log: false, ..Query::new(&said) };
+    let known = store.recall(&query)?;
+    let mut text = String::new();
+    if !known.is_empty() {
+        text.push_str("Already remembered (ids to correct or archive):\n");
+        for hit in &known {
+            if let Target::Item(id) = hit.target {
+                text.push_str(&format!("- [{}] {}\n", id.0, hit.text));
+            }
+        }
+        text.push('\n');
+    }
+    text.push_str(&tools::session_text(&log).result);
+    Ok(text)
+}
+
+/// What a prompt gets from memory for `text` (see [`Context`]). `hint_vector`: the text's
+/// embedding when hints are on; `seen`: what this conversation was hinted already.
+fn context(
+    store: &mut Store,
+    text: &str,
+    hint_vector: Option<&[f32]>,
+    session: Option<SessionId>,
+    speaker: Option<&str>,
+    seen: &mut HashSet<Target>,
+) -> stt_memory::Result<Context> {
+    let mut sections = String::new();
+    let mut profile = |title: &str, subject: &str| -> stt_memory::Result<()> {
+        if let Some(item) = store.profile(subject)? {
+            sections.push_str(&format!("## {title}\n{}\n\n", item.body.trim()));
+        }
+        Ok(())
+    };
+    profile("About you (the assistant)", "assistant")?;
+    profile("About the user", "user")?;
+    if let Some(name) = speaker.filter(|s| !matches!(*s, "Typed" | "Unknown" | "user")) {
+        profile(&format!("About {name}"), &name.to_lowercase())?;
+    }
+    let intentions = tools::intention_lines(store)?;
+    if !intentions.is_empty() {
+        sections.push_str("## Open intentions (things to do or say later; ids for the tools)\n");
+        sections.push_str(&intentions.join("\n"));
+        sections.push_str("\n\n");
+    }
+    let mut reminders = Vec::new();
+    let open = store.intentions(text, store.now())?;
+    for item in &open.due {
+        reminders.push(format!("Due now: {} (intention {})", item.body, item.id.0));
+    }
+    for item in &open.cued {
+        let cue = item.cue.as_deref().unwrap_or_default();
+        reminders.push(format!(
+            "\"{cue}\" came up: you meant to {} (intention {})",
+            item.body, item.id.0
+        ));
+    }
+    let mut hints = Vec::new();
+    let found = store.hints(text, hint_vector, session, seen, &HintGate::default())?;
+    let mut used = Vec::new();
+    for hit in &found {
+        seen.insert(hit.target);
+        if let Target::Item(id) = hit.target {
+            used.push(id);
+        }
+        hints.push(format!("{} ({})", hit.text, tools::when(hit.at)));
+    }
+    if !used.is_empty() {
+        store.reinforce(&used)?;
+    }
+    reminders.extend(hints.iter().map(|h| format!("From memory: {h}")));
+    Ok(Context { sections: sections.trim_end().to_owned(), reminders, hints })
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -373,8 +753,7 @@ mod tests {
     async fn turns_are_kept_and_found_by_words() {
         let dir = tempfile::tempdir().unwrap();
         let (sink, seen) = reports();
-        let memory =
-            spawn(Settings { db: dir.path().join("memory.sqlite"), embedder: None }, sink).unwrap();
+        let memory = spawn(Settings::new(dir.path().join("memory.sqlite")), sink).unwrap();
         memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "my bike is the red one");
         memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", "Noted: a red bike.");
         memory.close(Episode::Chat(1));
@@ -399,7 +778,8 @@ mod tests {
         let embedder = (stt_embed::default_dir(&models), stt_embed::runtime_library(&models));
         let (sink, seen) = reports();
         let db = dir.path().join("memory.sqlite");
-        let memory = spawn(Settings { db, embedder: Some(embedder) }, sink).unwrap();
+        let memory =
+            spawn(Settings { embedder: Some(embedder), ..Settings::new(db) }, sink).unwrap();
         memory.turn(
             Episode::Chat(1),
             Role::User,
@@ -440,7 +820,7 @@ mod tests {
         let db = dir.path().join("notes.txt");
         std::fs::write(&db, "not a database").unwrap();
         let (sink, seen) = reports();
-        let memory = spawn(Settings { db: db.clone(), embedder: None }, sink).unwrap();
+        let memory = spawn(Settings::new(db.clone()), sink).unwrap();
         let Answer::Failed(why) = memory.ask(Ask::Stats).await else { panic!() };
         assert!(why.contains("notes.txt") && why.contains("[memory].db"), "{why}");
         assert!(matches!(&seen.lock().unwrap()[0], Report::Off { .. }));

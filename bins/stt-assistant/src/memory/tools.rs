@@ -1,0 +1,536 @@
+//! The tools that reach memory, as the model sees them and as the memory thread runs them.
+//!
+//! Two sets: [`ASSISTANT`], offered to commands (recall, the recent conversation, intentions,
+//! a dream now), and [`DREAM`], offered only to a dream (read what is pending, write and
+//! correct items, mark sessions processed). Schemas are kept small: the local model stt
+//! installs is 0.5B parameters and reads every one of them on every request.
+//!
+//! [`call`] runs one against the store and returns what the model is told. It checks its
+//! arguments itself (a small model gets them wrong often) and answers a wrong one with what
+//! it expected, so the model can try again.
+
+use serde_json::{Value, json};
+
+use stt_memory::{
+    Hit, Item, ItemFilter, ItemId, Kind, LogId, NewItem, Query, Remembered, Role, SessionId,
+    SessionStatus, Store, Target,
+};
+use stt_proto::SideEffect;
+use stt_tools::registry::ToolSpec;
+
+/// Recall tools the model may call without asking.
+pub const RECALL: &str = "recall_memories";
+pub const SEARCH_RECENT: &str = "search_recent_conversation";
+pub const ADD_INTENTION: &str = "add_intention";
+pub const COMPLETE_INTENTION: &str = "complete_intention";
+pub const CANCEL_INTENTION: &str = "cancel_intention";
+/// Handled by the loop (a dream is an LLM job), not by the memory thread.
+pub const DREAM_NOW: &str = "dream_now";
+
+/// The names of the tools commands get.
+pub const ASSISTANT: [&str; 6] =
+    [RECALL, SEARCH_RECENT, ADD_INTENTION, COMPLETE_INTENTION, CANCEL_INTENTION, DREAM_NOW];
+
+/// The names of the tools a dream gets.
+pub const DREAM: [&str; 9] = [
+    "read_session_log",
+    "list_items",
+    "create_knowledge",
+    "update_item",
+    "archive_item",
+    "record_episode",
+    "update_profile",
+    "mark_log_processed",
+    "finish_dream",
+];
+
+/// Whether `name` only reads memory (its result is not worth keeping in the log again).
+pub fn is_recall(name: &str) -> bool {
+    matches!(name, RECALL | SEARCH_RECENT | "list_items" | "read_session_log")
+}
+
+/// Whether `name` is one of memory's tools (either set).
+pub fn is_memory_tool(name: &str) -> bool {
+    ASSISTANT.contains(&name) || DREAM.contains(&name)
+}
+
+/// What a recall tool may return.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub top_k: usize,
+    pub min_score: f32,
+}
+
+/// The specs of `names`.
+pub fn specs(names: &[&str]) -> Vec<ToolSpec> {
+    names.iter().filter_map(|name| spec(name)).collect()
+}
+
+fn spec(name: &str) -> Option<ToolSpec> {
+    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+    let id = json!({"type": "integer", "description": "The item's id"});
+    let sources = json!({"type": "array", "items": {"type": "integer"},
+        "description": "Ids of the log entries it comes from"});
+    let (description, parameters, side_effect) = match name {
+        RECALL => (
+            "Search long-term memory (facts, past conversations) for what the user refers to.",
+            object(
+                json!({"query": {"type": "string", "description": "What to look for"}}),
+                &["query"],
+            ),
+            SideEffect::ReadOnly,
+        ),
+        SEARCH_RECENT => (
+            "Search only the conversation log, newest first; no query lists the latest lines.",
+            object(json!({"query": {"type": "string"}}), &[]),
+            SideEffect::ReadOnly,
+        ),
+        ADD_INTENTION => (
+            "Remember to do or say something later: when a cue word is spoken, or at a time.",
+            object(
+                json!({
+                    "text": {"type": "string", "description": "What to do or say"},
+                    "cue": {"type": "string", "description": "Words that should bring it back"},
+                    "due": {"type": "string", "description": "When, as YYYY-MM-DD HH:MM local time"},
+                    "due_in_minutes": {"type": "number"}
+                }),
+                &["text"],
+            ),
+            SideEffect::Local,
+        ),
+        COMPLETE_INTENTION => {
+            ("Mark an intention done.", object(json!({"id": id}), &["id"]), SideEffect::Local)
+        }
+        CANCEL_INTENTION => (
+            "Drop an intention that is no longer wanted.",
+            object(json!({"id": id}), &["id"]),
+            SideEffect::Local,
+        ),
+        DREAM_NOW => (
+            "Consolidate memory now (otherwise it happens while the user is away).",
+            object(json!({}), &[]),
+            SideEffect::Local,
+        ),
+        "read_session_log" => (
+            "Read a pending conversation.",
+            object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
+            SideEffect::ReadOnly,
+        ),
+        "list_items" => (
+            "List remembered items like a text.",
+            object(json!({"query": {"type": "string"}}), &["query"]),
+            SideEffect::ReadOnly,
+        ),
+        "create_knowledge" => (
+            "Remember a lasting fact, decision, preference or pitfall.",
+            object(
+                json!({
+                    "name": {"type": "string", "description": "Short topic, e.g. 'sister's city'"},
+                    "body": {"type": "string", "description": "The fact in one sentence"},
+                    "type": {"type": "string", "enum": ["fact", "decision", "preference", "pitfall"]},
+                    "sources": sources,
+                    "supersedes": {"type": "integer", "description": "Id of an item this corrects"}
+                }),
+                &["name", "body"],
+            ),
+            SideEffect::Local,
+        ),
+        "update_item" => (
+            "Rewrite an item's text.",
+            object(json!({"id": id, "body": {"type": "string"}}), &["id", "body"]),
+            SideEffect::Local,
+        ),
+        "archive_item" => (
+            "Archive an item that is wrong or no longer true.",
+            object(json!({"id": id, "why": {"type": "string"}}), &["id"]),
+            SideEffect::Local,
+        ),
+        "record_episode" => (
+            "Remember what happened in a conversation, in one or two sentences.",
+            object(
+                json!({
+                    "summary": {"type": "string"},
+                    "salience": {"type": "string", "enum": ["high", "mid", "low"]},
+                    "sources": sources
+                }),
+                &["summary"],
+            ),
+            SideEffect::Local,
+        ),
+        "update_profile" => (
+            "Rewrite what is known about the user, the assistant, or a named speaker.",
+            object(
+                json!({
+                    "subject": {"type": "string", "description": "user, assistant, or a name"},
+                    "body": {"type": "string"}
+                }),
+                &["subject", "body"],
+            ),
+            SideEffect::Local,
+        ),
+        "mark_log_processed" => (
+            "Mark a conversation consolidated.",
+            object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
+            SideEffect::Local,
+        ),
+        "finish_dream" => (
+            "End the dream with a short note of what was done.",
+            object(json!({"note": {"type": "string"}}), &["note"]),
+            SideEffect::Local,
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+        side_effect,
+        requires_confirmation: false,
+    })
+}
+
+/// What a call did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Called {
+    pub ok: bool,
+    /// What the model is told.
+    pub result: String,
+}
+
+impl Called {
+    fn ok(result: impl Into<String>) -> Self {
+        Called { ok: true, result: result.into() }
+    }
+
+    fn failed(result: impl Into<String>) -> Self {
+        Called { ok: false, result: result.into() }
+    }
+}
+
+/// Everything a call may need besides the store.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub name: &'a str,
+    pub args: &'a Value,
+    /// The query's embedding (recall tools), when the embedder is on.
+    pub vector: Option<&'a [f32]>,
+    pub limits: Limits,
+    /// The store's clock (for `due_in_minutes`).
+    pub now: f64,
+    /// What an item written without `sources` cites (a dream's session).
+    pub sources: Vec<LogId>,
+}
+
+/// Runs a memory tool. `Err` is a fault of the store (the lane decides whether memory goes
+/// off); a bad argument is an `Ok` answer that says so.
+pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
+    let args = call.args;
+    let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("");
+    let int = |key: &str| {
+        args.get(key).and_then(|v| v.as_i64().or_else(|| v.as_str()?.trim().parse().ok()))
+    };
+    let ids = |key: &str| -> Vec<LogId> {
+        let given: Vec<LogId> = args
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_i64().or_else(|| v.as_str()?.trim_start_matches('L').parse().ok()))
+            .map(LogId)
+            .collect();
+        if given.is_empty() { call.sources.clone() } else { given }
+    };
+    Ok(match call.name {
+        RECALL | SEARCH_RECENT | "list_items" => {
+            let query = text("query");
+            if query.is_empty() && call.name != SEARCH_RECENT {
+                return Ok(Called::failed("give a 'query': what to look for"));
+            }
+            if query.is_empty() {
+                let recent = store.recent(call.limits.top_k.max(5))?;
+                if recent.is_empty() {
+                    return Ok(Called::ok("nothing has been said yet"));
+                }
+                let lines: Vec<String> =
+                    recent.iter().map(|e| format!("- [{}] {}", when(e.at), e.line())).collect();
+                return Ok(Called::ok(lines.join("\n")));
+            }
+            let q = Query {
+                vector: call.vector,
+                limit: call.limits.top_k,
+                items: call.name != SEARCH_RECENT,
+                log: call.name != "list_items",
+                ..Query::new(query)
+            };
+            let hits: Vec<Hit> = store
+                .recall(&q)?
+                .into_iter()
+                .filter(|h| h.score >= call.limits.min_score)
+                .collect();
+            let used: Vec<ItemId> = hits
+                .iter()
+                .filter_map(|h| match h.target {
+                    Target::Item(id) => Some(id),
+                    Target::Log(_) => None,
+                })
+                .collect();
+            if call.name == RECALL && !used.is_empty() {
+                store.reinforce(&used)?;
+            }
+            if hits.is_empty() {
+                return Ok(Called::ok(format!("nothing in memory matches \"{query}\"")));
+            }
+            Called::ok(hits.iter().map(hit_line).collect::<Vec<_>>().join("\n"))
+        }
+        ADD_INTENTION => {
+            let body = text("text");
+            if body.is_empty() {
+                return Ok(Called::failed("give the 'text' of the intention"));
+            }
+            let due = match (text("due"), args.get("due_in_minutes").and_then(Value::as_f64)) {
+                (_, Some(minutes)) if minutes > 0.0 => Some(call.now + minutes * 60.0),
+                ("", _) => None,
+                (due, _) => match parse_local(due) {
+                    Some(at) => Some(at),
+                    None => {
+                        return Ok(Called::failed(format!(
+                            "'due' must read YYYY-MM-DD HH:MM, not \"{due}\""
+                        )));
+                    }
+                },
+            };
+            let cue = Some(text("cue")).filter(|c| !c.is_empty());
+            if cue.is_none() && due.is_none() {
+                // Without either it would only wait in the prompt: still worth keeping.
+                tracing::debug!("an intention with neither cue nor due time");
+            }
+            let id = store.add_intention(body, cue, due, None, &[])?;
+            let mut said = format!("intention {} kept", id.0);
+            if let Some(cue) = cue {
+                said.push_str(&format!("; it comes back when \"{cue}\" is said"));
+            }
+            if let Some(due) = due {
+                said.push_str(&format!("; due {}", when(due)));
+            }
+            Called::ok(said)
+        }
+        COMPLETE_INTENTION | CANCEL_INTENTION => {
+            let Some(id) = int("id") else {
+                return Ok(Called::failed("give the intention's 'id' (the prompt lists them)"));
+            };
+            let state = if call.name == COMPLETE_INTENTION { "done" } else { "cancelled" };
+            match store.end_intention(ItemId(id), state) {
+                Ok(()) => Called::ok(format!("intention {id} is {state}")),
+                Err(stt_memory::MemoryError::NotFound { .. }) => {
+                    Called::failed(format!("there is no intention {id}"))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        "read_session_log" => {
+            let Some(id) = int("session_id") else {
+                return Ok(Called::failed("give a 'session_id' from the pending list"));
+            };
+            if let Err(stt_memory::MemoryError::NotFound { .. }) = store.session(SessionId(id)) {
+                return Ok(Called::failed(format!("there is no session {id}")));
+            }
+            session_text(&store.session_log(SessionId(id))?)
+        }
+        "create_knowledge" => {
+            let (name, body) = (text("name"), text("body"));
+            if body.is_empty() {
+                return Ok(Called::failed("give the fact in 'body'"));
+            }
+            let subtype = match text("type") {
+                "" => "fact",
+                t @ ("fact" | "decision" | "preference" | "pitfall") => t,
+                other => {
+                    return Ok(Called::failed(format!(
+                        "'type' is fact, decision, preference or pitfall, not \"{other}\""
+                    )));
+                }
+            };
+            let new = NewItem {
+                subtype: subtype.to_owned(),
+                provenance: known_entries(store, ids("sources")),
+                supersedes: int("supersedes").map(ItemId),
+                ..NewItem::new(Kind::Knowledge, name, body)
+            };
+            match store.remember(new)? {
+                Remembered::Created { id } => Called::ok(format!("item {} created", id.0)),
+                Remembered::Strengthened { id } => {
+                    Called::ok(format!("already known as item {}: strengthened", id.0))
+                }
+                Remembered::Superseded { id, old } => Called::ok(format!(
+                    "item {} created; it replaces item {} (kept archived)",
+                    id.0, old.0
+                )),
+            }
+        }
+        "update_item" => {
+            let Some(id) = int("id") else { return Ok(Called::failed("give the item's 'id'")) };
+            match store.update_item(ItemId(id), None, Some(text("body"))) {
+                Ok(()) => Called::ok(format!("item {id} updated")),
+                Err(stt_memory::MemoryError::NotFound { .. }) => {
+                    Called::failed(format!("there is no item {id}"))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        "archive_item" => {
+            let Some(id) = int("id") else { return Ok(Called::failed("give the item's 'id'")) };
+            let why = Some(text("why")).filter(|w| !w.is_empty()).unwrap_or("by a dream");
+            match store.archive(ItemId(id), why)? {
+                true => Called::ok(format!("item {id} archived")),
+                false => Called::failed(format!("there is no item {id}")),
+            }
+        }
+        "record_episode" => {
+            let summary = text("summary");
+            if summary.is_empty() {
+                return Ok(Called::failed("give the 'summary'"));
+            }
+            let salience = match text("salience") {
+                s @ ("high" | "mid" | "low") => s,
+                _ => "mid",
+            };
+            let new = NewItem {
+                subtype: salience.to_owned(),
+                provenance: known_entries(store, ids("sources")),
+                ..NewItem::new(Kind::Episode, "", summary)
+            };
+            Called::ok(format!("episode {} recorded", store.remember(new)?.id().0))
+        }
+        "update_profile" => {
+            let (subject, body) = (text("subject").to_lowercase(), text("body"));
+            if subject.is_empty() || body.is_empty() {
+                return Ok(Called::failed("give the 'subject' and the new 'body'"));
+            }
+            let id = store.set_profile(&subject, body, &[])?;
+            Called::ok(format!("profile of {subject} is item {}", id.0))
+        }
+        "mark_log_processed" => {
+            let Some(id) = int("session_id") else {
+                return Ok(Called::failed("give the 'session_id'"));
+            };
+            match store.mark_processed(SessionId(id)) {
+                Ok(()) => Called::ok(format!("session {id} is processed")),
+                Err(stt_memory::MemoryError::NotFound { .. }) => {
+                    Called::failed(format!("there is no session {id}"))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        "finish_dream" => Called::ok(format!("the dream ends: {}", text("note"))),
+        other => Called::failed(format!("there is no memory tool named '{other}'")),
+    })
+}
+
+/// Log entries among `ids` that exist (a model may cite ids it made up).
+fn known_entries(store: &Store, ids: Vec<LogId>) -> Vec<LogId> {
+    ids.into_iter().filter(|id| store.entry(*id).is_ok()).collect()
+}
+
+/// A session's entries as a dream reads them: one line each, with its id to cite.
+pub fn session_text(entries: &[stt_memory::LogEntry]) -> Called {
+    let Some(first) = entries.first() else { return Called::ok("(this conversation is empty)") };
+    let mut text = format!("Conversation {} on {}:\n", first.session.0, when(first.at));
+    for e in entries {
+        // Tool lines are long and rarely worth a memory: cut them short.
+        let line = e.line();
+        let line = match e.role {
+            Role::Tool => cut(&line, 160),
+            _ => cut(&line, 600),
+        };
+        text.push_str(&format!("[{}] {line}\n", e.id.0));
+    }
+    Called::ok(text)
+}
+
+/// Pending sessions, oldest first, as a dream's first message lists them.
+pub fn pending(store: &Store) -> stt_memory::Result<Vec<stt_memory::SessionInfo>> {
+    let mut sessions = store.sessions(Some(SessionStatus::Pending))?;
+    sessions.sort_by_key(|s| s.id);
+    Ok(sessions)
+}
+
+/// One recall hit as the model reads it.
+pub fn hit_line(hit: &Hit) -> String {
+    let mut line = match (hit.target, hit.kind) {
+        (Target::Item(id), Some(kind)) => {
+            format!("- [item {}, {}, {}] {}", id.0, kind.as_str(), when(hit.at), hit.text)
+        }
+        _ => format!("- [said {}] {}", when(hit.at), hit.text),
+    };
+    if let Some(before) = hit.previous.last() {
+        line.push_str(&format!(" (corrects an earlier \"{before}\")"));
+    }
+    line
+}
+
+/// An item as a person or the model reads it in a listing.
+pub fn item_line(item: &Item) -> String {
+    let mut line = format!("{:>5}  {:<10} {}", item.id.0, item.kind.as_str(), item.text());
+    if let Some(cue) = &item.cue {
+        line.push_str(&format!(" (cue: {cue})"));
+    }
+    if let Some(due) = item.due {
+        line.push_str(&format!(" (due {})", when(due)));
+    }
+    if !item.active {
+        line.push_str(&format!(" [archived: {}]", item.archived_why.as_deref().unwrap_or("")));
+    }
+    line
+}
+
+/// Open intentions, each on a line with its id (stable order: by id).
+pub fn intention_lines(store: &Store) -> stt_memory::Result<Vec<String>> {
+    let filter = ItemFilter { kind: Some(Kind::Intention), ..ItemFilter::default() };
+    let mut open = store.items(&filter)?;
+    open.sort_by_key(|i| i.id);
+    Ok(open.iter().map(intention_line).collect())
+}
+
+pub fn intention_line(item: &Item) -> String {
+    let mut line = format!("- [{}] {}", item.id.0, item.body);
+    if let Some(cue) = &item.cue {
+        line.push_str(&format!(" (when \"{cue}\" comes up)"));
+    }
+    if let Some(due) = item.due {
+        line.push_str(&format!(" (due {})", when(due)));
+    }
+    line
+}
+
+/// A Unix time as local "YYYY-MM-DD HH:MM".
+pub fn when(at: f64) -> String {
+    use chrono::TimeZone;
+    let secs = at.floor() as i64;
+    match chrono::Local.timestamp_opt(secs, 0) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%d %H:%M").to_string()
+        }
+        chrono::LocalResult::None => stt_memory::text::date_time(at),
+    }
+}
+
+/// Local "YYYY-MM-DD HH:MM" (or a date alone, at 09:00) as a Unix time.
+pub fn parse_local(text: &str) -> Option<f64> {
+    use chrono::{NaiveDate, NaiveDateTime, TimeZone};
+    let text = text.trim();
+    let naive = NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M")
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M"))
+        .ok()
+        .or_else(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?.and_hms_opt(9, 0, 0))?;
+    let local = chrono::Local.from_local_datetime(&naive).earliest()?;
+    Some(local.timestamp() as f64)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max).collect();
+    cut.push('…');
+    cut
+}

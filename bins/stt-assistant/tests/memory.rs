@@ -1,0 +1,391 @@
+//! Long-term memory in the LLM lane against the scripted model and a real store: a command
+//! recalls what an earlier conversation said, keeps an intention that a later turn's words
+//! bring back, and the prompt carries memory's sections.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use stt_assistant::lane::Sink;
+use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work};
+use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_llm::{Endpoint, Provider};
+use stt_memory::Role;
+use stt_proto::AssistantEvent;
+use stt_testkit::llm_server::{LlmServer, Script};
+
+fn lane(server: &LlmServer, memory: Memory) -> Lane {
+    let client = Provider::new(Endpoint {
+        url: server.url(),
+        model: String::new(),
+        api_key: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(5),
+    })
+    .unwrap();
+    let settings = Settings {
+        command_system_prompt: "You run commands.".into(),
+        chat_system_prompt: "You are a helpful voice assistant.".into(),
+        max_tool_iterations: 4,
+        confirmation_timeout: Duration::from_secs(1),
+        max_tokens: 64,
+        temperature: 0.0,
+        stream: true,
+        prompt_budget: 4000,
+        compaction_trigger_ratio: 0.8,
+        compaction_keep_turns: 2,
+        compaction_max_tokens: 60,
+        compaction_system_prompt: "Summarize.".into(),
+        trim_block_turns: 2,
+    };
+    Lane {
+        client: Some(client),
+        fallback: None,
+        missing: String::new(),
+        providers: None,
+        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
+        settings: Arc::new(settings),
+        memory: Some(memory),
+    }
+}
+
+fn open(dir: &std::path::Path) -> Memory {
+    let settings = memory::Settings::new(dir.join("memory.sqlite"));
+    memory::spawn(settings, Sink::new(|_| {})).unwrap()
+}
+
+/// Runs `work` to its end; returns every report.
+async fn run(lane: &Lane, work: Work) -> Vec<Report> {
+    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let done_tx = Mutex::new(Some(done_tx));
+    let keep = Arc::clone(&reports);
+    let out = Sink::new(move |r: Report| {
+        let end = matches!(r, Report::Finished(_));
+        keep.lock().unwrap().push(r);
+        if end && let Some(tx) = done_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    let _handle = llm::spawn(lane, work, 0, tracing::Span::none(), out);
+    tokio::time::timeout(Duration::from_secs(20), done).await.expect("the job ended").unwrap();
+    let reports = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
+    reports
+}
+
+/// Waits (without blocking the runtime the jobs run on) until `done`, or fails after the
+/// test kit's deadline.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + stt_testkit::DEADLINE;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn tool_results(reports: &[Report]) -> Vec<(String, bool, String)> {
+    reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Publish(AssistantEvent::ToolResult(t)) => {
+                Some((t.tool.clone(), t.ok, t.result.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn system_of(request: &Value) -> String {
+    request["messages"][0]["content"].as_str().unwrap().to_owned()
+}
+
+fn last_user(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    user["content"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_command_recalls_what_an_earlier_chat_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", "Lisbon, noted.");
+    memory.close(Episode::Chat(1));
+
+    let server = LlmServer::start();
+    server.push(Script::ToolCalls(vec![(
+        "recall_memories".into(),
+        json!({"query": "where does my sister live"}),
+    )]));
+    server.push(Script::Text("Your sister lives in Lisbon.".into()));
+    let lane = lane(&server, memory.clone());
+    let work = Work::Command {
+        text: "where does my sister live".into(),
+        edited: false,
+        episode: Episode::Command(7),
+    };
+    let reports = run(&lane, work).await;
+
+    let results = tool_results(&reports);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let (tool, ok, result) = &results[0];
+    assert_eq!((tool.as_str(), *ok), ("recall_memories", true));
+    assert!(result.contains("Typed: My sister lives in Lisbon."), "{result}");
+    let requests = server.requests();
+    // The model was offered memory's tools and told when to use them.
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    for name in memory::tools::ASSISTANT {
+        assert!(offered.contains(&name), "{name} not offered: {offered:?}");
+    }
+    assert!(system_of(&requests[0]).contains("call recall_memories first"));
+    // The result reached the model.
+    let second = requests[1]["messages"].to_string();
+    assert!(second.contains("Lisbon"), "{second}");
+}
+
+#[tokio::test]
+async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+
+    server.push(Script::ToolCalls(vec![(
+        "add_intention".into(),
+        json!({"text": "ask how the dentist went", "cue": "dentist"}),
+    )]));
+    server.push(Script::Text("I will ask.".into()));
+    let work = Work::Command {
+        text: "when I mention the dentist, ask how it went".into(),
+        edited: false,
+        episode: Episode::Command(1),
+    };
+    let results = tool_results(&run(&lane, work).await);
+    assert!(results[0].1 && results[0].2.starts_with("intention "), "{results:?}");
+    let id: i64 =
+        results[0].2.trim_start_matches("intention ").split(' ').next().unwrap().parse().unwrap();
+
+    // A chat turn without the cue: the intention waits in the system prompt only.
+    server.push(Script::Text("Sunny.".into()));
+    let chat = |text: &str| Work::Chat {
+        text: text.into(),
+        conversation: Chat::default(),
+        system: None,
+        resume: None,
+        episode: Episode::Chat(2),
+    };
+    run(&lane, chat("Typed: how is the weather")).await;
+    // With the cue: the turn itself reminds the model.
+    server.push(Script::Text("How did it go?".into()));
+    run(&lane, chat("Typed: I was at the dentist today")).await;
+    let requests = server.requests();
+    let (plain, cued) = (&requests[2], &requests[3]);
+    assert!(system_of(plain).contains(&format!("- [{id}] ask how the dentist went")));
+    assert!(!last_user(plain).contains("(Memory:"), "{}", last_user(plain));
+    let reminded = last_user(cued);
+    assert!(
+        reminded.starts_with("(Memory: \"dentist\" came up: you meant to ask how the dentist went"),
+        "{reminded}"
+    );
+    assert!(reminded.ends_with("Typed: I was at the dentist today"), "{reminded}");
+    // The stable part of the prompt did not move between the two turns.
+    assert_eq!(system_of(plain), system_of(cued));
+
+    server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": id}))]));
+    server.push(Script::Text("Done.".into()));
+    let work = Work::Command {
+        text: "I asked about the dentist".into(),
+        edited: false,
+        episode: Episode::Command(3),
+    };
+    let results = tool_results(&run(&lane, work).await);
+    assert_eq!(results[0], ("complete_intention".into(), true, format!("intention {id} is done")));
+    let Answer::Context(context) = memory
+        .ask(Ask::Context { text: "the dentist again".into(), episode: None, speaker: None })
+        .await
+    else {
+        panic!("no context")
+    };
+    assert!(context.reminders.is_empty() && !context.sections.contains("dentist"), "{context:?}");
+}
+
+#[tokio::test]
+async fn bad_arguments_get_an_answer_the_model_can_act_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let ask = |name: &str, args: Value| Ask::Tool { name: name.into(), args };
+    for (name, args, expect) in [
+        ("recall_memories", json!({}), "give a 'query'"),
+        ("add_intention", json!({"cue": "x"}), "give the 'text'"),
+        ("add_intention", json!({"text": "x", "due": "tomorrow"}), "YYYY-MM-DD HH:MM"),
+        ("complete_intention", json!({"id": "nine"}), "give the intention's 'id'"),
+        ("cancel_intention", json!({"id": 99}), "there is no intention 99"),
+        ("read_session_log", json!({"session_id": 5}), "there is no session 5"),
+    ] {
+        let Answer::Called(called) = memory.ask(ask(name, args)).await else { panic!() };
+        assert!(!called.ok && called.result.contains(expect), "{name}: {called:?}");
+    }
+}
+
+/// Two conversations wait; `memory` holds them.
+fn two_pending(memory: &Memory) {
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", "Noted.");
+    memory.close(Episode::Chat(1));
+    memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "I fixed the bike today.");
+    memory.close(Episode::Chat(2));
+}
+
+async fn stats(memory: &Memory) -> stt_memory::Stats {
+    let Answer::Stats(stats) = memory.ask(Ask::Stats).await else { panic!() };
+    stats
+}
+
+async fn dreams(memory: &Memory) -> String {
+    let Answer::Done(text) = memory.ask(Ask::Dreams(5)).await else { panic!() };
+    text
+}
+
+fn dream(trigger: &str) -> Work {
+    Work::Dream { trigger: trigger.into(), max_steps: 10 }
+}
+
+#[tokio::test]
+async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    two_pending(&memory);
+    let server = LlmServer::start();
+    server.push(Script::ToolCalls(vec![(
+        "create_knowledge".into(),
+        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon.", "type": "fact"}),
+    )]));
+    server.push(Script::Text("done".into()));
+    server.push(Script::ToolCalls(vec![(
+        "record_episode".into(),
+        json!({"summary": "The user fixed their bike.", "salience": "low"}),
+    )]));
+    server.push(Script::Text("done".into()));
+    let lane = lane(&server, memory.clone());
+    let reports = run(&lane, dream("asked")).await;
+
+    let s = stats(&memory).await;
+    assert_eq!((s.pending_sessions, s.active_items), (0, 2), "{s:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // Each round shows one conversation, its lines numbered for provenance.
+    let first = last_user(&requests[0]);
+    assert!(
+        first.contains("Typed: My sister lives in Lisbon.") && !first.contains("bike"),
+        "{first}"
+    );
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(offered, memory::tools::DREAM);
+    // The item cites the lines it came from.
+    let Answer::Items(items) = memory
+        .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(items[0].body, "The user's sister lives in Lisbon.");
+    assert_eq!(items[0].provenance.len(), 1, "{items:?}");
+    let log = dreams(&memory).await;
+    assert!(log.contains("(asked, done)") && log.contains("create_knowledge: item"), "{log}");
+    assert!(log.contains("2 conversations read, 2 changes, 4 requests"), "{log}");
+    let notes: Vec<&String> = reports
+        .iter()
+        .filter_map(|r| if let Report::Note(n) = r { Some(n) } else { None })
+        .collect();
+    assert!(notes.iter().any(|n| n.starts_with("memory: dreamt")), "{notes:?}");
+}
+
+#[tokio::test]
+async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.close(Episode::Chat(1));
+    let server = LlmServer::start();
+    server.push(Script::ToolCalls(vec![(
+        "create_knowledge".into(),
+        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon."}),
+    )]));
+    server.push(Script::Text("done".into()));
+    let lane = lane(&server, memory.clone());
+    run(&lane, dream("idle")).await;
+
+    memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
+    memory.close(Episode::Chat(2));
+    server.push(Script::ToolCalls(vec![(
+        "create_knowledge".into(),
+        json!({"name": "sister's city", "body": "The user's sister lives in Porto."}),
+    )]));
+    server.push(Script::Text("done".into()));
+    run(&lane, dream("idle")).await;
+    // The round showed the model what it may correct.
+    let shown = last_user(&server.requests()[2]);
+    assert!(shown.contains("Already remembered") && shown.contains("Lisbon"), "{shown}");
+
+    let Answer::Hits(hits) = memory.ask(Ask::Search { text: "sister city".into(), limit: 5 }).await
+    else {
+        panic!()
+    };
+    let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
+    assert_eq!(items.len(), 1, "only the correction is recalled: {hits:?}");
+    assert!(items[0].text.contains("Porto"));
+    assert_eq!(items[0].previous, ["sister's city: The user's sister lives in Lisbon."]);
+}
+
+#[tokio::test]
+async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    two_pending(&memory);
+    let server = LlmServer::start();
+    server.push(Script::ToolCalls(vec![(
+        "create_knowledge".into(),
+        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon."}),
+    )]));
+    server.push(Script::Text("done".into()));
+    server.push(Script::Hang);
+    let lane = lane(&server, memory.clone());
+    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
+    let keep = Arc::clone(&reports);
+    let out = Sink::new(move |r| keep.lock().unwrap().push(r));
+    let handle = llm::spawn(&lane, dream("idle"), 0, tracing::Span::none(), out);
+    until("the second round's request", || server.requests().len() == 3).await;
+    // Someone speaks: the loop cancels the dream and records it as interrupted.
+    handle.cancel();
+    until("the dream to end", || {
+        reports.lock().unwrap().iter().any(|r| matches!(r, Report::Finished(End::Cancelled)))
+    })
+    .await;
+    memory.ask(Ask::DreamEnd { status: "interrupted".into(), note: String::new() }).await;
+    let s = stats(&memory).await;
+    assert_eq!((s.pending_sessions, s.active_items), (1, 1), "{s:?}");
+    assert!(dreams(&memory).await.contains("(idle, interrupted)"));
+
+    server.push(Script::Text("done".into()));
+    run(&lane, dream("idle")).await;
+    let resumed = last_user(server.requests().last().unwrap());
+    assert!(
+        resumed.contains("I fixed the bike today.") && !resumed.contains("Lisbon."),
+        "{resumed}"
+    );
+    assert_eq!(stats(&memory).await.pending_sessions, 0);
+}

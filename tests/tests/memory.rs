@@ -1,0 +1,290 @@
+//! Long-term memory across real processes: the assistant keeps what was said in its SQLite
+//! file (0600) under the sandbox's data directory, `stt-ctl memory` reads, searches, exports,
+//! imports and forgets it (forgetting audited), and, against the real local model, a fact
+//! told in chat comes back in a new conversation after a restart, and a dream is stopped by
+//! speech and resumes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stderr,
+    reason = "tests, which print what the real model said"
+)]
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+use stt_proto::{AssistantEvent, ChatRole};
+use stt_testkit::llama::Server;
+use stt_testkit::llm_server::Script;
+use stt_testkit::viewer::{Seen, events, scripted_model, speak, watch_attached};
+use stt_testkit::{DEADLINE, Output, Proc, Sandbox, expect_within};
+
+/// For the real model: several requests on one thread of a machine that may be busy.
+const MODEL_DEADLINE: Duration = Duration::from_secs(300);
+
+fn ctl(sandbox: &Sandbox, args: &[&str]) -> Output {
+    let mut all = vec!["--timeout-ms", "20000"];
+    all.extend_from_slice(args);
+    sandbox.run("stt-ctl", &all)
+}
+
+/// `stt-ctl --json memory …`, which must succeed; the reply as JSON.
+fn memory(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut all = vec!["--json", "memory"];
+    all.extend_from_slice(args);
+    let out = ctl(sandbox, &all);
+    assert_eq!(out.code, Some(0), "stt-ctl memory {args:?}: {out:?}");
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// `memory stats` once `done` holds of its text.
+fn stats_until(sandbox: &Sandbox, what: &str, deadline: Duration, done: impl Fn(&str) -> bool) {
+    expect_within(what, deadline, || {
+        let text = memory(sandbox, &["stats"])["text"].as_str().unwrap().to_owned();
+        if done(&text) { Ok(()) } else { Err(text) }
+    });
+}
+
+/// The number before `label` in a stats line ("3 conversations (1 waiting …").
+fn count(stats: &str, label: &str) -> u64 {
+    let at = stats.find(label).unwrap_or_else(|| panic!("no {label} in {stats}"));
+    stats[..at].split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
+}
+
+fn chat_answer(seen: &Seen, after: usize, assistant: &Proc) -> String {
+    expect_within("the model answers", MODEL_DEADLINE, || {
+        let events = events(seen);
+        events
+            .iter()
+            .skip(after)
+            .find_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m.text.clone())
+                }
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
+                    panic!("{}\n{}", m.text, assistant.log())
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{events:?}"))
+    })
+}
+
+fn notes(seen: &Seen) -> Vec<String> {
+    events(seen)
+        .into_iter()
+        .filter_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note => Some(m.text),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn stt_ctl_reads_searches_exports_imports_and_forgets_what_memory_holds() {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "");
+    // A daemon with no microphone: its speech recognition is up, so commands may run.
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let mut assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+
+    // An intention through the tool a command calls: an item to list, show, export.
+    llm.push(Script::ToolCalls(vec![(
+        "add_intention".into(),
+        json!({"text": "ask how the dentist went", "cue": "dentist"}),
+    )]));
+    llm.push(Script::Text("I will.".into()));
+    assert_eq!(ctl(&sandbox, &["command-start"]).code, Some(0));
+    let edit = ctl(&sandbox, &["command-edit", "--text", "remind me about the dentist"]);
+    assert_eq!(edit.code, Some(0), "{edit:?}");
+    expect_within("the command runs", DEADLINE, || {
+        let out = ctl(&sandbox, &["command-execute"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let listed = expect_within("the intention is listed", DEADLINE, || {
+        let listed = memory(&sandbox, &["list", "--kind", "intention"]);
+        let n = listed["entries"].as_array().unwrap().len();
+        if n == 1 { Ok(listed) } else { Err(listed.to_string()) }
+    });
+    let id = listed["entries"][0]["id"].as_i64().unwrap().to_string();
+    let shown = memory(&sandbox, &["show", &id]);
+    assert!(shown["text"].as_str().unwrap().contains("cue: dentist"), "{shown}");
+
+    llm.push(Script::Text("Noted: Lisbon.".into()));
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "My sister lives in Lisbon."]).code, Some(0));
+    chat_answer(&seen, before, &assistant);
+    // The command (its words, the call, the result, the answer) and the chat turn.
+    stats_until(&sandbox, "every line kept", DEADLINE, |s| count(s, "lines") == 6);
+
+    let db = sandbox.root().join("data/stt/memory.sqlite");
+    assert_eq!(std::fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
+    let found = memory(&sandbox, &["search", "sister"]);
+    let entries = found["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["target"], "log", "{found}");
+    assert!(entries[0]["text"].as_str().unwrap().contains("My sister lives in Lisbon."), "{found}");
+
+    let export = sandbox.root().join("export");
+    let out = memory(&sandbox, &["export", export.to_str().unwrap()]);
+    assert!(out["text"].as_str().unwrap().starts_with("wrote 1 items"), "{out}");
+    let files: Vec<String> = walk(&export);
+    let item = files.iter().find(|f| f.contains("kind: intention")).expect("the item's file");
+    assert!(item.starts_with("---\n") && item.contains("cue: dentist"), "{item}");
+    assert!(item.contains("ask how the dentist went"), "{item}");
+    // The conversations are there too, the command with its tool call.
+    assert!(files.iter().any(|f| f.contains("kind: command") && f.contains("add_intention(")));
+
+    let forgot = memory(&sandbox, &["forget", &id]);
+    assert_eq!(forgot["text"], format!("forgot item {id}"));
+    let out = ctl(&sandbox, &["memory", "show", &id]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("memory has no item"), "{out:?}");
+    let audit = std::fs::read_dir(sandbox.root().join("data/stt/audit")).unwrap();
+    let audit: String =
+        audit.map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap()).collect();
+    assert!(
+        audit.contains("\"tool\":\"memory_forget\"") && audit.contains(&format!("\"id\":{id}")),
+        "{audit}"
+    );
+
+    // Import brings it back from the files, a second import changes nothing.
+    let out = memory(&sandbox, &["import", export.to_str().unwrap()]);
+    assert!(out["text"].as_str().unwrap().contains("1 new"), "{out}");
+    let out = memory(&sandbox, &["import", export.to_str().unwrap()]);
+    assert!(out["text"].as_str().unwrap().contains("0 new"), "{out}");
+    assert_eq!(memory(&sandbox, &["list"])["entries"].as_array().unwrap().len(), 1);
+
+    // Forgetting everything leaves nothing to find, after a restart too.
+    memory(&sandbox, &["forget", "--all"]);
+    assert!(memory(&sandbox, &["search", "sister"])["entries"].as_array().unwrap().is_empty());
+    assert!(assistant.signal_and_wait(Signal::SIGTERM).success());
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the assistant is back", DEADLINE, || {
+        let out = ctl(&sandbox, &["memory", "stats"]);
+        if out.code == Some(0) { Ok(out.stdout) } else { Err(format!("{out:?}")) }
+    });
+    let stats = memory(&sandbox, &["stats"]);
+    assert!(stats["text"].as_str().unwrap().starts_with("0 conversations"), "{stats}");
+
+    // Bad input is answered with the fix.
+    let out = ctl(&sandbox, &["memory", "list", "--kind", "gossip"]);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("knowledge, episode, intention or profile"), "{out:?}");
+}
+
+/// Every file under `dir`, read.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// The sandbox's config: the real model on `server`, nothing else found, `more` after.
+fn real_model(sandbox: &Sandbox, server: &Server, more: &str) {
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
+    let mut config = format!("[llm]\nlocal_port = {}\nrequest_timeout_s = 240\n", server.port);
+    for id in ["ollama", "lmstudio"] {
+        config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
+    }
+    config.push_str(more);
+    std::fs::write(sandbox.config_file(), config).unwrap();
+}
+
+#[test]
+fn a_fact_told_in_chat_comes_back_in_a_new_conversation_after_a_restart() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    real_model(&sandbox, &server, "");
+    let mut assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    assert_eq!(ctl(&sandbox, &["chat-send", "My sister Ana lives in Lisbon."]).code, Some(0));
+    let first = chat_answer(&seen, 0, &assistant);
+    eprintln!("first answer: {first:?}");
+    // Kept and embedded before the restart.
+    stats_until(&sandbox, "the turn embedded", DEADLINE, |s| count(s, "vectors") >= 2);
+    assert!(assistant.signal_and_wait(Signal::SIGTERM).success());
+
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    expect_within("the assistant is back", DEADLINE, || {
+        let out = ctl(&sandbox, &["chat-command", "/new"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let before = events(&seen).len();
+    assert_eq!(
+        ctl(&sandbox, &["chat-send", "In which city does my sister Ana live?"]).code,
+        Some(0)
+    );
+    let answer = chat_answer(&seen, before, &assistant);
+    eprintln!("answer in the new conversation: {answer:?}");
+    let hinted: Vec<String> =
+        notes(&seen).into_iter().filter(|n| n.starts_with("memory: reminded the model")).collect();
+    assert!(hinted.iter().any(|n| n.contains("Lisbon")), "no hint: {:?}", notes(&seen));
+    assert!(answer.to_lowercase().contains("lisbon"), "the answer did not use the fact: {answer}");
+}
+
+#[test]
+fn a_dream_on_the_real_model_is_stopped_by_speech_and_resumes() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    // No dream on its own: this test says when.
+    real_model(&sandbox, &server, "[memory]\ndream_idle_s = 0\ndream_max_steps = 6\n");
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    for (turn, text) in ["I started learning the cello last week.", "My favourite colour is green."]
+        .iter()
+        .enumerate()
+    {
+        let before = events(&seen).len();
+        assert_eq!(ctl(&sandbox, &["chat-send", text]).code, Some(0));
+        chat_answer(&seen, before, &assistant);
+        // Each its own conversation, waiting for a dream.
+        assert_eq!(ctl(&sandbox, &["chat-command", "/new"]).code, Some(0), "turn {turn}");
+    }
+    stats_until(&sandbox, "two conversations wait", DEADLINE, |s| s.contains("(2 waiting"));
+
+    let started = memory(&sandbox, &["dream"]);
+    assert!(started["text"].as_str().unwrap().starts_with("a dream started"), "{started}");
+    // Someone speaks (the daemon comes up with speech in its input) while the model works.
+    let wav = speak(sandbox.root(), "speech", "hello there, what a nice day");
+    let wav = wav.to_string_lossy().into_owned();
+    let _daemon = sandbox
+        .spawn("stt-daemon", &["--input", &wav, "--fast", "--stay", "--wait-for-subscriber"]);
+    expect_within("the dream stops", MODEL_DEADLINE, || {
+        let notes = notes(&seen);
+        if notes.iter().any(|n| n == "memory: the dream was interrupted; it goes on later") {
+            Ok(())
+        } else {
+            Err(format!("{notes:?}\n{}", assistant.log()))
+        }
+    });
+    let dreams = memory(&sandbox, &["dreams"])["text"].as_str().unwrap().to_owned();
+    assert!(dreams.contains("(asked, interrupted)"), "{dreams}");
+
+    // Asked again, it goes on from where it stopped and finishes.
+    memory(&sandbox, &["dream"]);
+    expect_within("the dream finishes", MODEL_DEADLINE, || {
+        let notes = notes(&seen);
+        if notes.iter().any(|n| n.starts_with("memory: dreamt")) {
+            Ok(())
+        } else {
+            Err(format!("{notes:?}"))
+        }
+    });
+    let dreams = memory(&sandbox, &["dreams"])["text"].as_str().unwrap().to_owned();
+    eprintln!("{dreams}");
+    assert!(dreams.contains("(asked, done)"), "{dreams}");
+    stats_until(&sandbox, "nothing waits", DEADLINE, |s| s.contains("(0 waiting"));
+}
