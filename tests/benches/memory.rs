@@ -14,7 +14,11 @@
 //!    `[shares a photo: …]`, the session's date as the time, one second apart), each with its
 //!    `dia_id` as its source reference. Then every entry is embedded (all-MiniLM-L6-v2, the
 //!    model memory uses) as the assistant's embedding lane would. Without `--dream` nothing
-//!    else is built: no LLM is involved.
+//!    else is built: no LLM is involved. With `--dream`, the assistant's own memory and LLM
+//!    lanes then dream over the conversation's sessions with the provider the stt config
+//!    chooses (as the assistant would: the configured one, else the first live), until none
+//!    is pending; the items they write are recalled with the log, each standing for the
+//!    turns in its provenance.
 //! 2. The same conversation is ingested a second time; the log must not grow.
 //! 3. Every question of categories 1–4 (5 is adversarial: its answer is not in the
 //!    conversation) is embedded and recalled through the store's one scorer, three ways:
@@ -408,6 +412,114 @@ fn scale(
     Some((Stats::of(recall), Stats::of(embed), fill_s))
 }
 
+/// `--dream`: the assistant's memory and LLM lanes, on the provider the config chooses.
+struct Dreamer {
+    rt: tokio::runtime::Runtime,
+    lane: stt_assistant::llm::Lane,
+    name: String,
+    model: String,
+}
+
+/// What dreaming over one conversation did.
+struct Dreamt {
+    sessions: usize,
+    items: i64,
+    requests: usize,
+    secs: f64,
+}
+
+impl Dreamer {
+    fn new() -> Result<Self, String> {
+        use stt_llm::registry::Registry;
+        let config = stt_config::Config::load(None).map_err(|e| e.to_string())?;
+        let settings = stt_assistant::Settings::from_config(&config).map_err(|e| e.to_string())?;
+        let registry = Registry::new(stt_assistant::registry_settings(&config.llm));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let found = rt.block_on(registry.probe_all());
+        let id = registry
+            .configured()
+            .or_else(|| registry.choose(&found))
+            .ok_or_else(|| registry.none_live(&found))?;
+        let probed = found.iter().find(|p| p.id == id).ok_or("the provider was not probed")?;
+        let client = registry.provider(probed, "").map_err(|e| registry.explain(id, "", &e))?;
+        let model = client.model().to_owned();
+        let lane = stt_assistant::llm::Lane {
+            client: Some(client),
+            fallback: None,
+            missing: String::new(),
+            providers: Some((registry, id)),
+            registry: std::sync::Arc::new(stt_tools::Registry::new(&[])?),
+            settings: std::sync::Arc::new(settings.lane),
+            memory: None,
+        };
+        Ok(Dreamer { rt, lane, name: id.to_string(), model })
+    }
+
+    /// Dreams over the store at `db` until no session is pending (or a dream gets nowhere),
+    /// then waits for the new items' vectors.
+    fn dream(&self, db: &Path, models: &Path, conv: &Conversation) -> Dreamt {
+        use stt_assistant::lane::Sink;
+        use stt_assistant::llm::{self, Report, Work};
+        use stt_assistant::memory::{self, Answer, Ask};
+        let started = Instant::now();
+        let embedder = (stt_embed::default_dir(models), stt_embed::runtime_library(models));
+        let settings =
+            memory::Settings { embedder: Some(embedder), ..memory::Settings::new(db.into()) };
+        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let lane = stt_assistant::llm::Lane { memory: Some(handle.clone()), ..self.lane.clone() };
+        let stats = |m: &memory::Memory| match self.rt.block_on(m.ask(Ask::Stats)) {
+            Answer::Stats(s) => s,
+            other => panic!("memory: {other:?}"),
+        };
+        let first = stats(&handle);
+        let mut requests = 0;
+        loop {
+            let before = stats(&handle).pending_sessions;
+            if before == 0 {
+                break;
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let out = Sink::new(move |r: Report| {
+                let _ = tx.send(r);
+            });
+            let work = Work::Dream { trigger: "bench".into(), max_steps: 200 };
+            self.rt.block_on(async {
+                llm::spawn(&lane, work, 0, tracing::Span::none(), out);
+            });
+            for report in rx.iter() {
+                match report {
+                    Report::Reachable(_) => requests += 1,
+                    Report::Note(note) => eprintln!("conv {}: {note}", conv.id),
+                    Report::Finished(_) => break,
+                    _ => {}
+                }
+            }
+            if stats(&handle).pending_sessions >= before {
+                eprintln!("conv {}: a dream processed nothing; giving up", conv.id);
+                break;
+            }
+        }
+        let waited = Instant::now();
+        let last = loop {
+            let s = stats(&handle);
+            if s.vectors >= s.log_entries + s.active_items || waited.elapsed().as_secs() > 120 {
+                break s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        Dreamt {
+            sessions: usize::try_from(first.pending_sessions - last.pending_sessions).unwrap_or(0),
+            items: last.active_items,
+            requests,
+            secs: started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args = match args() {
         Ok(a) => a,
@@ -416,14 +528,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.dream {
-        eprintln!(
-            "bench-memory: --dream needs the dreamer, which is not built yet (issue 14's next \
-             step); run without it"
-        );
-        return ExitCode::from(2);
-    }
     let models = stt_testkit::models_dir();
+    let dreamer = if args.dream {
+        match Dreamer::new() {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("bench-memory: --dream: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
+    let mut dreamt = Vec::new();
     let mut embedder = match Embedder::load(
         &stt_embed::default_dir(&models),
         &stt_embed::runtime_library(&models),
@@ -452,6 +569,13 @@ fn main() -> ExitCode {
         if once.log_entries != twice.log_entries || once.active_items != twice.active_items {
             twice_ok = false;
             eprintln!("conv {}: ingesting twice grew the store: {once:?} → {twice:?}", conv.id);
+        }
+        if let Some(dreamer) = &dreamer {
+            let path = store.path().to_owned();
+            drop(store);
+            dreamt.push(dreamer.dream(&path, &models, conv));
+            store = Store::open(&path).unwrap();
+            store.use_embeddings(embedder.model_id(), stt_embed::DIM).unwrap();
         }
         for q in &conv.questions {
             let t = Instant::now();
@@ -498,6 +622,19 @@ fn main() -> ExitCode {
             Score::total(&scores[m].all),
             Score::total(&scores[m].any),
             Score::per_category(&scores[m].all)
+        ));
+    }
+    if !dreamt.is_empty() {
+        let sessions: usize = dreamt.iter().map(|d| d.sessions).sum();
+        let items: i64 = dreamt.iter().map(|d| d.items).sum();
+        let secs: f64 = dreamt.iter().map(|d| d.secs).sum();
+        let requests: usize = dreamt.iter().map(|d| d.requests).sum();
+        report.push_str(&format!(
+            "\nDreamt with {} ({}): {sessions} sessions consolidated into {items} items in \
+             {requests} model requests, {secs:.0} s ({:.1} s per session).\n",
+            dreamer.as_ref().map_or("", |d| d.name.as_str()),
+            dreamer.as_ref().map_or("", |d| d.model.as_str()),
+            secs / sessions.max(1) as f64
         ));
     }
     let recall = Stats::of(recall_ms);

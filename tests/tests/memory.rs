@@ -288,3 +288,37 @@ fn a_dream_on_the_real_model_is_stopped_by_speech_and_resumes() {
     assert!(dreams.contains("(asked, done)"), "{dreams}");
     stats_until(&sandbox, "nothing waits", DEADLINE, |s| s.contains("(0 waiting"));
 }
+
+#[test]
+fn an_intention_comes_back_when_its_cue_is_spoken() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    real_model(&sandbox, &server, "");
+    // The intention as a person writes it in memory's files (what `memory export` gives).
+    let files = sandbox.root().join("mine");
+    std::fs::create_dir_all(files.join("intentions")).unwrap();
+    std::fs::write(
+        files.join("intentions/dentist.md"),
+        "---\nkind: intention\ncue: dentist\n---\nAsk whether the new appointment is booked.\n",
+    )
+    .unwrap();
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let imported = memory(&sandbox, &["import", files.to_str().unwrap()]);
+    assert!(imported["text"].as_str().unwrap().contains("1 new"), "{imported}");
+    assert_eq!(ctl(&sandbox, &["chat-toggle"]).code, Some(0));
+
+    let wav = speak(sandbox.root(), "cue", "I was at the dentist this morning.");
+    let wav = wav.to_string_lossy().into_owned();
+    let daemon = sandbox
+        .spawn("stt-daemon", &["--input", &wav, "--fast", "--stay", "--wait-for-subscriber"]);
+    let note = expect_within("the intention comes back", MODEL_DEADLINE, || {
+        notes(&seen)
+            .into_iter()
+            .find(|n| n.starts_with("memory: \"dentist\" came up"))
+            .ok_or_else(|| format!("{:?}\n{}\n{}", notes(&seen), daemon.log(), assistant.log()))
+    });
+    assert!(note.ends_with("Ask whether the new appointment is booked."), "{note}");
+    let answer = chat_answer(&seen, 0, &assistant);
+    eprintln!("the model, reminded: {answer:?}");
+}

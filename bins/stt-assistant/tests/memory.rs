@@ -146,7 +146,7 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
     for name in memory::tools::ASSISTANT {
         assert!(offered.contains(&name), "{name} not offered: {offered:?}");
     }
-    assert!(system_of(&requests[0]).contains("call recall_memories first"));
+    assert!(system_of(&requests[0]).contains("Call recall_memories only when the user asks"));
     // The result reached the model.
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("Lisbon"), "{second}");
@@ -186,7 +186,22 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     run(&lane, chat("Typed: how is the weather")).await;
     // With the cue: the turn itself reminds the model.
     server.push(Script::Text("How did it go?".into()));
-    run(&lane, chat("Typed: I was at the dentist today")).await;
+    let reports = run(&lane, chat("Typed: I was at the dentist today")).await;
+    let noted: Vec<&String> = reports
+        .iter()
+        .filter_map(|r| if let Report::Hinted(notes) = r { Some(notes) } else { None })
+        .flatten()
+        .collect();
+    assert_eq!(
+        noted,
+        [&format!(
+            "memory: \"dentist\" came up, which brings back intention {id}: ask how the dentist went"
+        )]
+    );
+    // Once per conversation: the next turn with the cue is not reminded again.
+    server.push(Script::Text("Right.".into()));
+    run(&lane, chat("Typed: the dentist was fine")).await;
+    assert!(!last_user(server.requests().last().unwrap()).contains("(Memory:"));
     let requests = server.requests();
     let (plain, cued) = (&requests[2], &requests[3]);
     assert!(system_of(plain).contains(&format!("- [{id}] ask how the dentist went")));
@@ -388,4 +403,42 @@ async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
         "{resumed}"
     );
     assert_eq!(stats(&memory).await.pending_sessions, 0);
+}
+
+/// What the installed 0.5B model does with "remind me …": the same call many times in one
+/// reply, then "completes" the intention it just added. One call per tool runs, and the
+/// new intention stays open.
+#[tokio::test]
+async fn a_burst_of_calls_runs_once_and_a_new_intention_is_not_ended_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let add = ("add_intention".to_owned(), json!({"text": "book the service", "cue": "car"}));
+    server.push(Script::ToolCalls(vec![add.clone(), add.clone(), add]));
+    server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": 1}))]));
+    server.push(Script::Text("I will remind you.".into()));
+    let lane = lane(&server, memory.clone());
+    let work = Work::Command {
+        text: "remind me to book the service when I mention the car".into(),
+        edited: false,
+        episode: Episode::Command(1),
+    };
+    let results = tool_results(&run(&lane, work).await);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0].0, "add_intention");
+    assert_eq!(
+        results[1],
+        (
+            "complete_intention".into(),
+            false,
+            "intention 1 was just added: it stays open until it is done".into()
+        )
+    );
+    let Answer::Items(open) = memory
+        .ask(Ask::List { kind: Some(stt_memory::Kind::Intention), archived: false, limit: 5 })
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(open.len(), 1, "{open:?}");
 }

@@ -32,6 +32,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
+    // Intentions this command added (it may not end them too).
+    let mut added: Vec<i64> = Vec::new();
     for _ in 0..settings.max_tool_iterations.max(1) {
         let request = Request {
             messages: &messages,
@@ -45,7 +47,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
             Ok(reply) => reply,
             Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
         };
-        let calls = calls_of(lane, &reply);
+        let calls = batch(calls_of(lane, &reply));
         if calls.is_empty() {
             return answer(&reply, out);
         }
@@ -56,7 +58,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
         }
         messages.push(Message::calls(calls.clone()));
         for call in calls {
-            let result = run_call(lane, &call, text, edited, out).await;
+            let result = run_call(lane, &call, text, edited, &mut added, out).await;
             ran.push((call.name.clone(), result.clone()));
             messages.push(Message::tool(call.id.clone(), result));
         }
@@ -142,6 +144,29 @@ async fn report(
     }
 }
 
+/// Calls one reply may run: each tool once (a small model may write the same call a dozen
+/// times in one reply, with ids counting up), at most [`MAX_CALLS`].
+fn batch(calls: Vec<Call>) -> Vec<Call> {
+    let mut kept: Vec<Call> = Vec::new();
+    for call in calls {
+        if kept.len() == MAX_CALLS {
+            tracing::warn!(
+                "the model asked for more than {MAX_CALLS} calls at once; the rest are dropped"
+            );
+            break;
+        }
+        if kept.iter().any(|k| k.name == call.name) {
+            tracing::debug!(tool = %call.name, "a second call of the same tool in one reply is dropped");
+            continue;
+        }
+        kept.push(call);
+    }
+    kept
+}
+
+/// Calls one reply may run.
+const MAX_CALLS: usize = 4;
+
 /// The calls in a reply: the provider's, or else JSON calls in the text.
 fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
     if !reply.tool_calls.is_empty() {
@@ -150,11 +175,28 @@ fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
     stt_llm::calls_in_content(&reply.content, |name| spec_of(lane, name).is_some())
 }
 
-/// Runs one of memory's tools (`dream_now` asks the loop for a dream).
-async fn run_memory_tool(lane: &Lane, call: &Call, out: &Sink<Report>) -> Outcome {
+/// Runs one of memory's tools (`dream_now` asks the loop for a dream). `added`: the
+/// intentions this command added, which it may not end in the same breath (a small model
+/// adds one, then "completes" it at once).
+async fn run_memory_tool(
+    lane: &Lane,
+    call: &Call,
+    added: &mut Vec<i64>,
+    out: &Sink<Report>,
+) -> Outcome {
     let Some(memory) = &lane.memory else {
         return Outcome::Done { ok: false, result: "memory is off ([memory].enabled)".into() };
     };
+    let ends = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
+    if ends.contains(&call.name.as_str())
+        && let Some(id) = call.arguments.get("id").and_then(serde_json::Value::as_i64)
+        && added.contains(&id)
+    {
+        return Outcome::Done {
+            ok: false,
+            result: format!("intention {id} was just added: it stays open until it is done"),
+        };
+    }
     if call.name == memory_tools::DREAM_NOW {
         out.send(Report::DreamNow);
         return Outcome::Done {
@@ -164,7 +206,13 @@ async fn run_memory_tool(lane: &Lane, call: &Call, out: &Sink<Report>) -> Outcom
     }
     let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
     match memory.ask(ask).await {
-        Answer::Called(memory::Called { ok, result }) => Outcome::Done { ok, result },
+        Answer::Called(memory::Called { ok, result }) => {
+            if ok && call.name == memory_tools::ADD_INTENTION {
+                let id = result.strip_prefix("intention ").and_then(|r| r.split(' ').next());
+                added.extend(id.and_then(|id| id.parse::<i64>().ok()));
+            }
+            Outcome::Done { ok, result }
+        }
         Answer::Failed(why) => Outcome::Done { ok: false, result: why },
         other => Outcome::Done { ok: false, result: format!("memory answered {other:?}") },
     }
@@ -176,6 +224,7 @@ async fn run_call(
     call: &Call,
     text: &str,
     edited: bool,
+    added: &mut Vec<i64>,
     out: &Sink<Report>,
 ) -> String {
     let Some(spec) = spec_of(lane, &call.name) else {
@@ -215,7 +264,7 @@ async fn run_call(
     } else if lane.registry.contains(&call.name) {
         lane.registry.run(&call.name, &call.arguments).await
     } else {
-        run_memory_tool(lane, call, out).await
+        run_memory_tool(lane, call, added, out).await
     };
     if let Outcome::Timer { after, label, .. } = &outcome {
         out.send(Report::Timer { after: *after, label: label.clone() });

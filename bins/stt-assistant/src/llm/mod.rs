@@ -157,7 +157,7 @@ pub enum Report {
     ConfirmOver { call_id: String },
     /// The `set_timer` tool asked for a timer.
     Timer { after: Duration, label: String },
-    /// Memory reminded the model of these (associative hints), for a note.
+    /// Memory reminded the model of something (a hint, an intention): a note for each.
     Hinted(Vec<String>),
     /// The `dream_now` tool asked for a dream.
     DreamNow,
@@ -298,10 +298,12 @@ const DISCIPLINE_CHAT: &str = "You remember earlier conversations. A line starti
     \"(Memory:\" before a message comes from that memory, not from what the user says now: \
     use it when it answers or bears on what is asked, and do not bring it up otherwise. Never \
     make up memories.";
-const DISCIPLINE_TOOLS: &str = "You remember earlier conversations. When the user refers to \
-    something said or decided before that you do not see here, call recall_memories first; \
-    for anything else, do not. To do or say something later, call add_intention; when an open \
-    intention is done, call complete_intention with its id.";
+const DISCIPLINE_TOOLS: &str = "You remember earlier conversations. Call recall_memories \
+    only when the user asks about something said or decided before that you do not see here. \
+    When the user asks to be reminded of something later (\"remind me to … when … comes up\", \
+    \"… next time I mention …\", \"tomorrow at 9\"), call add_intention: text is what to do, \
+    cue the words that should bring it back, due the time. When an open intention is done, call \
+    complete_intention with its id.";
 
 /// The system prompt and the turn's text with what memory has for `text`: its sections and
 /// discipline after `system`, this turn's reminders (intentions due or cued, hints) before
@@ -330,8 +332,8 @@ async fn recall(
             return plain;
         }
     };
-    if !context.hints.is_empty() {
-        out.send(Report::Hinted(context.hints.clone()));
+    if !context.notes.is_empty() {
+        out.send(Report::Hinted(context.notes.clone()));
     }
     let discipline = if tools { DISCIPLINE_TOOLS } else { DISCIPLINE_CHAT };
     let mut system = format!("{system}\n\n{discipline}");

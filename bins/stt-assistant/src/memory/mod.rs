@@ -165,8 +165,8 @@ pub struct Context {
     pub sections: String,
     /// Lines for this turn only: intentions due now or cued by its words, then hints.
     pub reminders: Vec<String>,
-    /// The hints among them, for the note viewers see.
-    pub hints: Vec<String>,
+    /// What viewers are told of them: a note per intention brought back and per hint.
+    pub notes: Vec<String>,
 }
 
 /// Memory's answer.
@@ -709,15 +709,28 @@ fn context(
         sections.push_str("\n\n");
     }
     let mut reminders = Vec::new();
+    let mut notes = Vec::new();
     let open = store.intentions(text, store.now())?;
-    for item in &open.due {
-        reminders.push(format!("Due now: {} (intention {})", item.body, item.id.0));
+    // Each intention comes back once per conversation, like a hint.
+    let fresh = |item: &&Item| !seen.contains(&Target::Item(item.id));
+    let due: Vec<&Item> = open.due.iter().filter(fresh).collect();
+    let cued: Vec<&Item> = open.cued.iter().filter(fresh).collect();
+    for item in due.iter().chain(&cued) {
+        seen.insert(Target::Item(item.id));
     }
-    for item in &open.cued {
+    for item in &due {
+        reminders.push(format!("Due now: {} (intention {})", item.body, item.id.0));
+        notes.push(format!("memory: intention {} is due: {}", item.id.0, item.body));
+    }
+    for item in &cued {
         let cue = item.cue.as_deref().unwrap_or_default();
         reminders.push(format!(
             "\"{cue}\" came up: you meant to {} (intention {})",
             item.body, item.id.0
+        ));
+        notes.push(format!(
+            "memory: \"{cue}\" came up, which brings back intention {}: {}",
+            item.id.0, item.body
         ));
     }
     let mut hints = Vec::new();
@@ -734,7 +747,8 @@ fn context(
         store.reinforce(&used)?;
     }
     reminders.extend(hints.iter().map(|h| format!("From memory: {h}")));
-    Ok(Context { sections: sections.trim_end().to_owned(), reminders, hints })
+    notes.extend(hints.iter().map(|h| format!("memory: reminded the model that {h}")));
+    Ok(Context { sections: sections.trim_end().to_owned(), reminders, notes })
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
         "description": "Ids of the log entries it comes from"});
     let (description, parameters, side_effect) = match name {
         RECALL => (
-            "Search long-term memory (facts, past conversations) for what the user refers to.",
+            "Look up what the user said or decided in an earlier conversation.",
             object(
                 json!({"query": {"type": "string", "description": "What to look for"}}),
                 &["query"],
@@ -86,7 +86,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             SideEffect::ReadOnly,
         ),
         ADD_INTENTION => (
-            "Remember to do or say something later: when a cue word is spoken, or at a time.",
+            "Remind the user of something later: when a topic comes up (cue) or at a time (due).",
             object(
                 json!({
                     "text": {"type": "string", "description": "What to do or say"},
@@ -300,10 +300,18 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 },
             };
             let cue = Some(text("cue")).filter(|c| !c.is_empty());
-            if cue.is_none() && due.is_none() {
-                // Without either it would only wait in the prompt: still worth keeping.
-                tracing::debug!("an intention with neither cue nor due time");
-            }
+            // A time already here or gone is a model filling in every field: with a cue it
+            // is dropped, without one it is refused.
+            let due = match due {
+                Some(at) if at <= call.now + 60.0 && cue.is_some() => None,
+                Some(at) if at <= call.now + 60.0 => {
+                    return Ok(Called::failed(format!(
+                        "{} has passed: give a time to come, or a cue",
+                        when(at)
+                    )));
+                }
+                due => due,
+            };
             let id = store.add_intention(body, cue, due, None, &[])?;
             let mut said = format!("intention {} kept", id.0);
             if let Some(cue) = cue {

@@ -693,9 +693,9 @@ impl Owner {
                 self.timers.add(id, label, now() + after);
             }
             Report::Audit(record) => self.writer.audit_action(*record),
-            Report::Hinted(hints) if !stale => {
-                for hint in hints {
-                    self.note(format!("memory: reminded the model that {hint}"));
+            Report::Hinted(notes) if !stale => {
+                for note in notes {
+                    self.note(note);
                 }
             }
             Report::Hinted(_) => {}
