@@ -4,13 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, Lane, Report, Settings, estimate_tokens};
-use stt_llm::{Endpoint, Provider};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_testkit::llm_server::{LlmServer, Script};
 
@@ -18,14 +19,6 @@ const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;
 
 fn lane(server: &LlmServer) -> Lane {
-    let client = Provider::new(Endpoint {
-        url: server.url(),
-        model: String::new(),
-        api_key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-    })
-    .unwrap();
     let settings = Settings {
         command_system_prompt: "You run commands.".into(),
         chat_system_prompt: "You are a helpful voice assistant.".into(),
@@ -41,15 +34,7 @@ fn lane(server: &LlmServer) -> Lane {
         compaction_system_prompt: SUMMARIZE.into(),
         trim_block_turns: 2,
     };
-    Lane {
-        client: Some(client),
-        fallback: None,
-        missing: String::new(),
-        providers: None,
-        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
-        settings: Arc::new(settings),
-        memory: None,
-    }
+    common::lane(server, settings, None)
 }
 
 /// What the assistant's loop does with a chat job's reports, for one conversation: keeps

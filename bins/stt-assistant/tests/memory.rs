@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,20 +13,11 @@ use serde_json::{Value, json};
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
-use stt_llm::{Endpoint, Provider};
 use stt_memory::Role;
 use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
 
 fn lane(server: &LlmServer, memory: Memory) -> Lane {
-    let client = Provider::new(Endpoint {
-        url: server.url(),
-        model: String::new(),
-        api_key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-    })
-    .unwrap();
     let settings = Settings {
         command_system_prompt: "You run commands.".into(),
         chat_system_prompt: "You are a helpful voice assistant.".into(),
@@ -40,15 +33,7 @@ fn lane(server: &LlmServer, memory: Memory) -> Lane {
         compaction_system_prompt: "Summarize.".into(),
         trim_block_turns: 2,
     };
-    Lane {
-        client: Some(client),
-        fallback: None,
-        missing: String::new(),
-        providers: None,
-        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
-        settings: Arc::new(settings),
-        memory: Some(memory),
-    }
+    common::lane(server, settings, Some(memory))
 }
 
 fn open(dir: &std::path::Path) -> Memory {
@@ -270,6 +255,13 @@ async fn dreams(memory: &Memory) -> String {
     text
 }
 
+/// The scripted model's round of a dream: one fact written, then "done".
+fn dream_round(server: &LlmServer, name: &str, body: &str) {
+    let fact = json!({"name": name, "body": body});
+    server.push(Script::ToolCalls(vec![("create_knowledge".into(), fact)]));
+    server.push(Script::Text("done".into()));
+}
+
 fn dream(trigger: &str) -> Work {
     Work::Dream { trigger: trigger.into(), max_steps: 10 }
 }
@@ -280,11 +272,7 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
     let memory = open(dir.path());
     two_pending(&memory);
     let server = LlmServer::start();
-    server.push(Script::ToolCalls(vec![(
-        "create_knowledge".into(),
-        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon.", "type": "fact"}),
-    )]));
-    server.push(Script::Text("done".into()));
+    dream_round(&server, "sister's city", "The user's sister lives in Lisbon.");
     server.push(Script::ToolCalls(vec![(
         "record_episode".into(),
         json!({"summary": "The user fixed their bike.", "salience": "low"}),
@@ -309,7 +297,18 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(offered, memory::tools::DREAM);
+    assert_eq!(
+        offered,
+        [
+            "list_items",
+            "create_knowledge",
+            "update_item",
+            "archive_item",
+            "record_episode",
+            "update_profile",
+            "finish_dream"
+        ]
+    );
     // The item cites the lines it came from.
     let Answer::Items(items) = memory
         .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
@@ -336,21 +335,13 @@ async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
     memory.close(Episode::Chat(1));
     let server = LlmServer::start();
-    server.push(Script::ToolCalls(vec![(
-        "create_knowledge".into(),
-        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon."}),
-    )]));
-    server.push(Script::Text("done".into()));
+    dream_round(&server, "sister's city", "The user's sister lives in Lisbon.");
     let lane = lane(&server, memory.clone());
     run(&lane, dream("idle")).await;
 
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
-    server.push(Script::ToolCalls(vec![(
-        "create_knowledge".into(),
-        json!({"name": "sister's city", "body": "The user's sister lives in Porto."}),
-    )]));
-    server.push(Script::Text("done".into()));
+    dream_round(&server, "sister's city", "The user's sister lives in Porto.");
     run(&lane, dream("idle")).await;
     // The round showed the model what it may correct.
     let shown = last_user(&server.requests()[2]);
@@ -372,11 +363,7 @@ async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
     let memory = open(dir.path());
     two_pending(&memory);
     let server = LlmServer::start();
-    server.push(Script::ToolCalls(vec![(
-        "create_knowledge".into(),
-        json!({"name": "sister's city", "body": "The user's sister lives in Lisbon."}),
-    )]));
-    server.push(Script::Text("done".into()));
+    dream_round(&server, "sister's city", "The user's sister lives in Lisbon.");
     server.push(Script::Hang);
     let lane = lane(&server, memory.clone());
     let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
@@ -441,4 +428,66 @@ async fn a_burst_of_calls_runs_once_and_a_new_intention_is_not_ended_at_once() {
         panic!()
     };
     assert_eq!(open.len(), 1, "{open:?}");
+}
+
+/// A model that cannot call tools (the small local one, often) writes facts as lines.
+#[tokio::test]
+async fn a_dream_takes_facts_written_as_lines_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.close(Episode::Chat(1));
+    let server = LlmServer::start();
+    server.push(Script::Text(
+        "FACT sister's city: The user's sister lives in Lisbon.\nFACT topic: sentence\n\
+         Fact topic: Typed: I play the cello.\nOK"
+            .into(),
+    ));
+    server.push(Script::Text("done".into()));
+    let lane = lane(&server, memory.clone());
+    run(&lane, dream("asked")).await;
+    let Answer::Items(items) = memory
+        .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
+        .await
+    else {
+        panic!()
+    };
+    let texts: Vec<String> = items.iter().map(stt_memory::Item::text).collect();
+    assert_eq!(texts, ["I play the cello.", "sister's city: The user's sister lives in Lisbon."]);
+    assert_eq!(stats(&memory).await.pending_sessions, 0);
+}
+
+/// After a tool, as after a person's turn: its result's words bring an intention back.
+#[tokio::test]
+async fn a_tools_result_can_cue_an_intention() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let weekday = chrono::Local::now().format("%A").to_string();
+    let add = json!({"text": "water the plants", "cue": weekday});
+    let Answer::Called(added) =
+        memory.ask(Ask::Tool { name: "add_intention".into(), args: add }).await
+    else {
+        panic!()
+    };
+    assert!(added.ok, "{added:?}");
+    let server = LlmServer::start();
+    server.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
+    server.push(Script::Text("It is the afternoon.".into()));
+    let lane = lane(&server, memory.clone());
+    let work = Work::Command {
+        text: "what time is it".into(),
+        edited: false,
+        episode: Episode::Command(1),
+    };
+    let reports = run(&lane, work).await;
+    let second = server.requests()[1]["messages"].to_string();
+    assert!(
+        second.contains(&format!(
+            "(Memory: \\\"{weekday}\\\" came up: you meant to water the plants"
+        )),
+        "{second}"
+    );
+    assert!(
+        reports.iter().any(|r| matches!(r, Report::Hinted(n) if n[0].contains("water the plants")))
+    );
 }

@@ -189,8 +189,10 @@ impl Store {
     }
 
     /// Associative hints for what was just said or done: empty without a vector (words alone
-    /// are too noisy to interrupt with), else what `gate` lets through, skipping `seen` and
-    /// the current session's own entries.
+    /// are too noisy to interrupt with), else what `gate` lets through, skipping `seen`, the
+    /// current session's own entries, what says `text` again word for word (the same
+    /// command repeated is no association), and the lines of past commands (a command said
+    /// again in other words is not one either: the recall tools still find them).
     pub fn hints(
         &self,
         text: &str,
@@ -206,7 +208,20 @@ impl Store {
             exclude_session: session,
             ..Query::new(text)
         };
-        let ranked = self.recall(&query)?;
+        let mut ranked = self.recall(&query)?;
+        let said = text::normalise(text);
+        ranked.retain(|h| said.is_empty() || !text::normalise(&h.text).ends_with(&said));
+        let mut kept = Vec::with_capacity(ranked.len());
+        for hit in ranked {
+            if let Target::Log(id) = hit.target {
+                let session = self.entry(id)?.session;
+                if self.session(session)?.kind == crate::SessionKind::Command {
+                    continue;
+                }
+            }
+            kept.push(hit);
+        }
+        let ranked = kept;
         Ok(gate.choose(&ranked, seen).into_iter().cloned().collect())
     }
 

@@ -289,6 +289,19 @@ fn meaning_finds_what_words_miss_and_hints_gate() {
         f.store.hints("my puppy", None, None, &HashSet::new(), &gate).unwrap().is_empty(),
         "silent without vectors"
     );
+    // The same words again are a repetition, not an association.
+    let v = toy("Rex the dog");
+    let again = f.store.hints("rex the DOG!", Some(&v), None, &HashSet::new(), &gate).unwrap();
+    assert!(again.iter().all(|h| h.target != Target::Item(dog)), "{again:?}");
+    // Nor are the lines of past commands (the recall tools find them).
+    let s = f.store.open_session(SessionKind::Command, None, None).unwrap();
+    f.store.append(s, &Turn::new(Role::User, "drive the car to the park")).unwrap();
+    embed_missing(&mut f.store);
+    let v = toy("car park");
+    let q = Query { vector: Some(&v), ..Query::new("car park") };
+    assert!(matches!(f.store.recall(&q).unwrap()[0].target, Target::Log(_)));
+    let hints = f.store.hints("car park", Some(&v), None, &HashSet::new(), &gate).unwrap();
+    assert!(hints.is_empty(), "{hints:?}");
 }
 
 fn hit(score: f32, id: i64) -> Hit {

@@ -59,6 +59,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
         messages.push(Message::calls(calls.clone()));
         for call in calls {
             let result = run_call(lane, &call, text, edited, &mut added, out).await;
+            let result = after_tool(lane, &call.name, result, episode, out).await;
             ran.push((call.name.clone(), result.clone()));
             messages.push(Message::tool(call.id.clone(), result));
         }
@@ -141,6 +142,28 @@ async fn report(
     match complete(lane, client, &request, out, |_| {}).await {
         Ok(reply) => answer(&reply, out),
         Err(e) => error(out, ErrorCode::LlmError, lane.explain(&e)),
+    }
+}
+
+/// A tool's result with what memory associates with it (a hint, an intention its words
+/// cue), as after a person's turn; memory's own tools bring nothing more.
+async fn after_tool(
+    lane: &Lane,
+    tool: &str,
+    result: String,
+    episode: Episode,
+    out: &Sink<Report>,
+) -> String {
+    let Some(memory) = lane.memory.as_ref().filter(|_| !memory_tools::is_memory_tool(tool)) else {
+        return result;
+    };
+    let ask = Ask::Context { text: result.clone(), episode: Some(episode), speaker: None };
+    match memory.ask(ask).await {
+        Answer::Context(context) if !context.reminders.is_empty() => {
+            out.send(Report::Hinted(context.notes));
+            format!("{result}\n(Memory: {})", context.reminders.join("; "))
+        }
+        _ => result,
     }
 }
 

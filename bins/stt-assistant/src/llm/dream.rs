@@ -23,8 +23,60 @@ const PROMPT: &str = "You maintain the long-term memory of a voice assistant whi
     their world (a short name such as \"sister's city\" and one sentence; if it corrects an \
     item already remembered, give that item's id as supersedes); record_episode for one \
     sentence on what happened, if it mattered; update_profile for who the user is. Save \
-    nothing for small talk, greetings or commands that were simply run. When you are done, \
-    answer \"done\" without calling a tool.";
+    nothing for small talk, greetings or commands that were simply run. If you cannot call \
+    tools, write each fact on a line of its own as FACT topic: sentence (the topic of an item \
+    already remembered when the fact corrects it). When you are done, answer \"done\".";
+
+/// Facts a model wrote as text, one `FACT topic: sentence` line each (what the prompt asks
+/// of a model that cannot call tools: small ones write these more reliably than calls), as
+/// `create_knowledge` calls; `step` makes their ids unique.
+fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
+    content
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim().trim_start_matches(['-', '*', ' ']);
+            let rest =
+                line.get(..4).filter(|p| p.eq_ignore_ascii_case("fact")).map(|_| &line[4..])?;
+            let (topic, fact) = rest.trim_start_matches([':', ' ']).split_once(':')?;
+            // The prompt's own word copied back is no topic; the fact is kept without one.
+            let topic = Some(topic.trim()).filter(|t| !t.eq_ignore_ascii_case("topic"));
+            let mut fact = fact.trim();
+            // Who said it, copied from the log line, is not part of the fact.
+            for who in ["typed:", "typing:", "user:"] {
+                if fact.get(..who.len()).is_some_and(|p| p.eq_ignore_ascii_case(who)) {
+                    fact = fact[who.len()..].trim();
+                }
+            }
+            (!fact.is_empty() && !fact.eq_ignore_ascii_case("sentence"))
+                .then_some((topic.unwrap_or_default(), fact))
+        })
+        .enumerate()
+        .map(|(i, (topic, fact))| stt_llm::ToolCall {
+            id: format!("fact-{step}-{i}"),
+            name: "create_knowledge".into(),
+            arguments: serde_json::json!({"name": topic, "body": fact}),
+        })
+        .collect()
+}
+
+/// The tools a round offers: memory's dream tools but the two the dream does itself
+/// (reading the round's conversation, marking it processed).
+const ROUND: [&str; 7] = [
+    "list_items",
+    "create_knowledge",
+    "update_item",
+    "archive_item",
+    "record_episode",
+    "update_profile",
+    "finish_dream",
+];
+
+/// The last word of a round that wrote nothing: the same conversation, no tools, facts as
+/// lines (what a small model manages when calls fail it).
+const EXTRACT: &str = "Extract facts the user states about themselves or their family. Output \
+    one line per fact in the form 'FACT topic: sentence', using the user's own words. Reuse \
+    the topic of an already remembered fact when the conversation corrects it. Output nothing \
+    else.";
 
 /// Runs a dream (`trigger`: why it started) of at most `max_steps` model requests.
 pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>) {
@@ -42,7 +94,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         other => return tracing::warn!("memory could not start a dream: {other:?}"),
     };
     tracing::info!(trigger, sessions = sessions.len(), "dream started");
-    let tools: Vec<ToolSpec> = memory_tools::specs(&memory_tools::DREAM)
+    let tools: Vec<ToolSpec> = memory_tools::specs(&ROUND)
         .into_iter()
         .map(|s| ToolSpec { name: s.name, description: s.description, parameters: s.parameters })
         .collect();
@@ -54,8 +106,9 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         let Answer::Round(text) = memory.ask(Ask::DreamRound(session)).await else {
             continue;
         };
-        let mut messages = vec![Message::system(PROMPT), Message::user(text)];
+        let mut messages = vec![Message::system(PROMPT), Message::user(text.clone())];
         let mut seen: Vec<String> = Vec::new();
+        let written = changes;
         loop {
             if steps >= max_steps {
                 break 'sessions;
@@ -78,9 +131,13 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                     return out.send(Report::Note(format!("memory: the dream failed: {why}")));
                 }
             };
+            tracing::debug!(content = %reply.content, calls = ?reply.tool_calls, "dream reply");
             let mut calls = reply.tool_calls.clone();
             if calls.is_empty() {
                 calls = stt_llm::calls_in_content(&reply.content, memory_tools::is_memory_tool);
+            }
+            if calls.is_empty() {
+                calls = fact_lines(&reply.content, steps);
             }
             // The same call again is a loop (small models do it): this round is over.
             let keys: Vec<String> =
@@ -109,6 +166,29 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
             }
             if finished {
                 break;
+            }
+        }
+        if changes == written && !finished && steps < max_steps {
+            steps += 1;
+            let messages = [Message::system(EXTRACT), Message::user(text)];
+            let request = Request {
+                messages: &messages,
+                tools: &[],
+                stream: false,
+                max_tokens: lane.settings.max_tokens,
+                temperature: lane.settings.temperature,
+                resume: None,
+            };
+            if let Ok(reply) = complete(lane, client, &request, out, |_| {}).await {
+                tracing::debug!(content = %reply.content, "dream extraction");
+                for call in fact_lines(&reply.content, steps) {
+                    let ask = Ask::Tool { name: call.name, args: call.arguments };
+                    if let Answer::Called(called) = memory.ask(ask).await
+                        && called.ok
+                    {
+                        changes += 1;
+                    }
+                }
             }
         }
         memory.ask(Ask::DreamRoundDone(session)).await;

@@ -358,10 +358,12 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                     )));
                 }
             };
+            // An id the store does not hold (a model making one up) corrects nothing.
+            let supersedes = int("supersedes").map(ItemId).filter(|id| store.item(*id).is_ok());
             let new = NewItem {
                 subtype: subtype.to_owned(),
                 provenance: known_entries(store, ids("sources")),
-                supersedes: int("supersedes").map(ItemId),
+                supersedes,
                 ..NewItem::new(Kind::Knowledge, name, body)
             };
             match store.remember(new)? {
