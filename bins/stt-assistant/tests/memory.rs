@@ -108,11 +108,7 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
     )]));
     server.push(Script::Text("Your sister lives in Lisbon.".into()));
     let lane = lane(&server, memory.clone());
-    let work = Work::Command {
-        text: "where does my sister live".into(),
-        edited: false,
-        episode: Episode::Command(7),
-    };
+    let work = command("where does my sister live", 7);
     let reports = run(&lane, work).await;
 
     let results = tool_results(&reports);
@@ -149,11 +145,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
         json!({"text": "ask how the dentist went", "cue": "dentist"}),
     )]));
     server.push(Script::Text("I will ask.".into()));
-    let work = Work::Command {
-        text: "when I mention the dentist, ask how it went".into(),
-        edited: false,
-        episode: Episode::Command(1),
-    };
+    let work = command("when I mention the dentist, ask how it went", 1);
     let results = tool_results(&run(&lane, work).await);
     assert!(results[0].1 && results[0].2.starts_with("intention "), "{results:?}");
     let id: i64 =
@@ -202,11 +194,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
 
     server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": id}))]));
     server.push(Script::Text("Done.".into()));
-    let work = Work::Command {
-        text: "I asked about the dentist".into(),
-        edited: false,
-        episode: Episode::Command(3),
-    };
+    let work = command("I asked about the dentist", 3);
     let results = tool_results(&run(&lane, work).await);
     assert_eq!(results[0], ("complete_intention".into(), true, format!("intention {id} is done")));
     let Answer::Context(context) = memory
@@ -234,6 +222,11 @@ async fn bad_arguments_get_an_answer_the_model_can_act_on() {
         let Answer::Called(called) = memory.ask(ask(name, args)).await else { panic!() };
         assert!(!called.ok && called.result.contains(expect), "{name}: {called:?}");
     }
+}
+
+/// Command number `n`, as typed.
+fn command(text: &str, n: u64) -> Work {
+    Work::Command { text: text.into(), edited: false, episode: Episode::Command(n) }
 }
 
 /// Two conversations wait; `memory` holds them.
@@ -297,18 +290,7 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    assert_eq!(
-        offered,
-        [
-            "list_items",
-            "create_knowledge",
-            "update_item",
-            "archive_item",
-            "record_episode",
-            "update_profile",
-            "finish_dream"
-        ]
-    );
+    assert_eq!(offered, memory::tools::DREAM_ROUND);
     // The item cites the lines it came from.
     let Answer::Items(items) = memory
         .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
@@ -405,11 +387,7 @@ async fn a_burst_of_calls_runs_once_and_a_new_intention_is_not_ended_at_once() {
     server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": 1}))]));
     server.push(Script::Text("I will remind you.".into()));
     let lane = lane(&server, memory.clone());
-    let work = Work::Command {
-        text: "remind me to book the service when I mention the car".into(),
-        edited: false,
-        episode: Episode::Command(1),
-    };
+    let work = command("remind me to book the service when I mention the car", 1);
     let results = tool_results(&run(&lane, work).await);
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[0].0, "add_intention");
@@ -474,11 +452,7 @@ async fn a_tools_result_can_cue_an_intention() {
     server.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
     server.push(Script::Text("It is the afternoon.".into()));
     let lane = lane(&server, memory.clone());
-    let work = Work::Command {
-        text: "what time is it".into(),
-        edited: false,
-        episode: Episode::Command(1),
-    };
+    let work = command("what time is it", 1);
     let reports = run(&lane, work).await;
     let second = server.requests()[1]["messages"].to_string();
     assert!(

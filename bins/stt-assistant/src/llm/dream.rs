@@ -59,18 +59,6 @@ fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
         .collect()
 }
 
-/// The tools a round offers: memory's dream tools but the two the dream does itself
-/// (reading the round's conversation, marking it processed).
-const ROUND: [&str; 7] = [
-    "list_items",
-    "create_knowledge",
-    "update_item",
-    "archive_item",
-    "record_episode",
-    "update_profile",
-    "finish_dream",
-];
-
 /// The last word of a round that wrote nothing: the same conversation, no tools, facts as
 /// lines (what a small model manages when calls fail it).
 const EXTRACT: &str = "Extract facts the user states about themselves or their family. Output \
@@ -94,14 +82,13 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         other => return tracing::warn!("memory could not start a dream: {other:?}"),
     };
     tracing::info!(trigger, sessions = sessions.len(), "dream started");
-    let tools: Vec<ToolSpec> = memory_tools::specs(&ROUND)
+    let tools: Vec<ToolSpec> = memory_tools::specs(&memory_tools::DREAM_ROUND)
         .into_iter()
         .map(|s| ToolSpec { name: s.name, description: s.description, parameters: s.parameters })
         .collect();
     let mut steps = 0;
     let mut changes = 0;
     let mut read = 0;
-    let mut finished = false;
     'sessions: for session in sessions {
         let Answer::Round(text) = memory.ask(Ask::DreamRound(session)).await else {
             continue;
@@ -109,6 +96,8 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         let mut messages = vec![Message::system(PROMPT), Message::user(text.clone())];
         let mut seen: Vec<String> = Vec::new();
         let written = changes;
+        // `write_dream_log` closes the round (small models call it early and often).
+        let mut round_over = false;
         loop {
             if steps >= max_steps {
                 break 'sessions;
@@ -148,8 +137,8 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
             seen.extend(keys);
             messages.push(Message::calls(calls.clone()));
             for call in calls {
-                if call.name == "finish_dream" {
-                    finished = true;
+                if call.name == "write_dream_log" {
+                    round_over = true;
                 }
                 let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
                 let result = match memory.ask(ask).await {
@@ -164,11 +153,11 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 };
                 messages.push(Message::tool(call.id.clone(), result));
             }
-            if finished {
+            if round_over {
                 break;
             }
         }
-        if changes == written && !finished && steps < max_steps {
+        if changes == written && steps < max_steps {
             steps += 1;
             let messages = [Message::system(EXTRACT), Message::user(text)];
             let request = Request {
@@ -193,9 +182,6 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         }
         memory.ask(Ask::DreamRoundDone(session)).await;
         read += 1;
-        if finished {
-            break;
-        }
     }
     let note = format!("{read} conversations read, {changes} changes, {steps} requests");
     memory.ask(Ask::DreamEnd { status: "done".into(), note: note.clone() }).await;

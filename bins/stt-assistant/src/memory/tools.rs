@@ -41,7 +41,19 @@ pub const DREAM: [&str; 9] = [
     "record_episode",
     "update_profile",
     "mark_log_processed",
-    "finish_dream",
+    "write_dream_log",
+];
+
+/// The tools a dream's round offers the model: [`DREAM`] but the two the dream does itself
+/// (reading the round's conversation, marking it processed).
+pub const DREAM_ROUND: [&str; 7] = [
+    "list_items",
+    "create_knowledge",
+    "update_item",
+    "archive_item",
+    "record_episode",
+    "update_profile",
+    "write_dream_log",
 ];
 
 /// Whether `name` only reads memory (its result is not worth keeping in the log again).
@@ -173,8 +185,8 @@ fn spec(name: &str) -> Option<ToolSpec> {
             object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
             SideEffect::Local,
         ),
-        "finish_dream" => (
-            "End the dream with a short note of what was done.",
+        "write_dream_log" => (
+            "Note in the dream log what this conversation gave; ends its round.",
             object(json!({"note": {"type": "string"}}), &["note"]),
             SideEffect::Local,
         ),
@@ -349,14 +361,11 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             if body.is_empty() {
                 return Ok(Called::failed("give the fact in 'body'"));
             }
+            // A type it does not know (a small model copies "object" from the schema) is
+            // a fact: the fact is worth more than its label.
             let subtype = match text("type") {
-                "" => "fact",
                 t @ ("fact" | "decision" | "preference" | "pitfall") => t,
-                other => {
-                    return Ok(Called::failed(format!(
-                        "'type' is fact, decision, preference or pitfall, not \"{other}\""
-                    )));
-                }
+                _ => "fact",
             };
             // An id the store does not hold (a model making one up) corrects nothing.
             let supersedes = int("supersedes").map(ItemId).filter(|id| store.item(*id).is_ok());
@@ -431,7 +440,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Err(e) => return Err(e),
             }
         }
-        "finish_dream" => Called::ok(format!("the dream ends: {}", text("note"))),
+        "write_dream_log" => Called::ok(format!("noted: {}", text("note"))),
         other => Called::failed(format!("there is no memory tool named '{other}'")),
     })
 }
