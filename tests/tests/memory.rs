@@ -322,3 +322,41 @@ fn an_intention_comes_back_when_its_cue_is_spoken() {
     let answer = chat_answer(&seen, 0, &assistant);
     eprintln!("the model, reminded: {answer:?}");
 }
+
+/// Speech nobody addressed to the assistant (idle mode) is kept only when the config asks.
+#[test]
+fn idle_speech_is_kept_only_with_capture_ambient() {
+    for capture in [false, true] {
+        let sandbox = Sandbox::new();
+        let _llm = scripted_model(&sandbox, &format!("[memory]\ncapture_ambient = {capture}\n"));
+        let _assistant = sandbox.spawn("stt-assistant", &[]);
+        let seen = watch_attached(&sandbox, DEADLINE);
+        let wav = speak(sandbox.root(), "ambient", "the blue van is parked outside");
+        let wav = wav.to_string_lossy().into_owned();
+        let _daemon = sandbox
+            .spawn("stt-daemon", &["--input", &wav, "--fast", "--stay", "--wait-for-subscriber"]);
+        expect_within("the words are transcribed", DEADLINE, || {
+            let heard = events(&seen).iter().any(|e| matches!(e, AssistantEvent::Transcript(_)));
+            if heard { Ok(()) } else { Err(format!("{:?}", events(&seen))) }
+        });
+        let found = || memory(&sandbox, &["search", "blue van parked"])["entries"].clone();
+        if capture {
+            let entries = expect_within("the words are kept", DEADLINE, || {
+                let entries = found();
+                if entries.as_array().unwrap().is_empty() {
+                    Err(entries.to_string())
+                } else {
+                    Ok(entries)
+                }
+            });
+            assert_eq!(entries[0]["kind"], "said", "{entries}");
+            // Whisper may hear "van" as "man": the rest of the line is enough.
+            let text = entries[0]["text"].as_str().unwrap().to_lowercase();
+            assert!(text.starts_with("ambient: ") && text.contains("parked outside"), "{entries}");
+        } else {
+            assert!(found().as_array().unwrap().is_empty(), "kept without capture_ambient");
+            let stats = memory(&sandbox, &["stats"]);
+            assert!(stats["text"].as_str().unwrap().starts_with("0 conversations"), "{stats}");
+        }
+    }
+}
