@@ -108,7 +108,7 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
     )]));
     server.push(Script::Text("Your sister lives in Lisbon.".into()));
     let lane = lane(&server, memory.clone());
-    let work = command("where does my sister live", 7);
+    let work = command("do you remember where my sister lives", 7);
     let reports = run(&lane, work).await;
 
     let results = tool_results(&reports);
@@ -124,13 +124,23 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
+    // Those that end an intention only while one is open: none is.
     for name in memory::tools::ASSISTANT {
-        assert!(offered.contains(&name), "{name} not offered: {offered:?}");
+        let ends = name.ends_with("_intention") && name != "add_intention";
+        assert_eq!(offered.contains(&name), !ends, "{name}: {offered:?}");
     }
-    assert!(system_of(&requests[0]).contains("Call recall_memories only when the user asks"));
+    assert!(system_of(&requests[0]).contains("call recall_memories only when the user asks"));
     // The result reached the model.
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("Lisbon"), "{second}");
+
+    // Nothing in "what time is it" asks memory: its tools are not offered, nor its rules.
+    server.push(Script::Text("Noon.".into()));
+    run(&lane, command("what time is it", 8)).await;
+    let request = server.requests().pop().unwrap();
+    let tools = request["tools"].to_string();
+    assert!(tools.contains("get_datetime") && !tools.contains("recall_memories"), "{tools}");
+    assert!(!system_of(&request).contains("recall_memories"));
 }
 
 #[tokio::test]
@@ -454,6 +464,9 @@ async fn a_tools_result_can_cue_an_intention() {
     let lane = lane(&server, memory.clone());
     let work = command("what time is it", 1);
     let reports = run(&lane, work).await;
+    // With an intention open, the tools that end one are offered.
+    let first = server.requests()[0]["tools"].to_string();
+    assert!(first.contains("complete_intention"), "{first}");
     let second = server.requests()[1]["messages"].to_string();
     assert!(
         second.contains(&format!(

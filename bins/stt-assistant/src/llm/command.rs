@@ -27,8 +27,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
         );
     }
     let settings = &lane.settings;
-    let tools = tools(lane);
     let prompt = recall(lane, &settings.command_system_prompt, text, episode, true, out).await;
+    let tools = tools(lane, prompt.memory_tools, prompt.intentions > 0);
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -74,9 +74,16 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     );
 }
 
-/// The tools a command may call: the registry's, and memory's when it is on.
-fn tools(lane: &Lane) -> Vec<ToolSpec> {
-    let memory = lane.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
+/// The tools a command may call: the registry's, and memory's when it is on and `memory`
+/// (those that end an intention only while one is open: every schema costs a small model's
+/// attention).
+fn tools(lane: &Lane, memory: bool, intentions: bool) -> Vec<ToolSpec> {
+    let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
+        intentions
+            || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION].contains(name)
+    });
+    let offered: Vec<&str> = offered.collect();
+    let memory = lane.memory.as_ref().filter(|_| memory).map(|_| memory_tools::specs(&offered));
     lane.registry
         .specs()
         .chain(memory.iter().flatten())

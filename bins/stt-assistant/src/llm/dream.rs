@@ -8,7 +8,7 @@
 //! the job's next await (a tool call in flight on the memory thread finishes as one
 //! transaction). At the end every item decays by the days elapsed and the dream's log closes.
 //!
-//! Small rounds keep it within a small local model's reach: one conversation, nine short
+//! Small rounds keep it within a small local model's reach: one conversation, seven short
 //! tool schemas, a few hundred tokens of instructions.
 
 use stt_llm::{Message, Request, ToolSpec};

@@ -290,6 +290,13 @@ async fn complete(
 struct Prompt {
     system: String,
     text: String,
+    /// Open intentions memory holds (none: no tool to end one is offered).
+    intentions: usize,
+    /// Whether a command is offered memory's tools: when its words ask about the past or a
+    /// reminder, or memory brought something back. Every schema costs a small model's
+    /// attention: offered to "what time is it", they made the 0.5B model answer from the
+    /// `get_datetime` description instead of calling it, one time in three.
+    memory_tools: bool,
 }
 
 /// What to tell the model about its memory, after the system prompt. With `tools`, when to
@@ -298,12 +305,9 @@ const DISCIPLINE_CHAT: &str = "You remember earlier conversations. A line starti
     \"(Memory:\" before a message comes from that memory, not from what the user says now: \
     use it when it answers or bears on what is asked, and do not bring it up otherwise. Never \
     make up memories.";
-const DISCIPLINE_TOOLS: &str = "You remember earlier conversations. Call recall_memories \
-    only when the user asks about something said or decided before that you do not see here. \
-    When the user asks to be reminded of something later (\"remind me to … when … comes up\", \
-    \"… next time I mention …\", \"tomorrow at 9\"), call add_intention: text is what to do, \
-    cue the words that should bring it back, due the time. When an open intention is done, call \
-    complete_intention with its id.";
+const DISCIPLINE_TOOLS: &str = "You remember earlier conversations: call recall_memories \
+    only when the user asks about something said before. To be reminded later (\"remind me … \
+    when … comes up\"), call add_intention.";
 
 /// The system prompt and the turn's text with what memory has for `text`: its sections and
 /// discipline after `system`, this turn's reminders (intentions due or cued, hints) before
@@ -316,11 +320,16 @@ async fn recall(
     tools: bool,
     out: &Sink<Report>,
 ) -> Prompt {
-    let plain = Prompt { system: system.to_owned(), text: text.to_owned() };
+    let plain = Prompt {
+        system: system.to_owned(),
+        text: text.to_owned(),
+        intentions: 0,
+        memory_tools: false,
+    };
     let Some(memory) = &lane.memory else { return plain };
     let speaker = memory::speaker_of(text).map(str::to_owned);
     let words = memory::words_of(text).to_owned();
-    let ask = Ask::Context { text: words, episode: Some(episode), speaker };
+    let ask = Ask::Context { text: words.clone(), episode: Some(episode), speaker };
     let context = match memory.ask(ask).await {
         Answer::Context(context) => context,
         Answer::Failed(why) => {
@@ -335,8 +344,16 @@ async fn recall(
     if !context.notes.is_empty() {
         out.send(Report::Hinted(context.notes.clone()));
     }
-    let discipline = if tools { DISCIPLINE_TOOLS } else { DISCIPLINE_CHAT };
-    let mut system = format!("{system}\n\n{discipline}");
+    let memory_tools = tools
+        && (memory::asks_about_memory(&words)
+            || !context.reminders.is_empty()
+            || context.intentions > 0);
+    let mut system = system.to_owned();
+    match (tools, memory_tools) {
+        (false, _) => system.push_str(&format!("\n\n{DISCIPLINE_CHAT}")),
+        (true, true) => system.push_str(&format!("\n\n{DISCIPLINE_TOOLS}")),
+        (true, false) => {}
+    }
     if !context.sections.is_empty() {
         system.push_str("\n\n");
         system.push_str(&context.sections);
@@ -346,7 +363,7 @@ async fn recall(
     } else {
         format!("(Memory: {})\n\n{text}", context.reminders.join("; "))
     };
-    Prompt { system, text }
+    Prompt { system, text, intentions: context.intentions, memory_tools }
 }
 
 /// Reports an error to viewers (and the log).

@@ -148,6 +148,36 @@ pub fn speaker_of(text: &str) -> Option<&str> {
     (!who.is_empty() && who.len() <= 64 && who != "Unknown" && !who.contains('\n')).then_some(who)
 }
 
+/// Whether a command's words ask about what was said before or for a reminder (then it is
+/// offered memory's tools).
+pub fn asks_about_memory(text: &str) -> bool {
+    const WORDS: [&str; 22] = [
+        "remember",
+        "remembered",
+        "remind",
+        "reminder",
+        "reminders",
+        "recall",
+        "earlier",
+        "before",
+        "previously",
+        "last",
+        "told",
+        "said",
+        "mentioned",
+        "mention",
+        "forget",
+        "forgot",
+        "memory",
+        "memories",
+        "dream",
+        "intention",
+        "intentions",
+        "again",
+    ];
+    stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
+}
+
 /// A chat turn's words without the "Name: " the model is given.
 pub fn words_of(text: &str) -> &str {
     match speaker_of(text) {
@@ -167,6 +197,8 @@ pub struct Context {
     pub reminders: Vec<String>,
     /// What viewers are told of them: a note per intention brought back and per hint.
     pub notes: Vec<String>,
+    /// How many intentions are open.
+    pub intentions: usize,
 }
 
 /// Memory's answer.
@@ -748,7 +780,13 @@ fn context(
     }
     reminders.extend(hints.iter().map(|h| format!("From memory: {h}")));
     notes.extend(hints.iter().map(|h| format!("memory: reminded the model that {h}")));
-    Ok(Context { sections: sections.trim_end().to_owned(), reminders, notes })
+    let open_count = intentions.len();
+    Ok(Context {
+        sections: sections.trim_end().to_owned(),
+        reminders,
+        notes,
+        intentions: open_count,
+    })
 }
 
 #[cfg(test)]

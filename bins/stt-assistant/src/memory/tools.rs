@@ -93,7 +93,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             SideEffect::ReadOnly,
         ),
         SEARCH_RECENT => (
-            "Search only the conversation log, newest first; no query lists the latest lines.",
+            "The latest lines of past conversations, or those matching a query.",
             object(json!({"query": {"type": "string"}}), &[]),
             SideEffect::ReadOnly,
         ),
@@ -101,9 +101,9 @@ fn spec(name: &str) -> Option<ToolSpec> {
             "Remind the user of something later: when a topic comes up (cue) or at a time (due).",
             object(
                 json!({
-                    "text": {"type": "string", "description": "What to do or say"},
-                    "cue": {"type": "string", "description": "Words that should bring it back"},
-                    "due": {"type": "string", "description": "When, as YYYY-MM-DD HH:MM local time"},
+                    "text": {"type": "string"},
+                    "cue": {"type": "string", "description": "Words that bring it back"},
+                    "due": {"type": "string", "description": "YYYY-MM-DD HH:MM"},
                     "due_in_minutes": {"type": "number"}
                 }),
                 &["text"],
@@ -118,11 +118,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             object(json!({"id": id}), &["id"]),
             SideEffect::Local,
         ),
-        DREAM_NOW => (
-            "Consolidate memory now (otherwise it happens while the user is away).",
-            object(json!({}), &[]),
-            SideEffect::Local,
-        ),
+        DREAM_NOW => ("Consolidate memory now.", object(json!({}), &[]), SideEffect::Local),
         "read_session_log" => (
             "Read a pending conversation.",
             object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
