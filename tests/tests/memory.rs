@@ -360,3 +360,44 @@ fn idle_speech_is_kept_only_with_capture_ambient() {
         }
     }
 }
+
+/// Another program holding the memory file's write lock turns memory off for the session,
+/// with a message that says so; chat goes on.
+#[test]
+fn a_locked_database_turns_memory_off_and_chat_goes_on() {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "");
+    llm.push(Script::Text("First answer.".into()));
+    llm.push(Script::Text("Second answer.".into()));
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    assert_eq!(ctl(&sandbox, &["chat-send", "first"]).code, Some(0));
+    chat_answer(&seen, 0, &assistant);
+    stats_until(&sandbox, "the turn kept", DEADLINE, |s| count(s, "lines") == 2);
+
+    let db = sandbox.root().join("data/stt/memory.sqlite");
+    let lock = rusqlite::Connection::open(&db).unwrap();
+    lock.execute_batch(
+        "BEGIN EXCLUSIVE; INSERT INTO dreams(started, status, trigger) VALUES (0, 'x', 'x');",
+    )
+    .unwrap();
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "second"]).code, Some(0));
+    assert_eq!(chat_answer(&seen, before, &assistant), "Second answer.");
+    let off = expect_within("memory says it is off", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .find_map(|e| match e {
+                AssistantEvent::Error(e) if e.message.starts_with("memory is off") => {
+                    Some(e.message)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(off.contains("chat and commands go on without it"), "{off}");
+    drop(lock);
+    let out = ctl(&sandbox, &["memory", "stats"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("memory is off until the assistant restarts"), "{out:?}");
+}
