@@ -424,6 +424,13 @@ async fn a_dream_takes_facts_written_as_lines_too() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.turn(
+        Episode::Chat(1),
+        Role::User,
+        Some("Typed"),
+        "chat",
+        "The printer is out of toner.",
+    );
     memory.close(Episode::Chat(1));
     let server = LlmServer::start();
     server.push(Script::Text(
@@ -442,6 +449,9 @@ async fn a_dream_takes_facts_written_as_lines_too() {
     };
     let texts: Vec<String> = items.iter().map(stt_memory::Item::text).collect();
     assert_eq!(texts, ["I play the cello.", "sister's city: The user's sister lives in Lisbon."]);
+    // Written without sources, each cites only the lines that share its words.
+    assert_eq!(items[1].provenance.len(), 1, "{items:?}");
+    assert!(items[0].provenance.is_empty(), "{items:?}");
     assert_eq!(stats(&memory).await.pending_sessions, 0);
 }
 

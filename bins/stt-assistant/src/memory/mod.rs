@@ -497,7 +497,10 @@ impl Lane {
                     Some(session) => store
                         .session_log(session)
                         .map(|log| {
-                            log.iter().filter(|e| e.role == Role::User).map(|e| e.id).collect()
+                            log.into_iter()
+                                .filter(|e| e.role == Role::User)
+                                .map(|e| (e.id, e.text))
+                                .collect()
                         })
                         .unwrap_or_default(),
                     None => Vec::new(),

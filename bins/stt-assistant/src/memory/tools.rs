@@ -225,8 +225,9 @@ pub struct Call<'a> {
     pub limits: Limits,
     /// The store's clock (for `due_in_minutes`).
     pub now: f64,
-    /// What an item written without `sources` cites (a dream's session).
-    pub sources: Vec<LogId>,
+    /// The lines an item written without `sources` may cite (a dream's session: what its
+    /// user said); it cites those that share its words.
+    pub sources: Vec<(LogId, String)>,
 }
 
 /// Runs a memory tool. `Err` is a fault of the store (the lane decides whether memory goes
@@ -246,7 +247,11 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             .filter_map(|v| v.as_i64().or_else(|| v.as_str()?.trim_start_matches('L').parse().ok()))
             .map(LogId)
             .collect();
-        if given.is_empty() { call.sources.clone() } else { given }
+        if given.is_empty() {
+            cited(&call.sources, &[text("name"), text("body"), text("summary")])
+        } else {
+            given
+        }
     };
     Ok(match call.name {
         RECALL | SEARCH_RECENT | "list_items" => {
@@ -439,6 +444,23 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
         "write_dream_log" => Called::ok(format!("noted: {}", text("note"))),
         other => Called::failed(format!("there is no memory tool named '{other}'")),
     })
+}
+
+/// The lines among `lines` an item saying `what` came from: the (at most three) that share
+/// the most of its words of four letters or more, best first. Citing a whole session would
+/// make the item stand for every line of it.
+fn cited(lines: &[(LogId, String)], what: &[&str]) -> Vec<LogId> {
+    let content = |text: &str| -> std::collections::HashSet<String> {
+        stt_memory::text::words(text).filter(|w| w.chars().count() >= 4).collect()
+    };
+    let wanted = content(&what.join(" "));
+    let mut scored: Vec<(usize, LogId)> = lines
+        .iter()
+        .map(|(id, text)| (content(text).intersection(&wanted).count(), *id))
+        .filter(|(shared, _)| *shared > 0)
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(3).map(|(_, id)| id).collect()
 }
 
 /// Log entries among `ids` that exist (a model may cite ids it made up).
