@@ -288,6 +288,8 @@ pub async fn serve(
         ),
         None => None,
     };
+    // Stopped last, once nothing can ask it anything more.
+    let memory_thread = memory.clone();
     let writer = writer::spawn(
         settings.names_file.clone(),
         settings.audit_dir.clone().map(stt_tools::AuditLog::new),
@@ -345,6 +347,9 @@ pub async fn serve(
     drop(inputs_tx);
     for task in tasks {
         task.await.context("an assistant task panicked")?;
+    }
+    if let Some(memory) = memory_thread {
+        memory.stop().await;
     }
     Ok(())
 }

@@ -232,9 +232,18 @@ fn no_item(id: ItemId) -> String {
 }
 
 enum Job {
-    Turn { episode: Episode, role: Role, speaker: Option<String>, mode: String, text: String },
+    Turn {
+        episode: Episode,
+        role: Role,
+        speaker: Option<String>,
+        mode: String,
+        text: String,
+    },
     Close(Episode),
     Ask(Ask, oneshot::Sender<Answer>),
+    /// End the thread: close the open sessions, let go of the store and the embedder, then
+    /// say so.
+    Stop(oneshot::Sender<()>),
 }
 
 /// The loop's handle on the memory thread; cheap to clone (jobs share one queue).
@@ -249,6 +258,7 @@ impl std::fmt::Debug for Job {
             Job::Turn { episode, role, .. } => write!(f, "Turn({episode:?}, {role:?})"),
             Job::Close(e) => write!(f, "Close({e:?})"),
             Job::Ask(ask, _) => write!(f, "Ask({ask:?})"),
+            Job::Stop(_) => write!(f, "Stop"),
         }
     }
 }
@@ -284,6 +294,16 @@ impl Memory {
         rx.await.unwrap_or_else(|_| Answer::Failed("memory stopped".into()))
     }
 
+    /// Ends the thread and waits until it has closed the open sessions and dropped the store
+    /// and the embedder: ONNX Runtime must not be torn down by the process's exit while its
+    /// session is still in use on this thread.
+    pub async fn stop(&self) {
+        let (tx, rx) = oneshot::channel();
+        self.send(Job::Stop(tx));
+        // Gone already: nothing to wait for.
+        let _ = rx.await;
+    }
+
     fn send(&self, job: Job) {
         if self.tx.send(job).is_err() {
             tracing::error!("the memory thread is gone");
@@ -303,11 +323,12 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
     std::thread::Builder::new().name("stt-memory".to_owned()).spawn(move || {
         let mut lane = Lane::open(&settings, &reports);
         let mut embedded = Instant::now();
-        loop {
+        let stopped = loop {
             match rx.recv_timeout(IDLE) {
+                Ok(Job::Stop(done)) => break Some(done),
                 Ok(job) => lane.run(job, &reports),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
             }
             // A batch every IDLE at most, between jobs too: a steady stream of them (a long
             // chat, a viewer polling) must not starve recall by meaning.
@@ -315,12 +336,16 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
                 lane.embed_some(&reports);
                 embedded = Instant::now();
             }
-        }
+        };
         if let Some(store) = lane.store.as_mut() {
             // Sessions still open are closed, so a dream reads them next time.
             if let Err(e) = store.close_open_sessions() {
                 tracing::warn!("memory: cannot close the open sessions: {e}");
             }
+        }
+        drop(lane);
+        if let Some(done) = stopped {
+            let _ = done.send(());
         }
     })?;
     Ok(Memory { tx })
@@ -443,6 +468,8 @@ impl Lane {
                     self.fault(&e, reports);
                 }
             }
+            // The thread's loop takes it before this.
+            Job::Stop(_) => {}
             Job::Ask(ask, reply) => {
                 let answer = self.answer(ask, reports);
                 // The asker may have gone (a cancelled job); nothing to do then.
@@ -867,6 +894,19 @@ mod tests {
         let Answer::Hits(hits) = memory.ask(ask).await else { panic!() };
         assert_eq!(hits[0].text, "Typed: My sister lives in Lisbon.", "{hits:?}");
         assert!(hits[0].meaning > 0.3, "{hits:?}");
+    }
+
+    #[tokio::test]
+    async fn stop_closes_the_open_sessions_and_ends_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("memory.sqlite");
+        let memory = spawn(Settings::new(db.clone()), Sink::new(|_| {})).unwrap();
+        memory.turn(Episode::Chat(1), Role::User, None, "chat", "still talking");
+        memory.stop().await;
+        // Gone: a question is answered as such, not left hanging.
+        assert_eq!(memory.ask(Ask::Stats).await, Answer::Failed("memory stopped".into()));
+        let store = Store::open(&db).unwrap();
+        assert_eq!(store.stats().unwrap().pending_sessions, 1);
     }
 
     #[tokio::test]
