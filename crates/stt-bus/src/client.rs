@@ -297,9 +297,13 @@ pub enum Link<M> {
     Down(String),
 }
 
+/// A connection attempt under way, kept across cancelled [`Subscription::next`] calls.
+type Attempt = std::pin::Pin<Box<dyn Future<Output = Result<Connection, BusError>> + Send>>;
+
 /// A subscription that reconnects with capped backoff whenever the server goes away.
-/// [`Subscription::next`] is cancel-safe, so it can sit in a `select!` loop.
-#[derive(Debug)]
+/// [`Subscription::next`] is cancel-safe, so it can sit in a `select!` loop: a connection
+/// attempt that a cancelled call began is resumed by the next call, never begun again (an
+/// abandoned attempt left the server a half-open subscriber until its next event).
 pub struct Subscription<M> {
     path: PathBuf,
     service: Service,
@@ -307,9 +311,21 @@ pub struct Subscription<M> {
     subscribe: Option<Request>,
     backoff: Backoff,
     conn: Option<Connection>,
+    attempt: Option<Attempt>,
     retry_at: Option<Instant>,
     down_said: bool,
     _family: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M> std::fmt::Debug for Subscription<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("path", &self.path)
+            .field("service", &self.service)
+            .field("up", &self.conn.is_some())
+            .field("connecting", &self.attempt.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Subscription<DaemonEvent> {
@@ -335,6 +351,7 @@ impl<M: Message> Subscription<M> {
             subscribe,
             backoff: Backoff::default(),
             conn: None,
+            attempt: None,
             retry_at: None,
             down_said: false,
             _family: std::marker::PhantomData,
@@ -377,10 +394,22 @@ impl<M: Message> Subscription<M> {
                     }
                 }
             }
-            if let Some(at) = self.retry_at {
+            if self.attempt.is_none()
+                && let Some(at) = self.retry_at
+            {
                 tokio::time::sleep_until(at).await;
             }
-            match self.try_connect().await {
+            let attempt = self.attempt.get_or_insert_with(|| {
+                Box::pin(connect(
+                    self.path.clone(),
+                    self.service,
+                    self.peer.clone(),
+                    self.subscribe.clone(),
+                ))
+            });
+            let outcome = attempt.await;
+            self.attempt = None;
+            match outcome {
                 Ok(conn) => {
                     let hello = conn.hello.clone();
                     self.conn = Some(conn);
@@ -399,34 +428,35 @@ impl<M: Message> Subscription<M> {
             }
         }
     }
+}
 
-    /// Connects and, for the assistant, subscribes; `Up` is only reported once the
-    /// subscription is acknowledged, so no event published after `Up` is missed.
-    async fn try_connect(&self) -> Result<Connection, BusError> {
-        let attempt = async {
-            let mut conn = Connection::open(&self.path, self.service, &self.peer).await?;
-            if let Some(subscribe) = &self.subscribe {
-                conn.send(subscribe).await?;
-                loop {
-                    match conn.recv::<AssistantEvent>().await? {
-                        Some(AssistantEvent::Ack(ack)) if ack.command == subscribe.kind() => break,
-                        Some(AssistantEvent::Error(e)) => return Err(BusError::Protocol(e)),
-                        Some(_) => {}
-                        None => return Err(conn.closed()),
-                    }
+/// Connects and, for the assistant, subscribes; `Up` is only reported once the
+/// subscription is acknowledged, so no event published after `Up` is missed.
+async fn connect(
+    path: PathBuf,
+    service: Service,
+    peer: String,
+    subscribe: Option<Request>,
+) -> Result<Connection, BusError> {
+    let attempt = async {
+        let mut conn = Connection::open(&path, service, &peer).await?;
+        if let Some(subscribe) = &subscribe {
+            conn.send(subscribe).await?;
+            loop {
+                match conn.recv::<AssistantEvent>().await? {
+                    Some(AssistantEvent::Ack(ack)) if ack.command == subscribe.kind() => break,
+                    Some(AssistantEvent::Error(e)) => return Err(BusError::Protocol(e)),
+                    Some(_) => {}
+                    None => return Err(conn.closed()),
                 }
             }
-            Ok(conn)
-        };
-        let timeout = CONNECT_TIMEOUT;
-        tokio::time::timeout(timeout, attempt).await.unwrap_or_else(|_| {
-            Err(BusError::Timeout {
-                service: self.service.name.to_owned(),
-                path: self.path.clone(),
-                timeout,
-            })
-        })
-    }
+        }
+        Ok(conn)
+    };
+    let timeout = CONNECT_TIMEOUT;
+    tokio::time::timeout(timeout, attempt).await.unwrap_or_else(|_| {
+        Err(BusError::Timeout { service: service.name.to_owned(), path: path.clone(), timeout })
+    })
 }
 
 #[cfg(test)]
@@ -455,5 +485,38 @@ mod tests {
                 path.display()
             )
         );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_next_resumes_its_connection_attempt() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stt-daemon.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut sub = Subscription::daemon(&path, "test");
+        // Nobody answers yet: each call is cancelled while it waits for the hello, as a
+        // `select!` that another branch wins cancels it.
+        for _ in 0..5 {
+            let cancelled = tokio::time::timeout(Duration::from_millis(20), sub.next()).await;
+            assert!(cancelled.is_err(), "{cancelled:?}");
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut server = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "no connection came");
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        server.write_all(&encode_line(&DaemonEvent::Hello(Hello::new("stt-daemon")))).unwrap();
+        let up = tokio::time::timeout(Duration::from_secs(10), sub.next()).await.unwrap();
+        assert!(matches!(up, Link::Up(_)), "{up:?}");
+        // The five cancelled calls made one connection between them, not five.
+        let more = listener.accept().map(|_| ()).map_err(|e| e.kind());
+        assert_eq!(more, Err(std::io::ErrorKind::WouldBlock));
     }
 }
