@@ -289,6 +289,69 @@ fn a_dream_on_the_real_model_is_stopped_by_speech_and_resumes() {
     stats_until(&sandbox, "nothing waits", DEADLINE, |s| s.contains("(0 waiting"));
 }
 
+/// Says `text` in a chat of its own, waits for the answer, and leaves the conversation to a
+/// dream.
+fn tell(sandbox: &Sandbox, seen: &Seen, assistant: &Proc, text: &str) {
+    let before = events(seen).len();
+    assert_eq!(ctl(sandbox, &["chat-send", text]).code, Some(0));
+    chat_answer(seen, before, assistant);
+    assert_eq!(ctl(sandbox, &["chat-command", "/new"]).code, Some(0));
+}
+
+/// Asks for a dream and waits until it is over: the `n`th "dreamt" note.
+fn dream_now(sandbox: &Sandbox, seen: &Seen, assistant: &Proc, n: usize) {
+    stats_until(sandbox, "a conversation waits", DEADLINE, |s| !s.contains("(0 waiting"));
+    memory(sandbox, &["dream"]);
+    expect_within("the dream finishes", MODEL_DEADLINE, || {
+        let notes = notes(seen);
+        if let Some(failed) = notes.iter().find(|n| n.starts_with("memory: the dream failed")) {
+            panic!("{failed}\n{}", assistant.log());
+        }
+        let done = notes.iter().filter(|n| n.starts_with("memory: dreamt")).count();
+        if done >= n { Ok(()) } else { Err(format!("{notes:?}")) }
+    });
+}
+
+#[test]
+fn a_correction_on_the_real_model_replaces_the_fact_and_keeps_the_old_one_archived() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    real_model(&sandbox, &server, "[memory]\ndream_idle_s = 0\n");
+    // What the model wrote in each round is in the log a failure prints.
+    let log = [("STT_LOG", "info,stt_assistant::llm::dream=debug")];
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &log);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    tell(&sandbox, &seen, &assistant, "My sister Ana lives in Lisbon.");
+    dream_now(&sandbox, &seen, &assistant, 1);
+    let items = memory(&sandbox, &["list"])["text"].as_str().unwrap().to_owned();
+    eprintln!("after the first dream:\n{items}");
+    assert!(items.contains("Lisbon"), "the fact was not kept: {items}");
+
+    tell(&sandbox, &seen, &assistant, "My sister Ana lives in Porto now.");
+    dream_now(&sandbox, &seen, &assistant, 2);
+    let dreams = memory(&sandbox, &["dreams"])["text"].as_str().unwrap().to_owned();
+    eprintln!("{dreams}\n{}", assistant.log());
+    let found = memory(&sandbox, &["search", "where does my sister Ana live"]);
+    let items: Vec<&Value> =
+        found["entries"].as_array().unwrap().iter().filter(|e| e["target"] == "item").collect();
+    eprintln!("{}", found["text"]);
+    assert!(!items.is_empty(), "{found}");
+    let text = |e: &Value| e["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text(items[0]).contains("Porto"), "the correction comes first: {found}");
+    assert!(items.iter().all(|e| !text(e).contains("Lisbon")), "Lisbon is out of recall: {found}");
+    // The new one says what it replaced, and the old one is kept, archived, with a link.
+    assert!(found["text"].as_str().unwrap().contains("(corrects an earlier"), "{found}");
+    let shown = memory(&sandbox, &["show", &items[0]["id"].to_string()]);
+    let shown = shown["text"].as_str().unwrap().to_owned();
+    let old = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("supersedes: item "))
+        .unwrap_or_else(|| panic!("no link to the old fact: {shown}"));
+    let old = memory(&sandbox, &["show", old])["text"].as_str().unwrap().to_owned();
+    eprintln!("{shown}\n{old}");
+    assert!(old.contains("Lisbon") && old.contains("archived: superseded"), "{old}");
+}
+
 #[test]
 fn an_intention_comes_back_when_its_cue_is_spoken() {
     let sandbox = Sandbox::new();

@@ -350,6 +350,154 @@ async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
 }
 
 #[tokio::test]
+async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.close(Episode::Chat(1));
+    dream_round(&server, "sister in Lisbon", "The user's sister lives in Lisbon.");
+    run(&lane, dream("asked")).await;
+    memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
+    memory.close(Episode::Chat(2));
+    // Copied from the log line with its speaker, as small models do.
+    let rewrite = |id: u32| json!({"id": id, "body": "Typed: The user's sister lives in Porto."});
+    server.push(Script::ToolCalls(vec![("update_item".into(), rewrite(1))]));
+    // Again, now that item 1 is archived: refused.
+    server.push(Script::ToolCalls(vec![("update_item".into(), json!({"id": 1, "body": "x"}))]));
+    server.push(Script::Text("done".into()));
+    run(&lane, dream("asked")).await;
+
+    let results = tool_messages(&server);
+    assert_eq!(results[1], "item 2 replaces item 1 (the old text is kept, archived)");
+    assert!(results[2].starts_with("item 1 is archived"), "{results:?}");
+    let Answer::Hits(hits) = memory.ask(Ask::Search { text: "sister".into(), limit: 5 }).await
+    else {
+        panic!()
+    };
+    let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
+    assert_eq!(items.len(), 1, "{hits:?}");
+    // The old name held the old value: it stays with the old text.
+    assert_eq!(items[0].text, "The user's sister lives in Porto.");
+    assert_eq!(items[0].previous, ["sister in Lisbon: The user's sister lives in Lisbon."]);
+    assert_eq!(items[0].sources.len(), 1, "it cites the line that said it: {:?}", items[0]);
+}
+
+/// What each tool call of the scripted model was told, in order.
+fn tool_messages(server: &LlmServer) -> Vec<String> {
+    let mut seen = Vec::new();
+    for request in server.requests() {
+        for m in request["messages"].as_array().unwrap() {
+            let text = m["content"].as_str().unwrap_or_default().to_owned();
+            if m["role"] == "tool" && !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_remembered_fact_copied_into_a_conversation_that_does_not_say_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
+    memory.close(Episode::Chat(1));
+    dream_round(&server, "sister's city", "My sister lives in Lisbon.");
+    run(&lane, dream("asked")).await;
+    // Said again, it is strengthened; copied from the list of what memory holds, refused.
+    for (n, words) in [(2, "Yes, my sister lives in Lisbon."), (3, "My sister lives in Porto now.")]
+    {
+        memory.turn(Episode::Chat(n), Role::User, Some("Typed"), "chat", words);
+        memory.close(Episode::Chat(n));
+        dream_round(&server, "sister", "My sister lives in Lisbon.");
+        run(&lane, dream("asked")).await;
+    }
+    let requests = server.requests();
+    let results: Vec<String> = requests
+        .iter()
+        .filter_map(|r| r["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool"))
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[1], "already known as item 1: strengthened");
+    assert!(results[2].starts_with("this conversation never says lisbon"), "{}", results[2]);
+    let s = stats(&memory).await;
+    assert_eq!(s.active_items, 1, "{s:?}");
+}
+
+#[tokio::test]
+async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_when_it_changes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+    // Other things memory holds, so that words weigh as they do in a real store.
+    for fact in [
+        "The user's dog is called Rex.",
+        "The user drinks coffee at eight.",
+        "The user's car is blue.",
+        "The user plays chess on Sundays.",
+        "The user is allergic to cats.",
+    ] {
+        let args = json!({"name": "", "body": fact});
+        let Answer::Called(called) =
+            memory.ask(Ask::Tool { name: "create_knowledge".into(), args }).await
+        else {
+            panic!()
+        };
+        assert!(called.ok, "{called:?}");
+    }
+    let said = [
+        (1, "My sister lives in Lisbon.", "sister's city", "The user's sister lives in Lisbon."),
+        (2, "My sister moved to Porto.", "sister's home", "The user's sister lives in Porto."),
+        (3, "She works in Porto too.", "sister's work", "The user's sister works in Porto."),
+    ];
+    for (n, words, name, body) in said {
+        memory.turn(Episode::Chat(n), Role::User, Some("Typed"), "chat", words);
+        memory.close(Episode::Chat(n));
+        dream_round(&server, name, body);
+        // Asked to write the nearest older note as it reads now, the model changes it for
+        // the move and leaves it as it was for the job.
+        if n > 1 {
+            server.push(Script::Text("The user's sister lives in Porto.".into()));
+        }
+        run(&lane, dream("idle")).await;
+    }
+    let requests = server.requests();
+    // The first fact had nothing to correct: no question. Then one per new fact.
+    assert_eq!(requests.len(), 2 + 3 + 3, "{requests:#?}");
+    let asked = last_user(&requests[4]);
+    assert_eq!(
+        asked,
+        "Old note: The user's sister lives in Lisbon.\nNew information: The user's sister lives \
+         in Porto."
+    );
+    assert!(requests[4]["tools"].as_array().is_none_or(|t| t.is_empty()), "{:?}", requests[4]);
+    let asked = last_user(&requests[7]);
+    assert!(asked.contains("Old note: The user's sister lives in Porto."), "{asked}");
+    assert!(asked.contains("New information: The user's sister works in Porto."), "{asked}");
+
+    let Answer::Hits(hits) =
+        memory.ask(Ask::Search { text: "sister Porto".into(), limit: 5 }).await
+    else {
+        panic!()
+    };
+    let items: Vec<&str> =
+        hits.iter().filter(|h| h.kind.is_some()).map(|h| h.text.as_str()).collect();
+    assert_eq!(items.len(), 2, "Lisbon is out of recall, the work stays: {items:?}");
+    assert!(items.iter().any(|t| t.contains("lives")) && items.iter().any(|t| t.contains("works")));
+    let porto = hits.iter().find(|h| h.text.contains("lives in Porto")).unwrap();
+    assert_eq!(porto.previous, ["sister's city: The user's sister lives in Lisbon."]);
+    let log = dreams(&memory).await;
+    assert_eq!(log.matches("correction: ").count(), 1, "{log}");
+    assert!(log.contains("correction: item 7 replaces item 6 (kept archived)"), "{log}");
+}
+
+#[tokio::test]
 async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());

@@ -248,6 +248,18 @@ fn archive_in(tx: &Transaction<'_>, id: ItemId, why: &str) -> Result<bool> {
     Ok(changed > 0)
 }
 
+/// The active item of `kind` whose text has the normal form `norm`.
+fn same_in(tx: &Transaction<'_>, kind: Kind, norm: &str) -> Result<Option<ItemId>> {
+    tx.query_row(
+        "SELECT id FROM items WHERE kind = ?1 AND norm = ?2 AND status = 'active' \
+         ORDER BY id LIMIT 1",
+        params![kind.as_str(), norm],
+        |r| Ok(ItemId(r.get(0)?)),
+    )
+    .optional()
+    .map_err(sql)
+}
+
 impl Store {
     /// Writes an item, unless memory already holds it: the same text (case, spacing and
     /// punctuation aside) of the same kind strengthens the item there; a knowledge item with
@@ -262,17 +274,7 @@ impl Store {
         let norm = text::normalise(&new.body);
         let name_norm = text::normalise(&new.name);
         let (outcome, archived) = self.write(|tx| {
-            let same: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM items WHERE kind = ?1 AND norm = ?2 AND status = 'active' \
-                     ORDER BY id LIMIT 1",
-                    params![kind.as_str(), norm],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(sql)?;
-            if let Some(id) = same {
-                let id = ItemId(id);
+            if let Some(id) = same_in(tx, kind, &norm)? {
                 tx.execute(
                     "UPDATE items SET score = 1.0, stability = stability + ?2, last_used = ?3 \
                      WHERE id = ?1",
@@ -465,6 +467,42 @@ impl Store {
     pub fn archive(&mut self, id: ItemId, why: &str) -> Result<bool> {
         let done = self.write(|tx| archive_in(tx, id, why))?;
         self.vectors.remove(Target::Item(id));
+        Ok(done)
+    }
+
+    /// Records that `new` corrects `old`, found after both were written (a dream's check of a
+    /// new fact against the nearest one already held): `old` is archived as superseded with
+    /// a link both ways, and `new` inherits how well `old` was known. Returns whether `old`
+    /// was still active.
+    pub fn supersede(&mut self, new: ItemId, old: ItemId) -> Result<bool> {
+        if new == old {
+            return Err(MemoryError::Invalid("an item cannot replace itself".into()));
+        }
+        let done = self.write(|tx| {
+            // (stability, active) of an item.
+            let state = |id: ItemId| {
+                tx.query_row(
+                    "SELECT stability, status = 'active' FROM items WHERE id = ?1",
+                    [id.0],
+                    |r| Ok((r.get::<_, f64>(0)?, r.get::<_, bool>(1)?)),
+                )
+                .optional()
+                .map_err(sql)?
+                .ok_or(MemoryError::NotFound { what: "item", id: id.0 })
+            };
+            let ((old_stability, _), (new_stability, new_active)) = (state(old)?, state(new)?);
+            if !new_active || !archive_in(tx, old, "superseded")? {
+                return Ok(false);
+            }
+            link(tx, new, old, "supersedes")?;
+            tx.execute(
+                "UPDATE items SET stability = ?2 WHERE id = ?1",
+                params![new.0, old_stability.max(new_stability)],
+            )
+            .map_err(sql)?;
+            Ok(true)
+        })?;
+        self.vectors.remove(Target::Item(old));
         Ok(done)
     }
 

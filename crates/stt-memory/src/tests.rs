@@ -121,6 +121,30 @@ fn sessions_move_open_pending_processed() {
 }
 
 #[test]
+fn a_full_disk_is_a_fault_that_loses_nothing_committed() {
+    let mut f = Fixture::new();
+    let s = f.store.open_session(SessionKind::Chat, Some("chat"), None).unwrap();
+    let kept = say(&mut f.store, s, "Typed", "my locker code is 4417");
+    // SQLite's page limit fails writes with the very error a full disk gives (SQLITE_FULL).
+    let pages: i64 = f.store.conn.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+    f.store.conn.pragma_update(None, "max_page_count", pages).unwrap();
+    let long = "words that will not fit ".repeat(400);
+    let err = (0..100)
+        .find_map(|_| f.store.append(s, &Turn::new(Role::User, &long)).err())
+        .expect("the page limit was never reached");
+    assert!(err.is_unavailable(), "{err}");
+    assert!(err.to_string().contains("memory.db") && err.to_string().contains("full"), "{err}");
+    // Reopened (the limit is per connection), what was committed before is all there.
+    let path = f.store.path().to_owned();
+    drop(f.store);
+    let mut store = Store::open(&path).unwrap();
+    let log = store.session_log(s).unwrap();
+    assert_eq!(log[0].id, kept);
+    assert!(log.iter().all(|e| e.id == kept || e.text == long));
+    assert!(store.append(s, &Turn::new(Role::Assistant, "Noted.")).is_ok());
+}
+
+#[test]
 fn the_same_fact_twice_is_one_stronger_item() {
     let mut f = Fixture::new();
     let first =
@@ -157,6 +181,23 @@ fn a_correction_supersedes_and_keeps_the_old() {
     assert!(!archived.active);
     assert_eq!(archived.archived_why.as_deref(), Some("superseded"));
     assert!(archived.links.contains(&(new.id(), "superseded_by".to_owned())));
+}
+
+#[test]
+fn a_correction_found_later_supersedes_too() {
+    let mut f = Fixture::new();
+    let old = f.store.remember(NewItem::fact("sister", "My sister lives in Lisbon.")).unwrap().id();
+    f.store.recall(&Query::new("sister Lisbon")).unwrap();
+    let new = f.store.remember(NewItem::fact("sister's home", "She moved to Porto.")).unwrap().id();
+    assert!(f.store.supersede(new, old).unwrap());
+    assert!(!f.store.supersede(new, old).unwrap(), "only once");
+    assert!(f.store.supersede(new, new).is_err());
+    let (old_item, new_item) = (f.store.item(old).unwrap(), f.store.item(new).unwrap());
+    assert_eq!(old_item.archived_why.as_deref(), Some("superseded"));
+    assert!(new_item.links.contains(&(old, "supersedes".to_owned())));
+    assert!(new_item.stability >= old_item.stability, "the correction inherits the stability");
+    let hits = f.store.recall(&Query::new("where does my sister live")).unwrap();
+    assert!(hits.iter().all(|h| h.target != Target::Item(old)), "{hits:?}");
 }
 
 #[test]

@@ -189,6 +189,24 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
+/// The words of a text that carry its content: lowercased, without stopwords and stray
+/// letters (the "s" of "user's").
+pub fn content_words(text: &str) -> std::collections::BTreeSet<String> {
+    words(text)
+        .filter(|w| !is_stopword(w) && (w.chars().count() > 1 || w.chars().all(char::is_numeric)))
+        .collect()
+}
+
+/// The names and numbers of a text, lowercased: its capitalised words and those with a
+/// digit, stopwords aside (what a fact takes from what was said: "Lisbon", "7", "Ana").
+pub fn names_and_numbers(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.starts_with(char::is_uppercase) || w.contains(|c: char| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .filter(|w| !is_stopword(w))
+        .collect()
+}
+
 /// The normal form two texts share when they say the same thing in the same words: lowercase
 /// words joined by single spaces (case, punctuation and spacing do not make a new fact).
 pub fn normalise(text: &str) -> String {
@@ -309,6 +327,17 @@ mod tests {
             normalise("My favourite colour is green!")
         );
         assert_ne!(normalise("favourite colour is green"), normalise("favourite colour is blue"));
+    }
+
+    #[test]
+    fn names_numbers_and_content_words() {
+        let names: Vec<String> =
+            names_and_numbers("The user's sister Ana lives in Lisbon, flat 4B.")
+                .into_iter()
+                .collect();
+        assert_eq!(names, ["4b", "ana", "lisbon"]);
+        let words: Vec<String> = content_words("The user's son is 7.").into_iter().collect();
+        assert_eq!(words, ["7", "son", "user"]);
     }
 
     #[test]

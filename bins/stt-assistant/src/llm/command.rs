@@ -236,7 +236,7 @@ async fn run_memory_tool(
     }
     let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
     match memory.ask(ask).await {
-        Answer::Called(memory::Called { ok, result }) => {
+        Answer::Called(memory::Called { ok, result, .. }) => {
             if ok && call.name == memory_tools::ADD_INTENTION {
                 let id = result.strip_prefix("intention ").and_then(|r| r.split(' ').next());
                 added.extend(id.and_then(|id| id.parse::<i64>().ok()));

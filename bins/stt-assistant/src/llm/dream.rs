@@ -11,7 +11,7 @@
 //! Small rounds keep it within a small local model's reach: one conversation, seven short
 //! tool schemas, a few hundred tokens of instructions.
 
-use stt_llm::{Message, Request, ToolSpec};
+use stt_llm::{Message, Provider, Request, ToolSpec};
 
 use super::{Lane, Report, complete};
 use crate::lane::Sink;
@@ -27,6 +27,15 @@ const PROMPT: &str = "You maintain the long-term memory of a voice assistant whi
     tools, write each fact on a line of its own as FACT topic: sentence (the topic of an item \
     already remembered when the fact corrects it). When you are done, answer \"done\".";
 
+/// Dreams sample greedily: consolidation wants the likeliest reading of what was said, and
+/// the same conversation should give the same items every time.
+const DREAM_TEMPERATURE: f64 = 0.0;
+
+/// More distinct tools than this in one reply is a model reciting the tool list (the 0.5B one
+/// does: create, update, archive, episode, profile, log, each once): the reply is ignored
+/// and the round falls back to facts written as lines.
+const MAX_TOOLS_PER_REPLY: usize = 3;
+
 /// Facts a model wrote as text, one `FACT topic: sentence` line each (what the prompt asks
 /// of a model that cannot call tools: small ones write these more reliably than calls), as
 /// `create_knowledge` calls; `step` makes their ids unique.
@@ -41,12 +50,13 @@ fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
             // The prompt's own word copied back is no topic; the fact is kept without one.
             let topic = Some(topic.trim()).filter(|t| !t.eq_ignore_ascii_case("topic"));
             let mut fact = fact.trim();
-            // Who said it, copied from the log line, is not part of the fact.
-            for who in ["typed:", "typing:", "user:"] {
-                if fact.get(..who.len()).is_some_and(|p| p.eq_ignore_ascii_case(who)) {
-                    fact = fact[who.len()..].trim();
-                }
+            // The prompt's placeholder copied before the fact is not part of it either.
+            if fact.get(..8).is_some_and(|p| p.eq_ignore_ascii_case("sentence"))
+                && fact[8..].starts_with([':', ' '])
+            {
+                fact = fact[8..].trim_start_matches([':', ' ']);
             }
+            let fact = memory_tools::without_speaker(fact);
             (!fact.is_empty() && !fact.eq_ignore_ascii_case("sentence"))
                 .then_some((topic.unwrap_or_default(), fact))
         })
@@ -62,9 +72,69 @@ fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
 /// The last word of a round that wrote nothing: the same conversation, no tools, facts as
 /// lines (what a small model manages when calls fail it).
 const EXTRACT: &str = "Extract facts the user states about themselves or their family. Output \
-    one line per fact in the form 'FACT topic: sentence', using the user's own words. Reuse \
-    the topic of an already remembered fact when the conversation corrects it. Output nothing \
-    else.";
+    one line per fact in the form 'FACT topic: sentence', using the user's own words. Output \
+    nothing else.";
+
+/// How the model is asked whether a new fact corrects the nearest one held before it: to
+/// write the old note as it should read now. Small models miss a correction among a round's
+/// tools (the 0.5B one one try in three) and answer "no" to every yes-or-no question, but
+/// rewrite a note well; two examples show both outcomes.
+const REWRITE: &str = "You keep a user's notes up to date. Given an old note and new \
+    information, write the old note as it should read now: changed if the new information \
+    makes it false, unchanged if both are true. Write only the note.";
+const REWRITE_EXAMPLES: [(&str, &str, &str); 2] = [
+    ("The user's car is red.", "The user painted the car blue.", "The user's car is blue."),
+    ("The user's car is red.", "The user's bike is blue.", "The user's car is red."),
+];
+
+fn rewrite_question(was: &str, now: &str) -> String {
+    format!("Old note: {was}\nNew information: {now}")
+}
+
+/// Whether `rewrite` (the old note `was` as the model says it reads now, given `now`) is a
+/// correction: some of the old note's words are gone, replaced by words of the new fact, and
+/// the rest is kept (the same note, a new value). An empty or made-up rewrite corrects
+/// nothing.
+fn corrects(was: &str, rewrite: &str, now: &str) -> bool {
+    use stt_memory::text::content_words;
+    let (old, new, fact) = (content_words(was), content_words(rewrite), content_words(now));
+    let dropped = old.difference(&new).count();
+    let mut added = new.difference(&old).peekable();
+    let kept = old.intersection(&new).count();
+    dropped > 0 && kept > 0 && added.peek().is_some() && added.all(|w| fact.contains(w))
+}
+
+/// Whether the model judges `now` to correct `was`.
+async fn replaces(
+    lane: &Lane,
+    client: &Provider,
+    was: &str,
+    now: &str,
+    out: &Sink<Report>,
+) -> bool {
+    let mut messages = vec![Message::system(REWRITE)];
+    for (old, new, answer) in REWRITE_EXAMPLES {
+        messages.push(Message::user(rewrite_question(old, new)));
+        messages.push(Message::assistant(answer));
+    }
+    messages.push(Message::user(rewrite_question(was, now)));
+    let request = Request {
+        messages: &messages,
+        tools: &[],
+        stream: false,
+        max_tokens: 60,
+        temperature: DREAM_TEMPERATURE,
+        resume: None,
+    };
+    match complete(lane, client, &request, out, |_| {}).await {
+        Ok(reply) => {
+            let yes = corrects(was, &reply.content, now);
+            tracing::debug!(rewrite = %reply.content, was, now, yes, "dream correction check");
+            yes
+        }
+        Err(_) => false,
+    }
+}
 
 /// Runs a dream (`trigger`: why it started) of at most `max_steps` model requests.
 pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>) {
@@ -90,17 +160,41 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
     let mut changes = 0;
     let mut read = 0;
     'sessions: for session in sessions {
-        let Answer::Round(text) = memory.ask(Ask::DreamRound(session)).await else {
+        let Answer::Round { text, conversation } = memory.ask(Ask::DreamRound(session)).await
+        else {
             continue;
         };
         let mut messages = vec![Message::system(PROMPT), Message::user(text.clone())];
         let mut seen: Vec<String> = Vec::new();
         let written = changes;
+        // Items the round added that correct nothing yet, checked at its end.
+        let mut created = Vec::new();
         // `write_dream_log` closes the round (small models call it early and often).
         let mut round_over = false;
+        // What the tool schemas cost, on every request of the round.
+        let schemas: usize = tools
+            .iter()
+            .map(|t| {
+                super::estimate_tokens(&format!("{}{}{}", t.name, t.description, t.parameters))
+            })
+            .sum();
         loop {
             if steps >= max_steps {
                 break 'sessions;
+            }
+            // A round that grew past the prompt's budget (a long conversation, a model
+            // repeating itself) ends here rather than fail on the server's context size.
+            let used: usize = messages
+                .iter()
+                .map(|m| {
+                    let calls: String =
+                        m.tool_calls.iter().map(|c| c.arguments.to_string()).collect();
+                    super::estimate_tokens(&m.content) + super::estimate_tokens(&calls)
+                })
+                .sum();
+            if schemas + used > lane.settings.prompt_budget as usize {
+                tracing::info!(tokens = schemas + used, "a dream round outgrew the prompt budget");
+                break;
             }
             steps += 1;
             let request = Request {
@@ -108,7 +202,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 tools: &tools,
                 stream: false,
                 max_tokens: lane.settings.max_tokens,
-                temperature: lane.settings.temperature,
+                temperature: DREAM_TEMPERATURE,
                 resume: None,
             };
             let reply = match complete(lane, client, &request, out, |_| {}).await {
@@ -128,6 +222,13 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
             if calls.is_empty() {
                 calls = fact_lines(&reply.content, steps);
             }
+            let mut distinct: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() > MAX_TOOLS_PER_REPLY {
+                tracing::info!(tools = ?distinct, "a dream reply called every tool at once: ignored");
+                break;
+            }
             // The same call again is a loop (small models do it): this round is over.
             let keys: Vec<String> =
                 calls.iter().map(|c| format!("{}{}", c.name, c.arguments)).collect();
@@ -146,6 +247,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                         if called.ok && !memory_tools::is_recall(&call.name) {
                             changes += 1;
                         }
+                        created.extend(called.created);
                         called.result
                     }
                     Answer::Failed(why) => why,
@@ -159,13 +261,13 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         }
         if changes == written && steps < max_steps {
             steps += 1;
-            let messages = [Message::system(EXTRACT), Message::user(text)];
+            let messages = [Message::system(EXTRACT), Message::user(conversation)];
             let request = Request {
                 messages: &messages,
                 tools: &[],
                 stream: false,
                 max_tokens: lane.settings.max_tokens,
-                temperature: lane.settings.temperature,
+                temperature: DREAM_TEMPERATURE,
                 resume: None,
             };
             if let Ok(reply) = complete(lane, client, &request, out, |_| {}).await {
@@ -176,8 +278,23 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                         && called.ok
                     {
                         changes += 1;
+                        created.extend(called.created);
                     }
                 }
+            }
+        }
+        for new in created {
+            if steps >= max_steps {
+                break;
+            }
+            let Answer::Rival { old, was, now } = memory.ask(Ask::Rival(new)).await else {
+                continue;
+            };
+            steps += 1;
+            if replaces(lane, client, &was, &now, out).await
+                && let Answer::Done(_) = memory.ask(Ask::Supersede { new, old }).await
+            {
+                changes += 1;
             }
         }
         memory.ask(Ask::DreamRoundDone(session)).await;
@@ -187,4 +304,60 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
     memory.ask(Ask::DreamEnd { status: "done".into(), note: note.clone() }).await;
     tracing::info!("dream done: {note}");
     out.send(Report::Note(format!("memory: dreamt ({note})")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_written_as_lines_lose_the_prompts_words() {
+        let content = "FACT sister Ana lives in Lisbon: sentence My sister Ana lives in Lisbon.\n\
+            Fact topic: sentence: Typed: I play the cello.\n- FACT pet: Rex is a dog.\nhello";
+        let facts: Vec<(String, String)> = fact_lines(content, 1)
+            .into_iter()
+            .map(|c| {
+                let text = |key: &str| c.arguments[key].as_str().unwrap().to_owned();
+                (text("name"), text("body"))
+            })
+            .collect();
+        let want = [
+            ("sister Ana lives in Lisbon", "My sister Ana lives in Lisbon."),
+            ("", "I play the cello."),
+            ("pet", "Rex is a dog."),
+        ];
+        let want: Vec<(String, String)> =
+            want.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect();
+        assert_eq!(facts, want);
+    }
+
+    #[test]
+    fn a_rewrite_that_swaps_a_value_for_the_new_facts_is_a_correction() {
+        let cases = [
+            // (old note, the model's rewrite, new fact, a correction?)
+            (
+                "My sister lives in Lisbon.",
+                "My sister lives in Porto.",
+                "She lives in Porto.",
+                true,
+            ),
+            (
+                "The user's dog is called Rex.",
+                "The dog is named Max.",
+                "It is named Max now.",
+                true,
+            ),
+            ("The son is 7 years old.", "The son is 8 years old.", "The son turned 8.", true),
+            // Unchanged: both are true.
+            ("The user's car is blue.", "The user's car is blue.", "The bike is red.", false),
+            // Nothing kept: not the same note.
+            ("The user drinks coffee.", "Tea in the evening.", "Tea in the evening.", false),
+            // Words from nowhere: the model made something up.
+            ("The user likes jazz.", "The user likes opera.", "The user likes rock.", false),
+            ("The user likes jazz.", "", "The user likes rock.", false),
+        ];
+        for (was, rewrite, now, want) in cases {
+            assert_eq!(corrects(was, rewrite, now), want, "{was} -> {rewrite} ({now})");
+        }
+    }
 }

@@ -14,7 +14,7 @@
 
 pub mod tools;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -121,6 +121,14 @@ pub enum Ask {
     },
     /// A round of the dream: one pending session to read, as the model is shown it.
     DreamRound(SessionId),
+    /// The active knowledge item nearest to a new one, written before it: what the new one
+    /// may correct.
+    Rival(ItemId),
+    /// `new` corrects `old`: archive `old` with a link.
+    Supersede {
+        new: ItemId,
+        old: ItemId,
+    },
     /// A round is over: the session is marked processed (if the model did not).
     DreamRoundDone(SessionId),
     /// The dream in progress ends (`done`, `interrupted`, `failed`); a finished one decays
@@ -217,8 +225,19 @@ pub enum Answer {
         id: i64,
         sessions: Vec<SessionId>,
     },
-    /// A round's text for the model.
-    Round(String),
+    /// A round's text for the model: what memory holds that the conversation may correct,
+    /// then the conversation; and the conversation alone (for writing facts as lines, where
+    /// a small model copies whatever facts it is shown).
+    Round {
+        text: String,
+        conversation: String,
+    },
+    /// The item a new one may correct, and both texts.
+    Rival {
+        old: ItemId,
+        was: String,
+        now: String,
+    },
     /// Done; what to tell the person.
     Done(String),
     /// Not done; why, worded for a person.
@@ -363,6 +382,9 @@ struct Lane {
     hints: bool,
     /// The dream in progress (its id) and the session its round reads.
     dream: Option<(i64, Option<SessionId>)>,
+    /// Names and numbers of the remembered items the dream's round showed that its
+    /// conversation never says: a fact that uses one was copied from the list, not learnt.
+    shown_only: BTreeSet<String>,
 }
 
 impl Lane {
@@ -376,6 +398,7 @@ impl Lane {
             limits: settings.limits,
             hints: settings.hints,
             dream: None,
+            shown_only: BTreeSet::new(),
         };
         let mut store = match Store::open(&settings.db) {
             Ok(store) => store,
@@ -481,6 +504,10 @@ impl Lane {
     fn answer(&mut self, ask: Ask, reports: &Sink<Report>) -> Answer {
         let vector = match &ask {
             Ask::Search { text, .. } => self.embed_one(text),
+            Ask::Rival(id) => {
+                let body = self.store.as_ref().and_then(|s| s.item(*id).ok()).map(|i| i.body);
+                body.and_then(|body| self.embed_one(&body))
+            }
             Ask::Context { text, .. } if self.hints => self.embed_one(text),
             Ask::Tool { args, .. } => match args.get("query").and_then(|q| q.as_str()) {
                 Some(query) if !query.trim().is_empty() => self.embed_one(query),
@@ -539,6 +566,7 @@ impl Lane {
                     limits: self.limits,
                     now: store.now(),
                     sources,
+                    shown_only: &self.shown_only,
                 };
                 let called = tools::call(store, &call);
                 if let (Some((dream, _)), Ok(called)) = (self.dream, &called)
@@ -572,12 +600,29 @@ impl Lane {
                 if let Some((_, round)) = self.dream.as_mut() {
                     *round = Some(session);
                 }
-                round_text(store, session, self.limits).map(Answer::Round)
+                round_text(store, session, self.limits).map(|(text, conversation, shown_only)| {
+                    self.shown_only = shown_only;
+                    Answer::Round { text, conversation }
+                })
             }
+            Ask::Rival(id) => rival(store, id, vector.as_deref(), self.limits),
+            Ask::Supersede { new, old } => store.supersede(new, old).map(|done| {
+                let line = format!("item {} replaces item {} (kept archived)", new.0, old.0);
+                if let (true, Some((dream, _))) = (done, self.dream)
+                    && let Err(e) = store.dream_note(dream, &format!("correction: {line}"))
+                {
+                    tracing::warn!("memory: cannot write the dream log: {e}");
+                }
+                match done {
+                    true => Answer::Done(line),
+                    false => Answer::Missing(format!("item {} is no longer active", old.0)),
+                }
+            }),
             Ask::DreamRoundDone(session) => {
                 if let Some((_, round)) = self.dream.as_mut() {
                     *round = None;
                 }
+                self.shown_only.clear();
                 let pending = store
                     .session(session)
                     .map(|s| s.status == stt_memory::SessionStatus::Pending)
@@ -718,7 +763,37 @@ fn dream_due(
 
 /// A dream round as the model reads it: items the conversation may touch (to correct
 /// rather than repeat), then the conversation.
-fn round_text(store: &Store, session: SessionId, limits: Limits) -> stt_memory::Result<String> {
+/// The active knowledge item, older than `id`, that recall puts nearest to it (at least
+/// `limits.min_score`); `Missing` when there is none.
+fn rival(
+    store: &Store,
+    id: ItemId,
+    vector: Option<&[f32]>,
+    limits: Limits,
+) -> stt_memory::Result<Answer> {
+    let item = match store.item(id) {
+        Err(MemoryError::NotFound { .. }) => return Ok(Answer::Missing(no_item(id))),
+        found => found?,
+    };
+    let query = Query { vector, limit: 5, log: false, ..Query::new(&item.body) };
+    for hit in store.recall(&query)? {
+        let Target::Item(other) = hit.target else { continue };
+        if other.0 >= id.0 || hit.score < limits.min_score || hit.kind != Some(Kind::Knowledge) {
+            continue;
+        }
+        let was = store.item(other)?.body;
+        return Ok(Answer::Rival { old: other, was, now: item.body });
+    }
+    Ok(Answer::Missing(format!("nothing item {} may correct", id.0)))
+}
+
+/// A dream round's text: the items the session may correct, then the session; the session
+/// alone; and the names and numbers of those items the session never says.
+fn round_text(
+    store: &Store,
+    session: SessionId,
+    limits: Limits,
+) -> stt_memory::Result<(String, String, BTreeSet<String>)> {
     let log = store.session_log(session)?;
     let said: String = log
         .iter()
@@ -729,17 +804,24 @@ fn round_text(store: &Store, session: SessionId, limits: Limits) -> stt_memory::
     let query = Query { limit: limits.top_k.max(5), log: false, ..Query::new(&said) };
     let known = store.recall(&query)?;
     let mut text = String::new();
+    let mut shown = BTreeSet::new();
     if !known.is_empty() {
         text.push_str("Already remembered (ids to correct or archive):\n");
         for hit in &known {
             if let Target::Item(id) = hit.target {
                 text.push_str(&format!("- [{}] {}\n", id.0, hit.text));
+                shown.extend(stt_memory::text::names_and_numbers(&hit.text));
             }
         }
         text.push('\n');
     }
-    text.push_str(&tools::session_text(&log).result);
-    Ok(text)
+    let conversation = tools::session_text(&log).result;
+    text.push_str(&conversation);
+    // Who spoke counts as said: "Caroline" in a fact comes from her lines' speaker.
+    let speakers = log.iter().filter_map(|e| e.speaker.as_deref()).collect::<Vec<_>>().join(" ");
+    let said = stt_memory::text::content_words(&format!("{said} {speakers}"));
+    shown.retain(|w| !said.contains(w));
+    Ok((text, conversation, shown))
 }
 
 /// What a prompt gets from memory for `text` (see [`Context`]). `hint_vector`: the text's

@@ -9,6 +9,8 @@
 //! arguments itself (a small model gets them wrong often) and answers a wrong one with what
 //! it expected, so the model can try again.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 
 use stt_memory::{
@@ -144,7 +146,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             SideEffect::Local,
         ),
         "update_item" => (
-            "Rewrite an item's text.",
+            "Rewrite an item's text (a fact rewritten replaces the old one, kept archived).",
             object(json!({"id": id, "body": {"type": "string"}}), &["id", "body"]),
             SideEffect::Local,
         ),
@@ -203,15 +205,18 @@ pub struct Called {
     pub ok: bool,
     /// What the model is told.
     pub result: String,
+    /// A knowledge item the call added that corrects nothing yet (a dream checks it against
+    /// the nearest item already held).
+    pub created: Option<ItemId>,
 }
 
 impl Called {
     fn ok(result: impl Into<String>) -> Self {
-        Called { ok: true, result: result.into() }
+        Called { ok: true, result: result.into(), created: None }
     }
 
     fn failed(result: impl Into<String>) -> Self {
-        Called { ok: false, result: result.into() }
+        Called { ok: false, result: result.into(), created: None }
     }
 }
 
@@ -228,6 +233,40 @@ pub struct Call<'a> {
     /// The lines an item written without `sources` may cite (a dream's session: what its
     /// user said); it cites those that share its words.
     pub sources: Vec<(LogId, String)>,
+    /// In a dream's round: names and numbers of the remembered items it showed that its
+    /// conversation never says (see [`copied`]).
+    pub shown_only: &'a BTreeSet<String>,
+}
+
+/// A fact without the "Typed: " a model copies from the log line it came from: who said it
+/// is not part of it.
+pub fn without_speaker(fact: &str) -> &str {
+    let mut fact = fact.trim();
+    for who in ["typed:", "typing:", "user:"] {
+        if fact.get(..who.len()).is_some_and(|p| p.eq_ignore_ascii_case(who)) {
+            fact = fact[who.len()..].trim();
+        }
+    }
+    fact
+}
+
+/// In a dream, a fact that uses a name or number only the list of remembered items has (not
+/// the conversation) was copied from the list: a small model copies what it is shown, which
+/// would confirm "lives in Lisbon" from "lives in Porto now". The refusal says how to
+/// correct instead.
+fn copied(call: &Call<'_>, body: &str) -> Option<Called> {
+    let words: Vec<String> = stt_memory::text::content_words(body)
+        .into_iter()
+        .filter(|w| call.shown_only.contains(w))
+        .collect();
+    (!words.is_empty()).then(|| {
+        Called::failed(format!(
+            "this conversation never says {}: that is what memory held before. Save only what \
+             this conversation says; when it changes a remembered item, give that item's id as \
+             supersedes",
+            words.join(", ")
+        ))
+    })
 }
 
 /// Runs a memory tool. `Err` is a fault of the store (the lane decides whether memory goes
@@ -358,7 +397,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             session_text(&store.session_log(SessionId(id))?)
         }
         "create_knowledge" => {
-            let (name, body) = (text("name"), text("body"));
+            let (name, body) = (text("name"), without_speaker(text("body")));
             if body.is_empty() {
                 return Ok(Called::failed("give the fact in 'body'"));
             }
@@ -368,6 +407,9 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 t @ ("fact" | "decision" | "preference" | "pitfall") => t,
                 _ => "fact",
             };
+            if let Some(refused) = copied(call, body) {
+                return Ok(refused);
+            }
             // An id the store does not hold (a model making one up) corrects nothing.
             let supersedes = int("supersedes").map(ItemId).filter(|id| store.item(*id).is_ok());
             let new = NewItem {
@@ -377,7 +419,9 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 ..NewItem::new(Kind::Knowledge, name, body)
             };
             match store.remember(new)? {
-                Remembered::Created { id } => Called::ok(format!("item {} created", id.0)),
+                Remembered::Created { id } => {
+                    Called { created: Some(id), ..Called::ok(format!("item {} created", id.0)) }
+                }
                 Remembered::Strengthened { id } => {
                     Called::ok(format!("already known as item {}: strengthened", id.0))
                 }
@@ -388,11 +432,68 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             }
         }
         "update_item" => {
-            let Some(id) = int("id") else { return Ok(Called::failed("give the item's 'id'")) };
-            match store.update_item(ItemId(id), None, Some(text("body"))) {
-                Ok(()) => Called::ok(format!("item {id} updated")),
+            let Some(id) = int("id").map(ItemId) else {
+                return Ok(Called::failed("give the item's 'id'"));
+            };
+            let body = without_speaker(text("body"));
+            if let Some(refused) = copied(call, body) {
+                return Ok(refused);
+            }
+            let item = match store.item(id) {
+                Ok(item) => item,
                 Err(stt_memory::MemoryError::NotFound { .. }) => {
-                    Called::failed(format!("there is no item {id}"))
+                    return Ok(Called::failed(format!("there is no item {}", id.0)));
+                }
+                Err(e) => return Err(e),
+            };
+            if !item.active {
+                return Ok(Called::failed(format!(
+                    "item {} is archived; write a new item (create_knowledge) instead",
+                    id.0
+                )));
+            }
+            let same = stt_memory::text::normalise(body) == stt_memory::text::normalise(&item.body);
+            if item.kind == Kind::Knowledge && !body.is_empty() && !same {
+                // A fact rewritten is a correction: the new text takes its place in recall
+                // and the old one stays, archived, with a link ("what did I say before?").
+                // Its name goes with it unless it holds the old value ("lives in Lisbon").
+                let said = stt_memory::text::content_words(body);
+                let name = if stt_memory::text::names_and_numbers(&item.name)
+                    .iter()
+                    .all(|w| said.contains(w))
+                {
+                    item.name
+                } else {
+                    String::new()
+                };
+                let new = NewItem {
+                    subtype: item.subtype,
+                    subject: item.subject,
+                    provenance: known_entries(store, ids("sources")),
+                    supersedes: Some(id),
+                    ..NewItem::new(Kind::Knowledge, name, body)
+                };
+                return Ok(match store.remember(new)? {
+                    Remembered::Superseded { id: new, .. } | Remembered::Created { id: new } => {
+                        Called::ok(format!(
+                            "item {} replaces item {} (the old text is kept, archived)",
+                            new.0, id.0
+                        ))
+                    }
+                    // Another item says it already: that one replaces this.
+                    Remembered::Strengthened { id: other } => {
+                        store.supersede(other, id)?;
+                        Called::ok(format!(
+                            "item {} already says that; it replaces item {} (kept archived)",
+                            other.0, id.0
+                        ))
+                    }
+                });
+            }
+            match store.update_item(id, None, Some(body).filter(|b| !b.is_empty())) {
+                Ok(()) => Called::ok(format!("item {} updated", id.0)),
+                Err(stt_memory::MemoryError::NotFound { .. }) => {
+                    Called::failed(format!("there is no item {}", id.0))
                 }
                 Err(e) => return Err(e),
             }

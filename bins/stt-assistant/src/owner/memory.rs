@@ -166,7 +166,8 @@ fn reply_of(answer: Answer) -> AssistantEvent {
         Answer::Context(_)
         | Answer::DreamDue(_)
         | Answer::DreamStarted { .. }
-        | Answer::Round(_) => output(String::new(), vec![]),
+        | Answer::Round { .. }
+        | Answer::Rival { .. } => output(String::new(), vec![]),
         Answer::Missing(why) => {
             AssistantEvent::Error(ErrorMsg::new(ErrorCode::NothingPending, why))
         }
