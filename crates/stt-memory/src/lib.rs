@@ -7,7 +7,9 @@
 //!   decays on a curve ([`decay`]), a stability that grows when it is used, links, and the log
 //!   entries it was built from (its provenance);
 //! - **vectors** ([`vectors`]): an embedding per item and log entry, kept in memory for recall;
-//! - the dreamer's own diary ([`dreams`]).
+//! - the dreamer's own diary ([`dreams`]);
+//! - the **memory tree** ([`tree`]): the chat's messages and the summaries of summaries that
+//!   keep an endless conversation within a bounded context.
 //!
 //! [`recall`] is the one scorer for the recall tools and the associative hints: BM25 and
 //! embedding cosine fused, weighted by an item's score, with one hop of spreading along links.
@@ -31,6 +33,7 @@ pub mod markdown;
 pub mod recall;
 mod schema;
 pub mod text;
+pub mod tree;
 pub mod vectors;
 
 use std::fs::{self, OpenOptions};

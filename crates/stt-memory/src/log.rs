@@ -83,7 +83,7 @@ impl Role {
         }
     }
 
-    fn parse(s: &str) -> Role {
+    pub(crate) fn parse(s: &str) -> Role {
         match s {
             "user" => Role::User,
             "assistant" => Role::Assistant,

@@ -122,6 +122,35 @@ pub const MIGRATIONS: &[&str] = &[
         text     TEXT NOT NULL DEFAULT ''
     );
     ",
+    // 2: the memory tree: the chat's raw messages, numbered across the whole conversation,
+    // and the summaries made of them (level 0) and of those (level 1 and up).
+    r"
+    CREATE TABLE tree_nodes (
+        id         INTEGER PRIMARY KEY,
+        level      INTEGER NOT NULL,
+        -- The node it was merged into; NULL while it is in the context.
+        parent     INTEGER REFERENCES tree_nodes(id) ON DELETE SET NULL,
+        summary    TEXT NOT NULL,
+        -- Profile, preferences, goals: a JSON object.
+        fields     TEXT NOT NULL DEFAULT '{}',
+        first_seq  INTEGER NOT NULL,
+        last_seq   INTEGER NOT NULL,
+        started    REAL NOT NULL,
+        ended      REAL NOT NULL,
+        created    REAL NOT NULL
+    );
+    CREATE INDEX tree_nodes_open ON tree_nodes(parent, level, first_seq);
+    CREATE TABLE tree_messages (
+        seq      INTEGER PRIMARY KEY,
+        at       REAL NOT NULL,
+        role     TEXT NOT NULL,
+        speaker  TEXT,
+        text     TEXT NOT NULL,
+        -- The level-0 node it was compressed into; NULL while it is in the buffer.
+        node     INTEGER REFERENCES tree_nodes(id) ON DELETE SET NULL
+    );
+    CREATE INDEX tree_messages_node ON tree_messages(node, seq);
+    ",
 ];
 
 /// The version a fully migrated database has.
