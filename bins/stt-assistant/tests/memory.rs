@@ -320,16 +320,31 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
     assert!(notes.iter().any(|n| n.starts_with("memory: dreamt")), "{notes:?}");
 }
 
-#[tokio::test]
-async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
+/// A store, the scripted model and a lane on both, after a first dream learnt `body` (named
+/// `name`) from "My sister lives in Lisbon.".
+struct Learnt {
+    _dir: tempfile::TempDir,
+    memory: Memory,
+    server: LlmServer,
+    lane: Lane,
+}
+
+async fn lisbon_learnt(name: &str, body: &str) -> Learnt {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
     memory.close(Episode::Chat(1));
-    let server = LlmServer::start();
-    dream_round(&server, "sister's city", "The user's sister lives in Lisbon.");
-    let lane = lane(&server, memory.clone());
+    dream_round(&server, name, body);
     run(&lane, dream("idle")).await;
+    Learnt { _dir: dir, memory, server, lane }
+}
+
+#[tokio::test]
+async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
+    let Learnt { _dir, memory, server, lane } =
+        lisbon_learnt("sister's city", "The user's sister lives in Lisbon.").await;
 
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
@@ -351,14 +366,8 @@ async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
 
 #[tokio::test]
 async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path());
-    let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
-    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
-    memory.close(Episode::Chat(1));
-    dream_round(&server, "sister in Lisbon", "The user's sister lives in Lisbon.");
-    run(&lane, dream("asked")).await;
+    let Learnt { _dir, memory, server, lane } =
+        lisbon_learnt("sister in Lisbon", "The user's sister lives in Lisbon.").await;
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
     // Copied from the log line with its speaker, as small models do.
@@ -400,14 +409,8 @@ fn tool_messages(server: &LlmServer) -> Vec<String> {
 
 #[tokio::test]
 async fn a_remembered_fact_copied_into_a_conversation_that_does_not_say_it_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let memory = open(dir.path());
-    let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
-    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
-    memory.close(Episode::Chat(1));
-    dream_round(&server, "sister's city", "My sister lives in Lisbon.");
-    run(&lane, dream("asked")).await;
+    let Learnt { _dir, memory, server, lane } =
+        lisbon_learnt("sister's city", "My sister lives in Lisbon.").await;
     // Said again, it is strengthened; copied from the list of what memory holds, refused.
     for (n, words) in [(2, "Yes, my sister lives in Lisbon."), (3, "My sister lives in Porto now.")]
     {
