@@ -8,6 +8,10 @@
 //! the job's next await (a tool call in flight on the memory thread finishes as one
 //! transaction). At the end every item decays by the days elapsed and the dream's log closes.
 //!
+//! Corrections do not rely on the model noticing them among its tools: after each round, every
+//! fact the round added is put next to the nearest older one recall finds, and the model is
+//! asked to rewrite the old note as it reads now ([`corrects`] decides what the rewrite means).
+//!
 //! Small rounds keep it within a small local model's reach: one conversation, seven short
 //! tool schemas, a few hundred tokens of instructions.
 
@@ -46,7 +50,9 @@ fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
             let line = line.trim().trim_start_matches(['-', '*', ' ']);
             let rest =
                 line.get(..4).filter(|p| p.eq_ignore_ascii_case("fact")).map(|_| &line[4..])?;
-            let (topic, fact) = rest.trim_start_matches([':', ' ']).split_once(':')?;
+            // "FACT topic: sentence", or "FACT sentence" from a model that forgot the topic.
+            let rest = rest.trim_start_matches([':', ' ']);
+            let (topic, fact) = rest.split_once(':').unwrap_or(("", rest));
             // The prompt's own word copied back is no topic; the fact is kept without one.
             let topic = Some(topic.trim()).filter(|t| !t.eq_ignore_ascii_case("topic"));
             let mut fact = fact.trim();
@@ -318,7 +324,8 @@ mod tests {
     #[test]
     fn facts_written_as_lines_lose_the_prompts_words() {
         let content = "FACT sister Ana lives in Lisbon: sentence My sister Ana lives in Lisbon.\n\
-            Fact topic: sentence: Typed: I play the cello.\n- FACT pet: Rex is a dog.\nhello";
+            Fact topic: sentence: Typed: I play the cello.\n- FACT pet: Rex is a dog.\nhello\n\
+            Fact sister Ana lives in Porto.";
         let facts: Vec<(String, String)> = fact_lines(content, 1)
             .into_iter()
             .map(|c| {
@@ -330,6 +337,7 @@ mod tests {
             ("sister Ana lives in Lisbon", "My sister Ana lives in Lisbon."),
             ("", "I play the cello."),
             ("pet", "Rex is a dog."),
+            ("", "sister Ana lives in Porto."),
         ];
         let want: Vec<(String, String)> =
             want.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect();

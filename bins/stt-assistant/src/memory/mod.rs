@@ -226,8 +226,8 @@ pub enum Answer {
         sessions: Vec<SessionId>,
     },
     /// A round's text for the model: what memory holds that the conversation may correct,
-    /// then the conversation; and the conversation alone (for writing facts as lines, where
-    /// a small model copies whatever facts it is shown).
+    /// then the conversation; and what the user said in it, alone (for writing facts as
+    /// lines, where a small model copies whatever facts it is shown).
     Round {
         text: String,
         conversation: String,
@@ -787,8 +787,9 @@ fn rival(
     Ok(Answer::Missing(format!("nothing item {} may correct", id.0)))
 }
 
-/// A dream round's text: the items the session may correct, then the session; the session
-/// alone; and the names and numbers of those items the session never says.
+/// A dream round's text: the items the session may correct, then the session; the user's
+/// lines of the session alone; and the names and numbers of those items the session never
+/// says.
 fn round_text(
     store: &Store,
     session: SessionId,
@@ -815,8 +816,11 @@ fn round_text(
         }
         text.push('\n');
     }
-    let conversation = tools::session_text(&log).result;
-    text.push_str(&conversation);
+    text.push_str(&tools::session_text(&log).result);
+    // What the user said, alone: a small model asked for the user's facts takes them from
+    // the assistant's lines too (an answer that recalled "Lisbon" to a user saying "Porto").
+    let theirs: Vec<_> = log.iter().filter(|e| e.role == Role::User).cloned().collect();
+    let conversation = tools::session_text(&theirs).result;
     // Who spoke counts as said: "Caroline" in a fact comes from her lines' speaker.
     let speakers = log.iter().filter_map(|e| e.speaker.as_deref()).collect::<Vec<_>>().join(" ");
     let said = stt_memory::text::content_words(&format!("{said} {speakers}"));
