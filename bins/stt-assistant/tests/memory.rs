@@ -374,7 +374,8 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
     let rewrite = |id: u32| json!({"id": id, "body": "Typed: The user's sister lives in Porto."});
     server.push(Script::ToolCalls(vec![("update_item".into(), rewrite(1))]));
     // Again, now that item 1 is archived: refused.
-    server.push(Script::ToolCalls(vec![("update_item".into(), json!({"id": 1, "body": "x"}))]));
+    let again = json!({"id": 1, "body": "My sister moved to Porto."});
+    server.push(Script::ToolCalls(vec![("update_item".into(), again)]));
     server.push(Script::Text("done".into()));
     run(&lane, dream("asked")).await;
 
@@ -599,10 +600,10 @@ async fn a_dream_takes_facts_written_as_lines_too() {
         panic!()
     };
     let texts: Vec<String> = items.iter().map(stt_memory::Item::text).collect();
-    assert_eq!(texts, ["I play the cello.", "sister's city: The user's sister lives in Lisbon."]);
-    // Written without sources, each cites only the lines that share its words.
-    assert_eq!(items[1].provenance.len(), 1, "{items:?}");
-    assert!(items[0].provenance.is_empty(), "{items:?}");
+    // The cello was never mentioned: a fact that shares no word with what was said is dropped.
+    assert_eq!(texts, ["sister's city: The user's sister lives in Lisbon."]);
+    // Written without sources, it cites only the lines that share its words.
+    assert_eq!(items[0].provenance.len(), 1, "{items:?}");
     assert_eq!(stats(&memory).await.pending_sessions, 0);
 }
 

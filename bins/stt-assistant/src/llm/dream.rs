@@ -15,7 +15,10 @@
 //! Small rounds keep it within a small local model's reach: one conversation, seven short
 //! tool schemas, a few hundred tokens of instructions.
 
+use std::collections::BTreeSet;
+
 use stt_llm::{Message, Provider, Request, ToolSpec};
+use stt_memory::text::content_words;
 
 use super::{Lane, Report, complete};
 use crate::lane::Sink;
@@ -40,10 +43,20 @@ const DREAM_TEMPERATURE: f64 = 0.0;
 /// and the round falls back to facts written as lines.
 const MAX_TOOLS_PER_REPLY: usize = 3;
 
+/// More calls than this in one reply is a model spraying one tool over every id it can
+/// think of (the 0.5B one rewrote items 1 to 17 as "updated"): the reply is ignored too.
+const MAX_CALLS_PER_REPLY: usize = 6;
+
 /// Facts a model wrote as text, one `FACT topic: sentence` line each (what the prompt asks
 /// of a model that cannot call tools: small ones write these more reliably than calls), as
 /// `create_knowledge` calls; `step` makes their ids unique.
-fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
+///
+/// A fact must share a word with what the user said (`said`: its content words): the small
+/// model sometimes writes the fact as the topic and makes up the sentence ("sister Ana lives
+/// in Porto now: She is a family member of the Portuguese government"); then the topic is the
+/// fact, and with neither grounded the line is dropped.
+fn fact_lines(content: &str, step: u32, said: &BTreeSet<String>) -> Vec<stt_llm::ToolCall> {
+    let grounded = |text: &str| content_words(text).iter().any(|w| said.contains(w));
     content
         .lines()
         .filter_map(|line| {
@@ -63,8 +76,16 @@ fn fact_lines(content: &str, step: u32) -> Vec<stt_llm::ToolCall> {
                 fact = fact[8..].trim_start_matches([':', ' ']);
             }
             let fact = memory_tools::without_speaker(fact);
-            (!fact.is_empty() && !fact.eq_ignore_ascii_case("sentence"))
-                .then_some((topic.unwrap_or_default(), fact))
+            if fact.is_empty() || fact.eq_ignore_ascii_case("sentence") {
+                return None;
+            }
+            match topic {
+                _ if grounded(fact) => Some((topic.unwrap_or_default(), fact)),
+                Some(topic) if topic.split_whitespace().count() >= 3 && grounded(topic) => {
+                    Some(("", topic))
+                }
+                _ => None,
+            }
         })
         .enumerate()
         .map(|(i, (topic, fact))| stt_llm::ToolCall {
@@ -104,7 +125,6 @@ fn rewrite_question(was: &str, now: &str) -> String {
 /// "Caroline is researching adoption agencies") that is no correction. An empty or made-up
 /// rewrite corrects nothing.
 fn corrects(was: &str, rewrite: &str, now: &str) -> bool {
-    use stt_memory::text::content_words;
     let (old, new, fact) = (content_words(was), content_words(rewrite), content_words(now));
     let dropped = old.difference(&new).count();
     let mut added = new.difference(&old).peekable();
@@ -175,6 +195,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         else {
             continue;
         };
+        let said = content_words(&conversation);
         let mut messages = vec![Message::system(PROMPT), Message::user(text.clone())];
         let mut seen: Vec<String> = Vec::new();
         let written = changes;
@@ -231,13 +252,13 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 calls = stt_llm::calls_in_content(&reply.content, memory_tools::is_memory_tool);
             }
             if calls.is_empty() {
-                calls = fact_lines(&reply.content, steps);
+                calls = fact_lines(&reply.content, steps, &said);
             }
             let mut distinct: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
             distinct.sort_unstable();
             distinct.dedup();
-            if distinct.len() > MAX_TOOLS_PER_REPLY {
-                tracing::info!(tools = ?distinct, "a dream reply called every tool at once: ignored");
+            if distinct.len() > MAX_TOOLS_PER_REPLY || calls.len() > MAX_CALLS_PER_REPLY {
+                tracing::info!(tools = ?distinct, calls = calls.len(), "a dream reply sprayed calls: ignored");
                 break;
             }
             // The same call again is a loop (small models do it): this round is over.
@@ -283,7 +304,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
             };
             if let Ok(reply) = complete(lane, client, &request, out, |_| {}).await {
                 tracing::debug!(content = %reply.content, "dream extraction");
-                for call in fact_lines(&reply.content, steps) {
+                for call in fact_lines(&reply.content, steps, &said) {
                     let ask = Ask::Tool { name: call.name, args: call.arguments };
                     if let Answer::Called(called) = memory.ask(ask).await
                         && called.ok
@@ -325,8 +346,11 @@ mod tests {
     fn facts_written_as_lines_lose_the_prompts_words() {
         let content = "FACT sister Ana lives in Lisbon: sentence My sister Ana lives in Lisbon.\n\
             Fact topic: sentence: Typed: I play the cello.\n- FACT pet: Rex is a dog.\nhello\n\
-            Fact sister Ana lives in Porto.";
-        let facts: Vec<(String, String)> = fact_lines(content, 1)
+            Fact sister Ana lives in Porto.\n\
+            FACT sister Ana lives in Porto now: She is a member of the government.\n\
+            FACT weather: It is raining in Oslo.";
+        let said = content_words("my sister ana lives in lisbon; she plays the cello; our dog rex");
+        let facts: Vec<(String, String)> = fact_lines(content, 1, &said)
             .into_iter()
             .map(|c| {
                 let text = |key: &str| c.arguments[key].as_str().unwrap().to_owned();
@@ -338,6 +362,7 @@ mod tests {
             ("", "I play the cello."),
             ("pet", "Rex is a dog."),
             ("", "sister Ana lives in Porto."),
+            ("", "sister Ana lives in Porto now"),
         ];
         let want: Vec<(String, String)> =
             want.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect();

@@ -255,6 +255,19 @@ pub fn without_speaker(fact: &str) -> &str {
 /// would confirm "lives in Lisbon" from "lives in Porto now". The refusal says how to
 /// correct instead.
 fn copied(call: &Call<'_>, body: &str) -> Option<Called> {
+    // And in a dream, a fact shares a word with what was said, or it was made up.
+    if !call.sources.is_empty() {
+        let said: BTreeSet<String> = call
+            .sources
+            .iter()
+            .flat_map(|(_, line)| stt_memory::text::content_words(line))
+            .collect();
+        if !stt_memory::text::content_words(body).iter().any(|w| said.contains(w)) {
+            return Some(Called::failed(
+                "this conversation says nothing of that: save only what it says",
+            ));
+        }
+    }
     let words: Vec<String> = stt_memory::text::content_words(body)
         .into_iter()
         .filter(|w| call.shown_only.contains(w))
