@@ -234,7 +234,7 @@ pub struct Call<'a> {
     /// user said); it cites those that share its words.
     pub sources: Vec<(LogId, String)>,
     /// In a dream's round: names and numbers of the remembered items it showed that its
-    /// conversation never says (see [`copied`]).
+    /// conversation never says (see [`ungrounded`]).
     pub shown_only: &'a BTreeSet<String>,
 }
 
@@ -250,34 +250,32 @@ pub fn without_speaker(fact: &str) -> &str {
     fact
 }
 
-/// In a dream, a fact that uses a name or number only the list of remembered items has (not
-/// the conversation) was copied from the list: a small model copies what it is shown, which
-/// would confirm "lives in Lisbon" from "lives in Porto now". The refusal says how to
-/// correct instead.
-fn copied(call: &Call<'_>, body: &str) -> Option<Called> {
-    // And in a dream, a fact shares a word with what was said, or it was made up.
+/// In a dream, why a fact is refused as not grounded in the conversation, if it is: it shares
+/// no word with what the user said (made up), or it uses a name or number only the list of
+/// remembered items has (copied: a small model copies what it is shown, which would confirm
+/// "lives in Lisbon" from "lives in Porto now"). The refusal says what to do instead.
+fn ungrounded(call: &Call<'_>, body: &str) -> Option<Called> {
+    let words = stt_memory::text::content_words(body);
     if !call.sources.is_empty() {
         let said: BTreeSet<String> = call
             .sources
             .iter()
             .flat_map(|(_, line)| stt_memory::text::content_words(line))
             .collect();
-        if !stt_memory::text::content_words(body).iter().any(|w| said.contains(w)) {
+        if words.is_disjoint(&said) {
             return Some(Called::failed(
                 "this conversation says nothing of that: save only what it says",
             ));
         }
     }
-    let words: Vec<String> = stt_memory::text::content_words(body)
-        .into_iter()
-        .filter(|w| call.shown_only.contains(w))
-        .collect();
-    (!words.is_empty()).then(|| {
+    let copied: Vec<&str> =
+        words.iter().filter(|w| call.shown_only.contains(*w)).map(String::as_str).collect();
+    (!copied.is_empty()).then(|| {
         Called::failed(format!(
             "this conversation never says {}: that is what memory held before. Save only what \
              this conversation says; when it changes a remembered item, give that item's id as \
              supersedes",
-            words.join(", ")
+            copied.join(", ")
         ))
     })
 }
@@ -420,7 +418,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 t @ ("fact" | "decision" | "preference" | "pitfall") => t,
                 _ => "fact",
             };
-            if let Some(refused) = copied(call, body) {
+            if let Some(refused) = ungrounded(call, body) {
                 return Ok(refused);
             }
             // An id the store does not hold (a model making one up) corrects nothing.
@@ -449,7 +447,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 return Ok(Called::failed("give the item's 'id'"));
             };
             let body = without_speaker(text("body"));
-            if let Some(refused) = copied(call, body) {
+            if let Some(refused) = ungrounded(call, body) {
                 return Ok(refused);
             }
             let item = match store.item(id) {
