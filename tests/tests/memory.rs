@@ -313,9 +313,6 @@ fn dream_now(sandbox: &Sandbox, seen: &Seen, assistant: &Proc, n: usize) {
 }
 
 #[test]
-#[ignore = "passes about two runs in three on the 0.5B model: each failure is a new way the \
-            model goes wrong (the last: update_item on the old fact, with the old value); run \
-            with --ignored"]
 fn a_correction_on_the_real_model_replaces_the_fact_and_keeps_the_old_one_archived() {
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());

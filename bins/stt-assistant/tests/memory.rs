@@ -281,13 +281,16 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
         json!({"summary": "The user fixed their bike.", "salience": "low"}),
     )]));
     server.push(Script::Text("done".into()));
+    // A round that saved no fact reads what the user said once more, for facts as lines.
+    server.push(Script::Text("No facts.".into()));
     let lane = lane(&server, memory.clone());
     let reports = run(&lane, dream("asked")).await;
 
     let s = stats(&memory).await;
     assert_eq!((s.pending_sessions, s.active_items), (0, 2), "{s:?}");
     let requests = server.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 5);
+    assert!(last_user(&requests[4]).ends_with("Typed: I fixed the bike today.\n"));
     // Each round shows one conversation, its lines numbered for provenance.
     let first = last_user(&requests[0]);
     assert!(
@@ -312,7 +315,7 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
     assert_eq!(items[0].provenance.len(), 1, "{items:?}");
     let log = dreams(&memory).await;
     assert!(log.contains("(asked, done)") && log.contains("create_knowledge: item"), "{log}");
-    assert!(log.contains("2 conversations read, 2 changes, 4 requests"), "{log}");
+    assert!(log.contains("2 conversations read, 2 changes, 5 requests"), "{log}");
     let notes: Vec<&String> = reports
         .iter()
         .filter_map(|r| if let Report::Note(n) = r { Some(n) } else { None })
@@ -392,6 +395,42 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
     assert_eq!(items[0].text, "The user's sister lives in Porto.");
     assert_eq!(items[0].previous, ["sister in Lisbon: The user's sister lives in Lisbon."]);
     assert_eq!(items[0].sources.len(), 1, "it cites the line that said it: {:?}", items[0]);
+}
+
+/// What the 0.5B model did in CI: it copied the old value into an update (refused), wrote
+/// the dream log, and ended the round with no fact saved. The user's lines are read again.
+#[tokio::test]
+async fn a_round_that_saves_no_fact_reads_the_users_lines_again_and_finds_the_correction() {
+    let Learnt { _dir, memory, server, lane } =
+        lisbon_learnt("sister's city", "My sister Ana lives in Lisbon.").await;
+    let words = "My sister Ana lives in Porto now.";
+    memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", words);
+    memory.close(Episode::Chat(2));
+    let copied = json!({"id": 1, "body": "My sister Ana lives in Lisbon now."});
+    server.push(Script::ToolCalls(vec![("update_item".into(), copied)]));
+    server.push(Script::ToolCalls(vec![("write_dream_log".into(), json!({"note": "updated"}))]));
+    // Under a topic of its own: the rewrite of the old note decides.
+    server.push(Script::Text(format!("FACT where Ana lives: {words}")));
+    server.push(Script::Text("My sister Ana lives in Porto.".into()));
+    run(&lane, dream("asked")).await;
+
+    let results = tool_messages(&server);
+    assert!(results[1].starts_with("this conversation never says lisbon"), "{results:?}");
+    let requests = server.requests();
+    let asked: Vec<String> = requests.iter().map(last_user).collect();
+    assert_eq!(requests.len(), 2 + 4, "{asked:#?}\n{}", dreams(&memory).await);
+    assert!(asked[4].ends_with(&format!("Typed: {words}\n")), "{asked:?}");
+    let Answer::Hits(hits) =
+        memory.ask(Ask::Search { text: "where does my sister Ana live".into(), limit: 5 }).await
+    else {
+        panic!()
+    };
+    let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
+    assert_eq!(items.len(), 1, "Lisbon is out of recall: {hits:?}");
+    assert_eq!(items[0].text, format!("where Ana lives: {words}"));
+    assert_eq!(items[0].previous, ["sister's city: My sister Ana lives in Lisbon."]);
+    let log = dreams(&memory).await;
+    assert!(log.contains("1 conversations read, 2 changes, 4 requests"), "{log}");
 }
 
 /// What each tool call of the scripted model was told, in order.

@@ -198,7 +198,9 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
         let said = content_words(&conversation);
         let mut messages = vec![Message::system(PROMPT), Message::user(text.clone())];
         let mut seen: Vec<String> = Vec::new();
-        let written = changes;
+        // Facts the round saved (or found already known): none, and the user's lines are
+        // read once more for facts written as lines.
+        let mut facts = 0;
         // Items the round added that correct nothing yet, checked at its end.
         let mut created = Vec::new();
         // `write_dream_log` closes the round (small models call it early and often).
@@ -276,8 +278,11 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
                 let result = match memory.ask(ask).await {
                     Answer::Called(called) => {
-                        if called.ok && !memory_tools::is_recall(&call.name) {
+                        if called.ok && memory_tools::changes_memory(&call.name) {
                             changes += 1;
+                        }
+                        if called.ok && memory_tools::saves_a_fact(&call.name) {
+                            facts += 1;
                         }
                         created.extend(called.created);
                         called.result
@@ -291,7 +296,9 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 break;
             }
         }
-        if changes == written && steps < max_steps {
+        // A round that wrote only an episode or a dream log (the 0.5B model often does, after
+        // a refused copy of an old fact) has not read the conversation's facts.
+        if facts == 0 && steps < max_steps {
             steps += 1;
             let messages = [Message::system(EXTRACT), Message::user(conversation)];
             let request = Request {

@@ -63,6 +63,18 @@ pub fn is_recall(name: &str) -> bool {
     matches!(name, RECALL | SEARCH_RECENT | "list_items" | "read_session_log")
 }
 
+/// Whether a successful call of `name` changes what memory holds (a dream's log note does
+/// not: it says what the round did).
+pub fn changes_memory(name: &str) -> bool {
+    !is_recall(name) && name != "write_dream_log"
+}
+
+/// Whether a successful call of `name` saves a fact (a new one, a correction, or one found
+/// already known).
+pub fn saves_a_fact(name: &str) -> bool {
+    matches!(name, "create_knowledge" | "update_item")
+}
+
 /// Whether `name` is one of memory's tools (either set).
 pub fn is_memory_tool(name: &str) -> bool {
     ASSISTANT.contains(&name) || DREAM.contains(&name)
