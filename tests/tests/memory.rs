@@ -464,3 +464,90 @@ fn a_locked_database_turns_memory_off_and_chat_goes_on() {
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("memory is off until the assistant restarts"), "{out:?}");
 }
+
+/// The memory tree end to end with a small tree (`tree_raw_max = 6`, `tree_compress = 4`):
+/// 40 typed chat turns build level-0 nodes and merged level-1 ones, `stt-ctl memory tree`
+/// shows them down to the messages, and after a restart the tree, the buffer and what the
+/// next turn is sent are as they were.
+#[test]
+fn forty_chat_turns_build_the_memory_tree_and_a_restart_keeps_it_exactly() {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "[memory]\ntree_raw_max = 6\ntree_compress = 4\n");
+    let summaries = std::sync::atomic::AtomicUsize::new(0);
+    llm.respond_with(move |request| {
+        let messages = request["messages"].as_array().unwrap();
+        let last = messages.last().unwrap()["content"].as_str().unwrap_or_default();
+        if last.starts_with("[Memory upkeep") {
+            let n = summaries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            return Script::Text(format!("SUMMARY: Summary {n} of the facts.\nGOALS: Learn."));
+        }
+        let fact = last.rsplit("fact ").next().unwrap_or_default().trim_end_matches('.');
+        Script::Text(format!("Answer {fact}."))
+    });
+    let mut assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    for n in 1..=40 {
+        let before = events(&seen).len();
+        assert_eq!(ctl(&sandbox, &["chat-send", &format!("Remember fact {n}.")]).code, Some(0));
+        assert_eq!(chat_answer(&seen, before, &assistant), format!("Answer {n}."));
+    }
+    // 80 messages: 19 compressions of 4 leave 4 in the buffer; 3 merges of 4 of them.
+    let tree = expect_within("the tree settles", DEADLINE, || {
+        let tree = memory(&sandbox, &["tree"]);
+        let text = tree["text"].as_str().unwrap();
+        if text.starts_with(
+            "The memory tree: 80 messages, 4 of them in the buffer; nodes per level: 19, 3.",
+        ) {
+            Ok(tree)
+        } else {
+            Err(text.to_owned())
+        }
+    });
+    let entries = tree["entries"].as_array().unwrap().clone();
+    let levels: Vec<&str> = entries.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(levels, [vec!["level 1"; 3], vec!["level 0"; 7]].concat(), "{tree}");
+    let merged = memory(&sandbox, &["tree", &entries[0]["id"].to_string()]);
+    let text = merged["text"].as_str().unwrap();
+    assert_eq!(text.matches("\n- node ").count(), 4, "{text}");
+    assert!(text.contains("Goals: Learn."), "{text}");
+    let child = &merged["entries"][1]["id"];
+    let leaf = memory(&sandbox, &["tree", &child.to_string()]);
+    let leaf = leaf["text"].as_str().unwrap();
+    assert!(
+        leaf.contains("Messages:\n[1] User: Remember fact 1.\n[2] Assistant: Answer 1."),
+        "{leaf}"
+    );
+    let notes = notes(&seen);
+    assert!(notes.iter().any(|n| n.starts_with("context compacted: messages 1–4")), "{notes:?}");
+
+    assert!(assistant.signal_and_wait(Signal::SIGTERM).success());
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    assert_eq!(memory(&sandbox, &["tree"]), tree, "the tree after a restart");
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "Remember fact 41."]).code, Some(0));
+    assert_eq!(chat_answer(&seen, before, &assistant), "Answer 41.");
+    let sent = llm
+        .requests()
+        .into_iter()
+        .find(|r| {
+            let last = r["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+            last.as_str().is_some_and(|t| t.ends_with("Remember fact 41."))
+        })
+        .unwrap();
+    let messages: Vec<String> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    // The summaries in the context, then the buffer as it was, then the turn.
+    assert!(messages[1].contains("Summary") && !messages[1].contains("fact 1."), "{messages:?}");
+    let tail: Vec<&str> = messages[messages.len() - 5..].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail[..4],
+        ["Typed: Remember fact 39.", "Answer 39.", "Typed: Remember fact 40.", "Answer 40."],
+        "{messages:?}"
+    );
+    assert!(tail[4].ends_with("Remember fact 41."), "{messages:?}");
+}

@@ -373,7 +373,11 @@ mod tests {
             &[":3:", "speakers.uncertain_threshold", "no higher than match_threshold"],
         );
         check("[speakers]\nmin_segment_s = -1.0\n", &[":2:", "speakers.min_segment_s"]);
-        check("[memory]\nsummary_fanout = 1\n", &[":2:", "memory.summary_fanout", "2 or more"]);
+        check("[memory]\ntree_fanout_max = 3\n", &[":2:", "memory.tree_fanout_max", "4 or more"]);
+        check(
+            "[memory]\ntree_raw_max = 6\ntree_compress = 6\n",
+            &[":3:", "memory.tree_compress", "less than tree_raw_max (6)"],
+        );
         check("[memory]\nrecall_min_score = 2.0\n", &[":2:", "memory.recall_min_score"]);
         check("[tui]\nmax_lines = 0\n", &[":2:", "tui.max_lines"]);
     }

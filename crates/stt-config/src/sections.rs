@@ -394,8 +394,15 @@ pub struct MemoryConfig {
     pub dream_min_sessions: u32,
     /// Rounds of tool calls one dream may take.
     pub dream_max_steps: u32,
-    /// Summaries merged into one parent summary when a level of the memory tree fills up.
-    pub summary_fanout: u32,
+    /// Keep chat in the memory tree: the conversation's context is its summaries and raw
+    /// buffer (and survives a restart), in place of `[assistant]` compaction.
+    pub tree: bool,
+    /// Raw chat messages the tree's buffer holds before its oldest are summarized.
+    pub tree_raw_max: u32,
+    /// How many of the oldest buffered messages one summary takes.
+    pub tree_compress: u32,
+    /// Summaries a level of the tree holds before its oldest half is merged into one above.
+    pub tree_fanout_max: u32,
 }
 
 impl Default for MemoryConfig {
@@ -412,7 +419,10 @@ impl Default for MemoryConfig {
             dream_max_interval_h: 24,
             dream_min_sessions: 2,
             dream_max_steps: 40,
-            summary_fanout: 4,
+            tree: true,
+            tree_raw_max: 60,
+            tree_compress: 40,
+            tree_fanout_max: 8,
         }
     }
 }

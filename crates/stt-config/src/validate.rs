@@ -352,12 +352,22 @@ fn memory(c: &MemoryConfig) -> Checked {
         d.dream_min_sessions.into(),
     )?;
     positive("memory", "dream_max_steps", c.dream_max_steps.into(), d.dream_max_steps.into())?;
-    if c.summary_fanout < 2 {
+    if c.tree_compress == 0 || c.tree_compress >= c.tree_raw_max {
         return Err(problem(
-            KeyPath::new("memory", "summary_fanout"),
+            KeyPath::new("memory", "tree_compress"),
             format!(
-                "{} cannot build a tree: set 2 or more (default {})",
-                c.summary_fanout, d.summary_fanout
+                "{} must be at least 1 and less than tree_raw_max ({}), so the buffer keeps \
+                 some messages (default {} of {})",
+                c.tree_compress, c.tree_raw_max, d.tree_compress, d.tree_raw_max
+            ),
+        ));
+    }
+    if c.tree_fanout_max < 4 {
+        return Err(problem(
+            KeyPath::new("memory", "tree_fanout_max"),
+            format!(
+                "{} cannot build a tree: set 4 or more (default {})",
+                c.tree_fanout_max, d.tree_fanout_max
             ),
         ));
     }

@@ -185,6 +185,12 @@ pub enum MemoryVerb {
     },
     /// How much memory holds
     Stats,
+    /// The memory tree of the chat's summaries: the top ones, or node NODE (its summary,
+    /// what it learnt of you, its children or its messages)
+    Tree {
+        /// A node's id, as `memory tree` lists them
+        node: Option<i64>,
+    },
 }
 
 impl MemoryVerb {
@@ -208,6 +214,7 @@ impl MemoryVerb {
             Self::Dream => MemoryRequest::Dream,
             Self::Dreams { limit } => MemoryRequest::Dreams { limit: *limit },
             Self::Stats => MemoryRequest::Stats,
+            Self::Tree { node } => MemoryRequest::Tree { node: *node },
         }
     }
 }
@@ -576,6 +583,8 @@ mod tests {
         check(&["memory", "import", "m"], memory(MemoryRequest::Import { dir: here }));
         check(&["memory", "dream"], memory(MemoryRequest::Dream));
         check(&["memory", "dreams"], memory(MemoryRequest::Dreams { limit: None }));
+        check(&["memory", "tree"], memory(MemoryRequest::Tree { node: None }));
+        check(&["memory", "tree", "7"], memory(MemoryRequest::Tree { node: Some(7) }));
         check(&["memory", "stats"], memory(MemoryRequest::Stats));
     }
 

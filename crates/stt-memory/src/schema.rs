@@ -151,6 +151,10 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX tree_messages_node ON tree_messages(node, seq);
     ",
+    // 3: buffered messages a new conversation closed: out of the context, due for a summary.
+    r"
+    ALTER TABLE tree_messages ADD COLUMN closed INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The version a fully migrated database has.

@@ -8,6 +8,10 @@
 //! **context**: every node not merged yet (oldest first) and the raw buffer. Merged nodes leave
 //! the context and stay in the tree, each with its children and, at level 0, its messages.
 //!
+//! A new conversation (`/new`, `clear`) **closes** the buffer: its messages leave the context
+//! at once and are due for a summary however few they are, so the new conversation starts
+//! with the summaries alone.
+//!
 //! This module keeps the shape; the model's work (the summaries) is the caller's: [`Store::
 //! tree_due`] says what is due, the caller summarizes it, and [`Store::tree_compress`] or
 //! [`Store::tree_merge`] writes the result in one transaction. A crash between the two
@@ -138,7 +142,7 @@ pub enum TreeJob {
 /// Counts, for `memory stats` and the benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TreeStats {
-    /// Raw messages, all of them and those still in the buffer.
+    /// Raw messages, all of them and those still in the buffer (in the context).
     pub messages: i64,
     pub buffered: i64,
     /// Nodes per level (index = level), all and still in the context.
@@ -196,8 +200,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT seq, at, role, speaker, text FROM tree_messages WHERE node IS NULL \
-                 ORDER BY seq",
+                "SELECT seq, at, role, speaker, text FROM tree_messages \
+                 WHERE node IS NULL AND closed = 0 ORDER BY seq",
             )
             .map_err(sql)?;
         let buffer = stmt
@@ -208,14 +212,31 @@ impl Store {
         Ok(TreeContext { nodes, buffer })
     }
 
+    /// Closes the buffer (a new conversation starts): its messages leave the context and
+    /// are due for a summary. Returns how many.
+    pub fn tree_close(&mut self) -> Result<usize> {
+        self.write(|tx| {
+            tx.execute("UPDATE tree_messages SET closed = 1 WHERE node IS NULL AND closed = 0", [])
+                .map_err(sql)
+        })
+    }
+
     /// The next compression or merge `rules` call for, compressions first (the buffer is
-    /// what grows with every turn).
+    /// what grows with every turn): closed messages (up to `compress` of them), then the
+    /// oldest `compress` of a buffer that reached `raw_max`.
     pub fn tree_due(&self, rules: &TreeRules) -> Result<Option<TreeJob>> {
-        let buffered: i64 = self
+        let (buffered, closed): (i64, i64) = self
             .conn
-            .query_row("SELECT count(*) FROM tree_messages WHERE node IS NULL", [], |r| r.get(0))
+            .query_row(
+                "SELECT count(*), count(*) FILTER (WHERE closed = 1) FROM tree_messages \
+                 WHERE node IS NULL",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(sql)?;
-        if buffered as usize >= rules.raw_max {
+        if closed > 0 || (buffered - closed) as usize >= rules.raw_max {
+            let take =
+                if closed > 0 { (closed as usize).min(rules.compress) } else { rules.compress };
             let mut stmt = self
                 .conn
                 .prepare_cached(
@@ -224,7 +245,7 @@ impl Store {
                 )
                 .map_err(sql)?;
             let oldest = stmt
-                .query_map([rules.compress as i64], message_of)
+                .query_map([take as i64], message_of)
                 .map_err(sql)?
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(sql)?;
@@ -379,7 +400,8 @@ impl Store {
         let (messages, buffered): (i64, i64) = self
             .conn
             .query_row(
-                "SELECT count(*), count(*) FILTER (WHERE node IS NULL) FROM tree_messages",
+                "SELECT count(*), count(*) FILTER (WHERE node IS NULL AND closed = 0) \
+                 FROM tree_messages",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -581,6 +603,35 @@ mod tests {
             (stats.buffered, stats.nodes.clone(), stats.unmerged),
             (4, vec![2, 1], vec![0, 1])
         );
+    }
+
+    #[test]
+    fn a_closed_buffer_leaves_the_context_and_is_summarized_however_short() {
+        let (_dir, mut store) = store();
+        let rules = TreeRules { raw_max: 6, compress: 4, fanout_max: 4 };
+        for n in 1..=7 {
+            store.tree_push(Role::User, None, &format!("m{n}")).unwrap();
+        }
+        // 7 buffered: one compression of 4 is due; closing makes all 7 due, 4 at a time.
+        assert_eq!(store.tree_close().unwrap(), 7);
+        assert!(store.tree_context().unwrap().buffer.is_empty());
+        store.tree_push(Role::User, None, "a new conversation").unwrap();
+        let mut sizes = Vec::new();
+        while let Some(TreeJob::Compress(m)) = store.tree_due(&rules).unwrap() {
+            sizes.push(m.len());
+            let (first, last) = (m[0].seq, m[m.len() - 1].seq);
+            store.tree_compress(first, last, "s", &Fields::default()).unwrap();
+        }
+        assert_eq!(sizes, [4, 3]);
+        let context = store.tree_context().unwrap();
+        assert_eq!(context.nodes.len(), 2);
+        assert_eq!(
+            context.buffer.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            ["a new conversation"]
+        );
+        assert_eq!(store.tree_stats().unwrap().buffered, 1);
+        assert_eq!(store.tree_close().unwrap(), 1);
+        assert_eq!(store.tree_close().unwrap(), 0, "nothing left to close");
     }
 
     #[test]

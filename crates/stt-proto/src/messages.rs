@@ -356,6 +356,12 @@ pub enum MemoryRequest {
     },
     /// How much memory holds.
     Stats,
+    /// The memory tree: the nodes at its top (in the chat's context), or one `node` whole
+    /// (summary, fields, children or messages).
+    Tree {
+        #[serde(default)]
+        node: Option<i64>,
+    },
 }
 
 impl MemoryRequest {
@@ -371,6 +377,7 @@ impl MemoryRequest {
             Self::Dream => "dream",
             Self::Dreams { .. } => "dreams",
             Self::Stats => "stats",
+            Self::Tree { .. } => "tree",
         }
     }
 }
@@ -378,7 +385,7 @@ impl MemoryRequest {
 /// One thing memory holds, as `memory_output` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryEntry {
-    /// `item`, or `log` for a line of a conversation.
+    /// `item`, `log` for a line of a conversation, or `node` for a node of the memory tree.
     pub target: String,
     pub id: i64,
     /// Items: knowledge, episode, intention or profile; log lines: who spoke (user,

@@ -173,6 +173,10 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"memory","verb":"dreams","limit":3}"#,
         ),
         (Request::Memory(MemoryRequest::Stats), r#"{"type":"memory","verb":"stats"}"#),
+        (
+            Request::Memory(MemoryRequest::Tree { node: Some(7) }),
+            r#"{"type":"memory","verb":"tree","node":7}"#,
+        ),
     ]
 }
 

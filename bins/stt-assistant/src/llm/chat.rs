@@ -1,4 +1,5 @@
-//! A chat turn: the conversation kept within the window ([`super::compact`]), the turn sent,
+//! A chat turn: the conversation kept within the window ([`super::compact`], or the memory
+//! tree's summaries: [`super::tree`]), the turn sent,
 //! the answer streamed back as pieces of the job's reply line. The conversation the turn
 //! leaves goes back to the loop, which keeps it unless a `clear` came in the meantime.
 
@@ -25,8 +26,19 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
         return out.send(Report::Failed(lane.missing.clone()));
     };
     let settings = &lane.settings;
-    conversation.turns.push(Message::user(turn.text));
-    compact::compact(lane, client, &mut conversation, out).await;
+    // With the memory tree, the conversation is the tree's, kept within the window by its
+    // summaries (written after the turn); this request only has to fit.
+    match super::tree::conversation(lane).await {
+        Some(tree) => {
+            conversation = tree;
+            conversation.turns.push(Message::user(turn.text));
+            compact::fit(settings, &mut conversation, turn.system, out);
+        }
+        None => {
+            conversation.turns.push(Message::user(turn.text));
+            compact::compact(lane, client, &mut conversation, out).await;
+        }
+    }
     out.send(Report::Conversation(conversation.clone()));
     let messages = conversation.messages(turn.system);
     let resume = turn.resume.map(|handle| Resume(handle.to_owned()));

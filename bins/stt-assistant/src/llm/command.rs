@@ -78,9 +78,11 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
 /// (those that end an intention only while one is open: every schema costs a small model's
 /// attention).
 fn tools(lane: &Lane, memory: bool, intentions: bool) -> Vec<ToolSpec> {
+    let tree = lane.memory.as_ref().is_some_and(crate::memory::Memory::tree);
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
-        intentions
-            || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION].contains(name)
+        (intentions
+            || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION].contains(name))
+            && (tree || *name != memory_tools::EXPLORE_TREE)
     });
     let offered: Vec<&str> = offered.collect();
     let memory = lane.memory.as_ref().filter(|_| memory).map(|_| memory_tools::specs(&offered));

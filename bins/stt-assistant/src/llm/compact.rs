@@ -47,6 +47,18 @@ pub async fn compact(lane: &Lane, client: &Provider, chat: &mut Chat, out: &Sink
     }
 }
 
+/// Drops the oldest turns of this request until it fits the budget (the memory tree's
+/// conversation: its own summaries take the dropped turns out of the context soon after).
+pub fn fit(settings: &Settings, chat: &mut Chat, system: &str, out: &Sink<Report>) {
+    let dropped = trim(settings, chat, system, settings.prompt_budget as usize);
+    if dropped > 0 {
+        out.send(Report::Note(format!(
+            "context trimmed: {dropped} oldest messages left this request to fit the model's \
+             window (the memory tree keeps them, and summarizes them next)"
+        )));
+    }
+}
+
 /// Folds `evicted` into `previous` in chunks that each fit the budget.
 async fn summarize(
     lane: &Lane,

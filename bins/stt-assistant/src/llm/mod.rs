@@ -7,12 +7,14 @@
 //! - [`command`]: a command through the tool loop;
 //! - [`chat`]: a chat turn, streamed;
 //! - [`compact`]: keeping the conversation within the model's window;
-//! - [`dream`]: memory's consolidation, while nobody needs the model.
+//! - [`dream`]: memory's consolidation, while nobody needs the model;
+//! - [`tree`]: chat's conversation from the memory tree, and the tree's summaries.
 
 pub mod chat;
 pub mod command;
 pub mod compact;
 pub mod dream;
+pub mod tree;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,6 +133,9 @@ pub enum Work {
     },
     /// Consolidate memory (`trigger`: why), in at most `max_steps` requests.
     Dream { trigger: String, max_steps: u32 },
+    /// Write the memory tree's next summary, if one is due, with the chat's system prompt
+    /// (`None`: the config's).
+    Tree { system: Option<String> },
 }
 
 /// What a job tells the loop, in the order it happens.
@@ -161,6 +166,8 @@ pub enum Report {
     Hinted(Vec<String>),
     /// The `dream_now` tool asked for a dream.
     DreamNow,
+    /// A tree job is over: whether it wrote a summary (then another may be due).
+    TreeMore(bool),
     /// A tool call to write to the audit log.
     Audit(Box<ActionRecord>),
     /// The conversation as the job leaves it (after compaction, then with the answer).
@@ -188,10 +195,17 @@ pub struct Handle {
     pub chat: bool,
     /// Whether it is a dream (anyone's activity stops those).
     pub dream: bool,
+    /// Whether it is a memory tree summary.
+    pub tree: bool,
     cancel: CancellationToken,
 }
 
 impl Handle {
+    /// Whether it is a command (a person's request through the tool loop).
+    pub fn command(&self) -> bool {
+        !self.chat && !self.dream && !self.tree
+    }
+
     /// Stops the job at its next await; it then reports [`End::Cancelled`].
     pub fn cancel(&self) {
         self.cancel.cancel();
@@ -206,6 +220,7 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
         epoch,
         chat: matches!(work, Work::Chat { .. }),
         dream: matches!(work, Work::Dream { .. }),
+        tree: matches!(work, Work::Tree { .. }),
         cancel: cancel.clone(),
     };
     let lane = lane.clone();
@@ -228,6 +243,10 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
                 }
                 Work::Dream { trigger, max_steps } => {
                     dream::run(&lane, &trigger, max_steps, &job_out).await;
+                }
+                Work::Tree { system } => {
+                    let system = system.as_deref().unwrap_or(&lane.settings.chat_system_prompt);
+                    tree::run(&lane, system, &job_out).await;
                 }
             }
         }

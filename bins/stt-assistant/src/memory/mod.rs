@@ -13,6 +13,7 @@
 //! other use of the store.
 
 pub mod tools;
+pub mod tree;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use stt_embed::Embedder;
+use stt_memory::tree::{Fields, NodeId, TreeContext, TreeJob, TreeRules};
 use stt_memory::{
     HintGate, Hit, Item, ItemFilter, ItemId, Kind, MemoryError, Query, Role, SessionId,
     SessionKind, Stats, Store, Target, Turn,
@@ -41,6 +43,8 @@ pub struct Settings {
     pub limits: Limits,
     /// Offer associative hints.
     pub hints: bool,
+    /// Keep chat in the memory tree, with these sizes; `None`: `[memory].tree` is off.
+    pub tree: Option<stt_memory::tree::TreeRules>,
 }
 
 impl Settings {
@@ -52,6 +56,11 @@ impl Settings {
             embedder: None,
             limits: Limits { top_k: d.recall_top_k as usize, min_score: d.recall_min_score as f32 },
             hints: d.hints,
+            tree: Some(stt_memory::tree::TreeRules {
+                raw_max: d.tree_raw_max as usize,
+                compress: d.tree_compress as usize,
+                fanout_max: d.tree_fanout_max as usize,
+            }),
         }
     }
 }
@@ -137,6 +146,20 @@ pub enum Ask {
         status: String,
         note: String,
     },
+    /// What the chat's model is given of the conversation (`[memory].tree`).
+    TreeContext,
+    /// The tree's next summary to write, if one is due.
+    TreeDue,
+    /// The summary of a job [`Ask::TreeDue`] gave.
+    TreeWrite {
+        job: TreeJob,
+        summary: String,
+        fields: Fields,
+    },
+    /// A new conversation: the buffer leaves the context, to be summarized.
+    TreeClose,
+    /// The tree as a person or the model reads it: its top nodes, or node `Some(id)`.
+    TreeShow(Option<NodeId>),
 }
 
 /// When a dream starts on its own (`[memory]`).
@@ -238,6 +261,15 @@ pub enum Answer {
         was: String,
         now: String,
     },
+    /// The tree's context (the chat's conversation).
+    Tree(TreeContext),
+    /// The tree's next job; `None`: nothing is due.
+    TreeDue(Option<TreeJob>),
+    /// The tree shown: text for a person or the model, and the nodes it lists.
+    TreeShown {
+        text: String,
+        nodes: Vec<stt_memory::tree::Node>,
+    },
     /// Done; what to tell the person.
     Done(String),
     /// Not done; why, worded for a person.
@@ -269,6 +301,7 @@ enum Job {
 #[derive(Debug, Clone)]
 pub struct Memory {
     tx: mpsc::Sender<Job>,
+    tree: bool,
 }
 
 impl std::fmt::Debug for Job {
@@ -306,6 +339,17 @@ impl Memory {
         self.send(Job::Close(episode));
     }
 
+    /// Whether chat lives in the memory tree (`[memory].tree`).
+    pub fn tree(&self) -> bool {
+        self.tree
+    }
+
+    /// Asks memory without waiting for the answer.
+    pub fn tell(&self, ask: Ask) {
+        let (tx, _) = oneshot::channel();
+        self.send(Job::Ask(ask, tx));
+    }
+
     /// Asks memory; the answer comes when the thread gets to it.
     pub async fn ask(&self, ask: Ask) -> Answer {
         let (tx, rx) = oneshot::channel();
@@ -339,6 +383,7 @@ const BATCH: usize = 16;
 /// never holds up the assistant's start) and reports `Ready` or `Off`.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memory> {
     let (tx, rx) = mpsc::channel::<Job>();
+    let tree = settings.tree.is_some();
     std::thread::Builder::new().name("stt-memory".to_owned()).spawn(move || {
         let mut lane = Lane::open(&settings, &reports);
         let mut embedded = Instant::now();
@@ -367,7 +412,7 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
             let _ = done.send(());
         }
     })?;
-    Ok(Memory { tx })
+    Ok(Memory { tx, tree })
 }
 
 /// What the thread owns.
@@ -380,6 +425,7 @@ struct Lane {
     hinted: HashMap<Episode, HashSet<Target>>,
     limits: Limits,
     hints: bool,
+    tree: Option<TreeRules>,
     /// The dream in progress (its id) and the session its round reads.
     dream: Option<(i64, Option<SessionId>)>,
     /// Names and numbers of the remembered items the dream's round showed that its
@@ -397,6 +443,7 @@ impl Lane {
             hinted: HashMap::new(),
             limits: settings.limits,
             hints: settings.hints,
+            tree: settings.tree,
             dream: None,
             shown_only: BTreeSet::new(),
         };
@@ -479,7 +526,16 @@ impl Lane {
                     mode: Some(&mode),
                     ..Turn::new(role, &text)
                 };
-                if let Err(e) = session.and_then(|s| store.append(s, &turn)) {
+                let mut written = session.and_then(|s| store.append(s, &turn)).map(|_| ());
+                // Chat lives in the tree too: its words and the answers, as they were said.
+                if written.is_ok()
+                    && self.tree.is_some()
+                    && matches!(episode, Episode::Chat(_))
+                    && matches!(role, Role::User | Role::Assistant)
+                {
+                    written = store.tree_push(role, speaker.as_deref(), &text).map(|_| ());
+                }
+                if let Err(e) = written {
                     self.fault(&e, reports);
                 }
             }
@@ -541,7 +597,8 @@ impl Lane {
                 let session = episode.and_then(|e| self.sessions.get(&e).copied());
                 let seen = self.hinted.entry(episode.unwrap_or(Episode::Chat(0))).or_default();
                 let hints = if self.hints { vector.as_deref() } else { None };
-                context(store, &text, hints, session, speaker.as_deref(), seen).map(Answer::Context)
+                context(store, &text, hints, session, speaker.as_deref(), seen, self.tree.is_some())
+                    .map(Answer::Context)
             }
             Ask::Tool { name, args } => {
                 // In a dream, what the model writes cites the session it reads unless it
@@ -567,6 +624,7 @@ impl Lane {
                     now: store.now(),
                     sources,
                     shown_only: &self.shown_only,
+                    tree: self.tree.is_some(),
                 };
                 let called = tools::call(store, &call);
                 if let (Some((dream, _)), Ok(called)) = (self.dream, &called)
@@ -673,6 +731,25 @@ impl Lane {
                     n.merged
                 ))
             }),
+            Ask::TreeContext
+            | Ask::TreeDue
+            | Ask::TreeWrite { .. }
+            | Ask::TreeClose
+            | Ask::TreeShow(_)
+                if self.tree.is_none() =>
+            {
+                Ok(Answer::Failed(tree::OFF.into()))
+            }
+            Ask::TreeContext => store.tree_context().map(Answer::Tree),
+            Ask::TreeDue => {
+                let rules = self.tree.unwrap_or_default();
+                store.tree_due(&rules).map(Answer::TreeDue)
+            }
+            Ask::TreeWrite { job, summary, fields } => tree::write(store, &job, &summary, &fields),
+            Ask::TreeClose => store
+                .tree_close()
+                .map(|n| Answer::Done(format!("{n} messages left the context, to be summarized"))),
+            Ask::TreeShow(node) => tree::show(store, node),
             Ask::Dreams(limit) => store.dreams(limit).map(|dreams| {
                 if dreams.is_empty() {
                     return Answer::Done("no dream has run yet".into());
@@ -837,6 +914,7 @@ fn context(
     session: Option<SessionId>,
     speaker: Option<&str>,
     seen: &mut HashSet<Target>,
+    tree: bool,
 ) -> stt_memory::Result<Context> {
     let mut sections = String::new();
     let mut profile = |title: &str, subject: &str| -> stt_memory::Result<()> {
@@ -849,6 +927,10 @@ fn context(
     profile("About the user", "user")?;
     if let Some(name) = speaker.filter(|s| !matches!(*s, "Typed" | "Unknown" | "user")) {
         profile(&format!("About {name}"), &name.to_lowercase())?;
+    }
+    // What the conversation itself taught (the memory tree's newest fields).
+    if tree && let Some(learnt) = tree::learnt(store)? {
+        sections.push_str(&learnt);
     }
     let intentions = tools::intention_lines(store)?;
     if !intentions.is_empty() {

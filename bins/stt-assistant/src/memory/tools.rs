@@ -28,10 +28,19 @@ pub const COMPLETE_INTENTION: &str = "complete_intention";
 pub const CANCEL_INTENTION: &str = "cancel_intention";
 /// Handled by the loop (a dream is an LLM job), not by the memory thread.
 pub const DREAM_NOW: &str = "dream_now";
+/// The memory tree, top down (only while `[memory].tree` is on).
+pub const EXPLORE_TREE: &str = "explore_memory_tree";
 
 /// The names of the tools commands get.
-pub const ASSISTANT: [&str; 6] =
-    [RECALL, SEARCH_RECENT, ADD_INTENTION, COMPLETE_INTENTION, CANCEL_INTENTION, DREAM_NOW];
+pub const ASSISTANT: [&str; 7] = [
+    RECALL,
+    SEARCH_RECENT,
+    ADD_INTENTION,
+    COMPLETE_INTENTION,
+    CANCEL_INTENTION,
+    DREAM_NOW,
+    EXPLORE_TREE,
+];
 
 /// The names of the tools a dream gets.
 pub const DREAM: [&str; 9] = [
@@ -60,7 +69,7 @@ pub const DREAM_ROUND: [&str; 7] = [
 
 /// Whether `name` only reads memory (its result is not worth keeping in the log again).
 pub fn is_recall(name: &str) -> bool {
-    matches!(name, RECALL | SEARCH_RECENT | "list_items" | "read_session_log")
+    matches!(name, RECALL | SEARCH_RECENT | EXPLORE_TREE | "list_items" | "read_session_log")
 }
 
 /// Whether a successful call of `name` changes what memory holds (a dream's log note does
@@ -133,6 +142,12 @@ fn spec(name: &str) -> Option<ToolSpec> {
             SideEffect::Local,
         ),
         DREAM_NOW => ("Consolidate memory now.", object(json!({}), &[]), SideEffect::Local),
+        EXPLORE_TREE => (
+            "Summaries of all earlier conversation: with no node_id the top ones; with one, \
+             that summary's parts or the messages it was made from.",
+            object(json!({"node_id": {"type": "integer"}}), &[]),
+            SideEffect::ReadOnly,
+        ),
         "read_session_log" => (
             "Read a pending conversation.",
             object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
@@ -248,6 +263,8 @@ pub struct Call<'a> {
     /// In a dream's round: names and numbers of the remembered items it showed that its
     /// conversation never says (see [`ungrounded`]).
     pub shown_only: &'a BTreeSet<String>,
+    /// Whether the memory tree is on.
+    pub tree: bool,
 }
 
 /// A fact without the "Typed: " a model copies from the log line it came from: who said it
@@ -408,6 +425,15 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                     Called::failed(format!("there is no intention {id}"))
                 }
                 Err(e) => return Err(e),
+            }
+        }
+        EXPLORE_TREE if !call.tree => Called::failed(super::tree::OFF),
+        EXPLORE_TREE => {
+            let node = int("node_id").filter(|id| *id > 0).map(stt_memory::tree::NodeId);
+            match super::tree::show(store, node)? {
+                super::Answer::TreeShown { text, .. } => Called::ok(text),
+                super::Answer::Missing(why) | super::Answer::Failed(why) => Called::failed(why),
+                other => Called::failed(format!("{other:?}")),
             }
         }
         "read_session_log" => {

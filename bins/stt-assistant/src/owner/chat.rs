@@ -89,6 +89,8 @@ impl Owner {
             let episode = self.chat_episode();
             self.remember(episode, stt_memory::Role::Assistant, None, &running.answer);
         }
+        // The turn grew the memory tree's buffer: it may want a summary.
+        self.tree_due = true;
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
             let elapsed = now().saturating_duration_since(running.started);
@@ -153,11 +155,21 @@ impl Owner {
         if let Some(memory) = &self.memory {
             memory.close(self.chat_episode());
         }
+        self.close_tree();
         let mut fresh = Session::new(session::now());
         fresh.provider = self.session.provider.take();
         fresh.model = std::mem::take(&mut self.session.model);
         self.session = fresh;
         self.conversation = Chat::default();
+    }
+
+    /// A new conversation, or a provider that starts without the old one's context: the
+    /// memory tree's buffer leaves the context, to be summarized (the summaries stay).
+    fn close_tree(&mut self) {
+        if let Some(memory) = self.memory.as_ref().filter(|m| m.tree()) {
+            memory.tell(crate::memory::Ask::TreeClose);
+            self.tree_due = true;
+        }
     }
 
     /// `clear` and `/new`: the conversation is gone, from memory and from disk.
@@ -217,6 +229,7 @@ impl Owner {
             self.conversation = self.session.chat();
             if had {
                 self.save_session();
+                self.close_tree();
             }
         }
         self.publish_session();
@@ -297,6 +310,7 @@ impl Owner {
         self.lane.providers = Some((registry, id));
         self.session.switch_provider(id.as_str(), "");
         self.conversation = self.session.chat();
+        self.close_tree();
         self.save_session();
         self.publish_session();
         let warning = match probed.status {

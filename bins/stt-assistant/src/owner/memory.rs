@@ -111,6 +111,7 @@ fn ask_of(request: &MemoryRequest) -> Result<Ask, String> {
         MemoryRequest::Import { dir } => Ask::Import(absolute(dir)?),
         MemoryRequest::Dreams { limit } => Ask::Dreams(limit.unwrap_or(5) as usize),
         MemoryRequest::Stats => Ask::Stats,
+        MemoryRequest::Tree { node } => Ask::TreeShow(node.map(stt_memory::tree::NodeId)),
         MemoryRequest::Dream => unreachable!("a dream is the loop's"),
     })
 }
@@ -163,7 +164,24 @@ fn reply_of(answer: Answer) -> AssistantEvent {
         Answer::Done(text) | Answer::Called(crate::memory::Called { result: text, .. }) => {
             output(text, vec![])
         }
+        Answer::TreeShown { text, nodes } => {
+            let entries = nodes
+                .iter()
+                .map(|n| MemoryEntry {
+                    target: "node".into(),
+                    id: n.id.0,
+                    kind: format!("level {}", n.level),
+                    text: n.summary.clone(),
+                    at: n.started,
+                    score: None,
+                    archived: false,
+                })
+                .collect();
+            output(text, entries)
+        }
         Answer::Context(_)
+        | Answer::Tree(_)
+        | Answer::TreeDue(_)
         | Answer::DreamDue(_)
         | Answer::DreamStarted { .. }
         | Answer::Round { .. }
@@ -360,6 +378,21 @@ impl Owner {
             self.dreams.ask(&trigger);
             self.start_next();
         }
+    }
+
+    /// Starts the memory tree's next summary if one may be due (the model is free: the
+    /// caller checked); whether it did.
+    pub(super) fn start_tree(&mut self) -> bool {
+        let tree = self.memory.as_ref().is_some_and(crate::memory::Memory::tree);
+        if !tree || !std::mem::take(&mut self.tree_due) {
+            return false;
+        }
+        let id = self.next_job;
+        self.next_job += 1;
+        self.lane.fallback = self.fallback(false);
+        let work = Work::Tree { system: self.session.system.clone() };
+        self.launch(id, work, &[], String::new());
+        true
     }
 
     /// Starts the dream asked for, if any (the model is free: the caller checked).

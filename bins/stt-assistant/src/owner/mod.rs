@@ -157,6 +157,8 @@ pub struct Owner {
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
     dreams: memory::Dreams,
+    /// The memory tree may want a summary: a job looks once the model is free.
+    tree_due: bool,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -199,6 +201,8 @@ impl Owner {
             capture_ambient: parts.capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(parts.dream_rules, parts.dream_max_steps, now()),
+            // A summary left due by the last run is written first.
+            tree_due: true,
         }
     }
 
@@ -533,9 +537,7 @@ impl Owner {
                     self.writer.save_names(self.core.names().clone());
                 }
                 Effect::CancelCommand => {
-                    if let Some(running) =
-                        self.running.as_ref().filter(|r| !r.handle.chat && !r.handle.dream)
-                    {
+                    if let Some(running) = self.running.as_ref().filter(|r| r.handle.command()) {
                         tracing::info!(job = running.job, "cancelling the running command");
                         running.handle.cancel();
                     }
@@ -562,8 +564,12 @@ impl Owner {
             return;
         }
         let Some(job) = self.queue.start_next() else {
-            // Nothing waits: the model is free for a dream, if one is asked for.
-            return self.start_dream();
+            // Nothing waits: the model is free for the memory tree's summaries, then for a
+            // dream, if one is asked for.
+            if !self.start_tree() {
+                self.start_dream();
+            }
+            return;
         };
         let id = self.next_job;
         self.next_job += 1;
@@ -624,7 +630,7 @@ impl Owner {
         let current = running.handle.epoch == self.epoch;
         // A `clear` came after this chat turn started: nothing of it is shown or kept.
         let stale = running.handle.chat && !current;
-        let command = !running.handle.chat && !running.handle.dream;
+        let command = running.handle.command();
         match &report {
             Report::Publish(AssistantEvent::ToolCall(call)) if command => {
                 let line = format!("{}({})", call.tool, call.args);
@@ -700,6 +706,7 @@ impl Owner {
             }
             Report::Hinted(_) => {}
             Report::DreamNow => self.dreams.ask("asked"),
+            Report::TreeMore(more) => self.tree_due |= more,
             Report::Conversation(chat) => {
                 if current {
                     self.session.set_chat(&chat);
@@ -731,12 +738,12 @@ impl Owner {
         }
         if running.handle.dream {
             self.dream_over(end);
-        } else {
+        } else if !running.handle.tree {
             self.activity(false);
         }
         match end {
             End::Done => {}
-            End::Cancelled if !running.handle.chat && !running.handle.dream => {
+            End::Cancelled if running.handle.command() => {
                 self.note("command cancelled".into());
             }
             End::Cancelled => {}
@@ -745,7 +752,7 @@ impl Owner {
                 "the job failed on a bug in stt-assistant (see its log); the next one runs",
             ),
         }
-        if !running.handle.chat && !running.handle.dream {
+        if running.handle.command() {
             if let Some(memory) = &self.memory {
                 memory.close(Episode::Command(running.job));
             }

@@ -1,0 +1,228 @@
+//! The memory tree in the LLM lane against the scripted model and a real store: a summary is
+//! written with what came after its stretch in view, a chat turn is sent the summaries and the
+//! buffer, and a failed summary still takes its stretch out of the context.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use stt_assistant::lane::Sink;
+use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work};
+use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_memory::Role;
+use stt_memory::tree::TreeRules;
+use stt_testkit::llm_server::{LlmServer, Script};
+
+fn lane(server: &LlmServer, memory: Memory) -> Lane {
+    let settings = Settings {
+        command_system_prompt: "You run commands.".into(),
+        chat_system_prompt: "You are a helpful voice assistant.".into(),
+        max_tool_iterations: 4,
+        confirmation_timeout: Duration::from_secs(1),
+        max_tokens: 64,
+        temperature: 0.0,
+        stream: true,
+        prompt_budget: 4000,
+        compaction_trigger_ratio: 0.8,
+        compaction_keep_turns: 2,
+        compaction_max_tokens: 120,
+        compaction_system_prompt: "Summarize.".into(),
+        trim_block_turns: 2,
+    };
+    common::lane(server, settings, Some(memory))
+}
+
+/// A store whose tree compresses 4 of 6 buffered messages and merges 2 of 4 nodes.
+fn open(dir: &std::path::Path) -> Memory {
+    let settings = memory::Settings {
+        tree: Some(TreeRules { raw_max: 6, compress: 4, fanout_max: 4 }),
+        ..memory::Settings::new(dir.join("memory.sqlite"))
+    };
+    memory::spawn(settings, Sink::new(|_| {})).unwrap()
+}
+
+/// Runs `work` to its end; returns every report.
+async fn run(lane: &Lane, work: Work) -> Vec<Report> {
+    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let done_tx = Mutex::new(Some(done_tx));
+    let keep = Arc::clone(&reports);
+    let out = Sink::new(move |r: Report| {
+        let end = matches!(r, Report::Finished(_));
+        keep.lock().unwrap().push(r);
+        if end && let Some(tx) = done_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    let _handle = llm::spawn(lane, work, 0, tracing::Span::none(), out);
+    tokio::time::timeout(Duration::from_secs(20), done).await.expect("the job ended").unwrap();
+    let reports = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
+    reports
+}
+
+fn notes(reports: &[Report]) -> Vec<String> {
+    reports
+        .iter()
+        .filter_map(|r| if let Report::Note(n) = r { Some(n.clone()) } else { None })
+        .collect()
+}
+
+fn more(reports: &[Report]) -> Option<bool> {
+    reports.iter().find_map(|r| if let Report::TreeMore(m) = r { Some(*m) } else { None })
+}
+
+fn contents(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// Six messages of a chat where a decision is reversed after the first four.
+fn reversed_decision(memory: &Memory) {
+    let said = [
+        (Role::User, "Let's book the train to Porto for Friday."),
+        (Role::Assistant, "Booked: the train to Porto on Friday."),
+        (Role::User, "Also pack the blue suitcase."),
+        (Role::Assistant, "Noted: the blue suitcase."),
+        (Role::User, "Actually, cancel the train: we drive to Porto instead."),
+        (Role::Assistant, "The train is cancelled; you drive."),
+    ];
+    for (role, text) in said {
+        let speaker = (role == Role::User).then_some("Typed");
+        memory.turn(Episode::Chat(1), role, speaker, "chat", text);
+    }
+}
+
+const SUMMARY: &str = "SUMMARY: The user meant to take the train to Porto on Friday but \
+    cancelled it and drives instead; the blue suitcase is packed.\nPROFILE: none\n\
+    PREFERENCES: Likes to travel light.\nGOALS: Get to Porto on Friday.";
+
+#[tokio::test]
+async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    reversed_decision(&memory);
+    let server = LlmServer::start();
+    server.push(Script::Text(SUMMARY.into()));
+    let lane = lane(&server, memory.clone());
+    let reports = run(&lane, Work::Tree { system: None }).await;
+    assert_eq!(more(&reports), Some(true));
+    assert_eq!(notes(&reports), ["context compacted: messages 1–4 summarized in the memory tree"]);
+
+    // The model saw the reversal (after the stretch's place), then the stretch to summarize.
+    let request = contents(&server.requests()[0]);
+    let (last_role, last) = request.last().unwrap();
+    assert_eq!(last_role, "user");
+    assert!(last.contains("write how it ended") && last.contains("book the train"), "{last}");
+    let reversal = request.iter().position(|(_, t)| t.contains("cancel the train")).unwrap();
+    assert!(reversal < request.len() - 1, "{request:?}");
+    // The stretch itself is not also in the context above it.
+    assert!(request[..request.len() - 1].iter().all(|(_, t)| !t.contains("book the train")));
+
+    let Answer::TreeShown { nodes, .. } = memory.ask(Ask::TreeShow(None)).await else { panic!() };
+    assert_eq!(nodes.len(), 1);
+    assert!(nodes[0].summary.contains("drives instead"), "{:?}", nodes[0]);
+    assert_eq!(nodes[0].fields.goals, "Get to Porto on Friday.");
+    assert_eq!(nodes[0].fields.profile, "", "none is no profile");
+
+    // Nothing more is due: the next job asks the model nothing.
+    let reports = run(&lane, Work::Tree { system: None }).await;
+    assert_eq!(more(&reports), Some(false));
+    assert_eq!(server.requests().len(), 1);
+
+    // A chat turn is sent the summary, then the buffer, then the turn; what the tree learnt
+    // of the user is in the system prompt.
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "Which way do we go?");
+    server.push(Script::Text("By car.".into()));
+    let work = Work::Chat {
+        text: "Typed: Which way do we go?".into(),
+        conversation: Chat::default(),
+        system: None,
+        resume: None,
+        episode: Episode::Chat(1),
+    };
+    run(&lane, work).await;
+    let request = contents(&server.requests()[1]);
+    let roles: Vec<&str> = request.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["system", "system", "user", "assistant", "user"], "{request:?}");
+    assert!(request[0].1.contains("Goals: Get to Porto on Friday."), "{}", request[0].1);
+    assert!(request[1].1.contains("drives instead"), "{}", request[1].1);
+    assert_eq!(request[2].1, "Typed: Actually, cancel the train: we drive to Porto instead.");
+    assert!(request[4].1.ends_with("Typed: Which way do we go?"), "{}", request[4].1);
+    assert!(request.iter().all(|(_, t)| !t.contains("Booked: the train")), "{request:?}");
+}
+
+#[tokio::test]
+async fn a_failed_summary_still_takes_its_stretch_out_of_the_context_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    reversed_decision(&memory);
+    let server = LlmServer::start();
+    server.push(Script::Length("SUMMARY: The user booked".into()));
+    let lane = lane(&server, memory.clone());
+    let reports = run(&lane, Work::Tree { system: None }).await;
+    assert_eq!(more(&reports), Some(true));
+    let notes = notes(&reports);
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].starts_with("context trimmed: messages 1–4 left the context"), "{notes:?}");
+    assert!(notes[0].contains("cut off by [assistant].compaction_max_tokens"), "{notes:?}");
+    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else { panic!() };
+    assert_eq!(context.nodes.len(), 1);
+    assert!(context.nodes[0].summary.starts_with("(not summarized) Let's book the train"));
+    assert_eq!(context.buffer.len(), 2);
+    // The messages stay in the tree, word for word.
+    let node = context.nodes[0].id;
+    let Answer::TreeShown { text, .. } = memory.ask(Ask::TreeShow(Some(node))).await else {
+        panic!()
+    };
+    assert!(text.contains("[2] Assistant: Booked: the train to Porto on Friday."), "{text}");
+}
+
+#[tokio::test]
+async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+    // Four short conversations, each closed by a new one: four nodes, then one merge.
+    for n in 1..=4 {
+        memory.turn(Episode::Chat(n), Role::User, None, "chat", &format!("topic {n}"));
+        memory.turn(Episode::Chat(n), Role::Assistant, None, "chat", "ok");
+        memory.tell(Ask::TreeClose);
+        server.push(Script::Text(format!("SUMMARY: We spoke of topic {n}.")));
+        let reports = run(&lane, Work::Tree { system: None }).await;
+        assert_eq!(more(&reports), Some(true));
+    }
+    server.push(Script::Text("SUMMARY: Topics 1 and 2.".into()));
+    run(&lane, Work::Tree { system: None }).await;
+    let merge = contents(&server.requests()[4]);
+    let last = &merge.last().unwrap().1;
+    assert!(last.contains("- We spoke of topic 1.\n- We spoke of topic 2."), "{last}");
+    // The merged nodes are not in the context the merge was given; the others are.
+    let above = &merge[1].1;
+    assert!(above.contains("topic 3") && !above.contains("topic 1."), "{above}");
+
+    let Answer::TreeShown { text, nodes } = memory.ask(Ask::TreeShow(None)).await else { panic!() };
+    let levels: Vec<u32> = nodes.iter().map(|n| n.level).collect();
+    assert_eq!(levels, [1, 0, 0], "{text}");
+    assert!(text.contains("8 messages, 0 of them in the buffer; nodes per level: 4, 1"), "{text}");
+    let Answer::TreeShown { text, .. } = memory.ask(Ask::TreeShow(Some(nodes[0].id))).await else {
+        panic!()
+    };
+    assert!(text.contains("Children:\n- node 1 (level 0, messages 1–2"), "{text}");
+    let Answer::Missing(why) = memory.ask(Ask::TreeShow(Some(stt_memory::tree::NodeId(99)))).await
+    else {
+        panic!()
+    };
+    assert!(why.contains("`stt-ctl memory tree`"), "{why}");
+}

@@ -1,0 +1,303 @@
+//! The memory tree over a long chat, against the scripted model: 10,000 turns (20,000
+//! messages) through the assistant's LLM and memory lanes, each chat request measured, each
+//! summary the tree asks for written by the scripted model (a fixed-size summary naming what
+//! it covers). It checks, at every turn, that the request stays within the prompt budget and
+//! that the tree holds the 60/40/20 and 8 → 4 rules exactly, and reports the prompt's size
+//! against the turn number next to what the whole conversation would take without the tree.
+//!
+//! The tree's own cost per turn (excluding the model) is timed separately on the store alone,
+//! as the memory thread runs it: two messages pushed, the context read, the next job looked
+//! up, and the summaries written when due.
+//!
+//! Usage: `scripts/bench-tree [--turns N] [--write]` (`--write` puts the figures into
+//! docs/PERFORMANCE.md).
+
+#![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used, reason = "a benchmark")]
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stt_assistant::lane::Sink;
+use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work, estimate_tokens};
+use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_llm::{Endpoint, Provider};
+use stt_memory::tree::{Fields, TreeJob, TreeRules, TreeStats};
+use stt_memory::{Role, Store};
+use stt_testkit::llm_server::{LlmServer, Script};
+use stt_testkit::perf;
+
+const SYSTEM: &str = "You are a helpful voice assistant.";
+/// `[llm].max_context_tokens` 4096 less `max_tokens` 512 and the margin: the default's.
+const BUDGET: u32 = 3_328;
+const START: &str = "<!-- bench-tree:start -->";
+const END: &str = "<!-- bench-tree:end -->";
+
+fn said(turn: usize) -> String {
+    format!("Turn {turn}: could you remind me what we planned for the garden and the shed?")
+}
+
+fn answer(turn: usize) -> String {
+    format!(
+        "Answer {turn}: we planned to plant tomatoes by the fence, paint the shed green and \
+         fix the gate before the weekend."
+    )
+}
+
+/// What the scripted model answers: a summary in the form asked when the tree asks, else a
+/// chat answer; every request's size goes to `sizes`.
+fn respond(request: &Value, sizes: &Mutex<Vec<usize>>) -> Script {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let tokens: usize =
+        messages.iter().map(|m| estimate_tokens(m["content"].as_str().unwrap_or(""))).sum();
+    let last = messages.last().and_then(|m| m["content"].as_str()).unwrap_or("");
+    if last.starts_with("[Memory upkeep") {
+        return Script::Text(
+            "SUMMARY: The user and the assistant went over the garden plan again: tomatoes \
+             by the fence, the shed painted green, the gate fixed before the weekend.\n\
+             PROFILE: Has a garden with a shed.\nPREFERENCES: Green for the shed.\n\
+             GOALS: Finish the garden before the weekend."
+                .into(),
+        );
+    }
+    sizes.lock().unwrap().push(tokens);
+    let turn = last.split_once("Turn ").and_then(|(_, r)| r.split_once(':')).map_or("0", |t| t.0);
+    Script::Text(answer(turn.parse().unwrap_or(0)))
+}
+
+fn lane(server: &LlmServer, memory: Memory) -> Lane {
+    let client = Provider::new(Endpoint {
+        url: server.url(),
+        model: String::new(),
+        api_key: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(10),
+    })
+    .unwrap();
+    let settings = Settings {
+        command_system_prompt: "You run commands.".into(),
+        chat_system_prompt: SYSTEM.into(),
+        max_tool_iterations: 4,
+        confirmation_timeout: Duration::from_secs(1),
+        max_tokens: 512,
+        temperature: 0.0,
+        stream: false,
+        prompt_budget: BUDGET,
+        compaction_trigger_ratio: 0.8,
+        compaction_keep_turns: 4,
+        compaction_max_tokens: 300,
+        compaction_system_prompt: "Summarize.".into(),
+        trim_block_turns: 2,
+    };
+    Lane {
+        client: Some(client),
+        fallback: None,
+        missing: String::new(),
+        providers: None,
+        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
+        settings: Arc::new(settings),
+        memory: Some(memory),
+    }
+}
+
+/// Runs `work` to its end; returns every report.
+async fn run(lane: &Lane, work: Work) -> Vec<Report> {
+    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let done_tx = Mutex::new(Some(done_tx));
+    let keep = Arc::clone(&reports);
+    let out = Sink::new(move |r: Report| {
+        let end = matches!(r, Report::Finished(_));
+        keep.lock().unwrap().push(r);
+        if end && let Some(tx) = done_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    let _handle = llm::spawn(lane, work, 0, tracing::Span::none(), out);
+    done.await.unwrap();
+    let reports = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
+    reports
+}
+
+/// The counts the rules give for `messages` messages, each job done as soon as it is due.
+fn expected(messages: i64, rules: &TreeRules) -> TreeStats {
+    let (raw, compress) = (rules.raw_max as i64, rules.compress as i64);
+    let (fanout, merge) = (rules.fanout_max as i64, rules.merge() as i64);
+    let made =
+        |below: i64, at: i64, take: i64| if below < at { 0 } else { 1 + (below - at) / take };
+    let mut nodes = vec![made(messages, raw, compress)];
+    while let Some(&below) = nodes.last().filter(|&&n| n >= fanout) {
+        nodes.push(made(below, fanout, merge));
+    }
+    let unmerged =
+        nodes.iter().enumerate().map(|(i, n)| n - merge * nodes.get(i + 1).unwrap_or(&0)).collect();
+    TreeStats { messages, buffered: messages - compress * nodes[0], nodes, unmerged }
+}
+
+struct Args {
+    turns: usize,
+    write: bool,
+}
+
+fn args() -> Result<Args, String> {
+    let mut args = Args { turns: 10_000, write: false };
+    let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--write" => args.write = true,
+            "--turns" => {
+                args.turns = it.next().and_then(|n| n.parse().ok()).ok_or("--turns takes N")?;
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match args() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("{e}\nusage: scripts/bench-tree [--turns N] [--write]");
+            return ExitCode::from(2);
+        }
+    };
+    let rules = TreeRules::default();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    // 1. Through the lanes, against the scripted model.
+    let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let server = LlmServer::start();
+    let seen = Arc::clone(&sizes);
+    server.respond_with(move |request| respond(request, &seen));
+    let settings =
+        memory::Settings { tree: Some(rules), ..memory::Settings::new(dir.path().join("lane.db")) };
+    let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+    let lane = lane(&server, memory.clone());
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut without = estimate_tokens(SYSTEM);
+    let mut summaries = 0;
+    let mut broken = Vec::new();
+    runtime.block_on(async {
+        for turn in 1..=args.turns {
+            let text = said(turn);
+            memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", &text);
+            let work = Work::Chat {
+                text: format!("Typed: {text}"),
+                conversation: Chat::default(),
+                system: None,
+                resume: None,
+                episode: Episode::Chat(1),
+            };
+            run(&lane, work).await;
+            memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer(turn));
+            loop {
+                let reports = run(&lane, Work::Tree { system: None }).await;
+                if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
+                    break;
+                }
+                summaries += 1;
+            }
+            without += estimate_tokens(&format!("Typed: {text}")) + estimate_tokens(&answer(turn));
+            let sent = *sizes.lock().unwrap().last().unwrap();
+            if sent > BUDGET as usize {
+                broken.push(format!("turn {turn}: {sent} tokens sent, over {BUDGET}"));
+            }
+            if turn == 1 || turn % (args.turns / 10).max(1) == 0 || [60, 120, 500].contains(&turn) {
+                let Answer::TreeShown { nodes, .. } = memory.ask(Ask::TreeShow(None)).await else {
+                    panic!()
+                };
+                samples.push((turn, without, sent, nodes.len()));
+            }
+        }
+    });
+    let lanes_s = started.elapsed().as_secs_f64();
+    let sizes = sizes.lock().unwrap().clone();
+    let max_sent = sizes.iter().copied().max().unwrap_or(0);
+    let store = Store::open(&dir.path().join("lane.db")).unwrap();
+    let stats = store.tree_stats().unwrap();
+    let want = expected(2 * args.turns as i64, &rules);
+    if stats != want {
+        broken.push(format!("the tree holds {stats:?}, the rules give {want:?}"));
+    }
+    drop(store);
+    runtime.block_on(memory.stop());
+
+    // 2. The tree's own cost per turn, on the store alone.
+    let mut store = Store::open(&dir.path().join("alone.db")).unwrap();
+    let mut per_turn = Vec::with_capacity(args.turns);
+    let fields =
+        Fields { goals: "Finish the garden before the weekend.".into(), ..Fields::default() };
+    for turn in 1..=args.turns {
+        let t = Instant::now();
+        store.tree_push(Role::User, Some("Typed"), &said(turn)).unwrap();
+        store.tree_context().unwrap();
+        store.tree_push(Role::Assistant, None, &answer(turn)).unwrap();
+        while let Some(job) = store.tree_due(&rules).unwrap() {
+            let summary = "The garden plan again: tomatoes, the shed green, the gate fixed.";
+            match job {
+                TreeJob::Compress(m) => {
+                    store.tree_compress(m[0].seq, m[m.len() - 1].seq, summary, &fields).unwrap();
+                }
+                TreeJob::Merge { nodes, .. } => {
+                    let ids: Vec<_> = nodes.iter().map(|n| n.id).collect();
+                    store.tree_merge(&ids, summary, &fields).unwrap();
+                }
+            }
+        }
+        per_turn.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let mean = per_turn.iter().sum::<f64>() / per_turn.len().max(1) as f64;
+    per_turn.sort_by(f64::total_cmp);
+    let pct = |p: f64| per_turn[((per_turn.len() as f64 - 1.0) * p).round() as usize];
+
+    let mut report = format!(
+        "{} chat turns ({} messages) through the assistant's LLM and memory lanes against the \
+         scripted model, in {lanes_s:.0} s; {summaries} summaries written (compressions and \
+         merges). Prompt budget {BUDGET} tokens (the default config's); largest request sent \
+         {max_sent} tokens; {}.\n\n\
+         | turn | whole conversation, no tree (tokens) | request sent with the tree (tokens) | \
+         summaries in the context |\n|---:|---:|---:|---:|\n",
+        args.turns,
+        2 * args.turns,
+        if broken.is_empty() {
+            "every request within the budget, and the node counts per level as the 60/40/20 \
+             and 8 → 4 rules give, exactly"
+                .to_owned()
+        } else {
+            format!("BROKEN: {}", broken.join("; "))
+        }
+    );
+    for (turn, without, sent, nodes) in &samples {
+        report.push_str(&format!("| {turn} | {without} | {sent} | {nodes} |\n"));
+    }
+    report.push_str(&format!(
+        "\nNodes per level at the end: {:?} ({:?} still in the context); {} messages in the \
+         buffer.\n\nThe tree's own cost per turn (the store alone: two messages pushed, the \
+         context read, the next job looked up, summaries written when due; no model): mean \
+         {mean:.3} ms, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms.\n",
+        stats.nodes,
+        stats.unmerged,
+        stats.buffered,
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    ));
+    eprintln!("{report}");
+    if args.write {
+        let section = format!(
+            "{START}\n## The memory tree over a long chat (`scripts/bench-tree`)\n\nMeasured {} \
+             on {}, with `scripts/bench-tree --write`.\n\n{report}{END}\n",
+            perf::today(),
+            perf::machine()
+        );
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/PERFORMANCE.md");
+        perf::write_section(&path, START, END, &section).unwrap();
+    }
+    if broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
