@@ -180,7 +180,9 @@ fn main() -> ExitCode {
     let lane = lane(&server, memory.clone());
     let started = Instant::now();
     let mut samples = Vec::new();
-    let mut without = estimate_tokens(SYSTEM);
+    // What the request would be without the tree (or any compaction): the first one, which
+    // has the system prompt and what memory adds, and every message since.
+    let mut without = 0;
     let mut summaries = 0;
     let mut broken = Vec::new();
     runtime.block_on(async {
@@ -203,8 +205,12 @@ fn main() -> ExitCode {
                 }
                 summaries += 1;
             }
-            without += estimate_tokens(&format!("Typed: {text}")) + estimate_tokens(&answer(turn));
             let sent = *sizes.lock().unwrap().last().unwrap();
+            if turn == 1 {
+                without = sent;
+            } else {
+                without += estimate_tokens(&format!("Typed: {text}"));
+            }
             if sent > BUDGET as usize {
                 broken.push(format!("turn {turn}: {sent} tokens sent, over {BUDGET}"));
             }
@@ -214,6 +220,7 @@ fn main() -> ExitCode {
                 };
                 samples.push((turn, without, sent, nodes.len()));
             }
+            without += estimate_tokens(&answer(turn));
         }
     });
     let lanes_s = started.elapsed().as_secs_f64();
