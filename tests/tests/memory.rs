@@ -551,3 +551,44 @@ fn forty_chat_turns_build_the_memory_tree_and_a_restart_keeps_it_exactly() {
     );
     assert!(tail[4].ends_with("Remember fact 41."), "{messages:?}");
 }
+
+/// The memory tree on the real local model: three chat turns with a small tree, and the
+/// fourth message's arrival makes the oldest four into a summary the model writes with the
+/// later turns in view. What it wrote is printed (how often it records the final decision is
+/// a figure in docs/MEMORY.md, not a gate).
+#[test]
+fn the_real_model_summarizes_the_oldest_chat_turns_into_the_memory_tree() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    real_model(&sandbox, &server, "[memory]\ntree_raw_max = 6\ntree_compress = 4\n");
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    for said in [
+        "We will take the train to Porto on Friday.",
+        "My sister Ana lives in Porto.",
+        "Change of plan: we drive to Porto instead of taking the train.",
+    ] {
+        let before = events(&seen).len();
+        assert_eq!(ctl(&sandbox, &["chat-send", said]).code, Some(0));
+        eprintln!("{said} → {:?}", chat_answer(&seen, before, &assistant));
+    }
+    let note = expect_within("the summary is written", MODEL_DEADLINE, || {
+        notes(&seen)
+            .into_iter()
+            .find(|n| n.contains("messages 1–4"))
+            .ok_or_else(|| format!("{:?}", notes(&seen)))
+    });
+    let tree = memory(&sandbox, &["tree"]);
+    eprintln!("{note}\n{}", tree["text"]);
+    let nodes = tree["entries"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{tree}");
+    assert!(!nodes[0]["text"].as_str().unwrap().trim().is_empty(), "{tree}");
+    // Either way the stretch left the context and is kept word for word.
+    let node = memory(&sandbox, &["tree", &nodes[0]["id"].to_string()]);
+    let text = node["text"].as_str().unwrap();
+    assert!(text.contains("[1] User: We will take the train to Porto on Friday."), "{text}");
+    assert!(
+        note.starts_with("context compacted: messages 1–4") || note.starts_with("context trimmed"),
+        "{note}"
+    );
+}
