@@ -9,8 +9,14 @@
 //! as the memory thread runs it: two messages pushed, the context read, the next job looked
 //! up, and the summaries written when due.
 //!
-//! Usage: `scripts/bench-tree [--turns N] [--write]` (`--write` puts the figures into
-//! docs/PERFORMANCE.md).
+//! With `--real URL` (an OpenAI-compatible chat completions endpoint, e.g. llama-server on
+//! the installed small model) it measures something else: a fact told at turn 5 of a 200-turn
+//! chat (small talk otherwise), asked for at turn 200, over 5 runs with different facts; the
+//! answer can come only through the tree (memory's hints are off), so it shows whether the
+//! model's summaries kept the fact. A figure, not a gate.
+//!
+//! Usage: `scripts/bench-tree [--turns N] [--write] [--real URL [--runs N]]` (`--write` puts
+//! the figures into docs/PERFORMANCE.md).
 
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used, reason = "a benchmark")]
 
@@ -34,6 +40,8 @@ const SYSTEM: &str = "You are a helpful voice assistant.";
 const BUDGET: u32 = 3_328;
 const START: &str = "<!-- bench-tree:start -->";
 const END: &str = "<!-- bench-tree:end -->";
+const REAL_START: &str = "<!-- bench-tree-real:start -->";
+const REAL_END: &str = "<!-- bench-tree-real:end -->";
 
 fn said(turn: usize) -> String {
     format!("Turn {turn}: could you remind me what we planned for the garden and the shed?")
@@ -67,13 +75,14 @@ fn respond(request: &Value, sizes: &Mutex<Vec<usize>>) -> Script {
     Script::Text(answer(turn.parse().unwrap_or(0)))
 }
 
-fn lane(server: &LlmServer, memory: Memory) -> Lane {
+/// A lane on the model at `url` (chat completions), answering in at most `max_tokens`.
+fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
     let client = Provider::new(Endpoint {
-        url: server.url(),
+        url,
         model: String::new(),
         api_key: None,
         connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(300),
     })
     .unwrap();
     let settings = Settings {
@@ -81,7 +90,7 @@ fn lane(server: &LlmServer, memory: Memory) -> Lane {
         chat_system_prompt: SYSTEM.into(),
         max_tool_iterations: 4,
         confirmation_timeout: Duration::from_secs(1),
-        max_tokens: 512,
+        max_tokens,
         temperature: 0.0,
         stream: false,
         prompt_budget: BUDGET,
@@ -140,34 +149,180 @@ fn expected(messages: i64, rules: &TreeRules) -> TreeStats {
 struct Args {
     turns: usize,
     write: bool,
+    /// `--real URL`: the fact-recall runs on the model there instead.
+    real: Option<String>,
+    runs: usize,
 }
 
 fn args() -> Result<Args, String> {
-    let mut args = Args { turns: 10_000, write: false };
+    let mut args = Args { turns: 10_000, write: false, real: None, runs: 5 };
+    let mut turns = None;
     let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--write" => args.write = true,
             "--turns" => {
-                args.turns = it.next().and_then(|n| n.parse().ok()).ok_or("--turns takes N")?;
+                turns = Some(it.next().and_then(|n| n.parse().ok()).ok_or("--turns takes N")?);
+            }
+            "--real" => args.real = Some(it.next().ok_or("--real takes the model's URL")?),
+            "--runs" => {
+                args.runs = it.next().and_then(|n| n.parse().ok()).ok_or("--runs takes N")?;
             }
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    args.turns = turns.unwrap_or(if args.real.is_some() { 200 } else { 10_000 });
     Ok(args)
+}
+
+/// Facts told at turn 5 and asked for at the last turn, with the word the answer must have.
+const FACTS: [(&str, &str, &str); 5] = [
+    ("My locker code is 4417.", "What is my locker code?", "4417"),
+    ("My sister's name is Ines.", "What is my sister's name?", "ines"),
+    ("I parked the car on level 3, in spot B12.", "In which spot did I park the car?", "b12"),
+    ("My flight to Oslo leaves at 7:45.", "When does my flight to Oslo leave?", "7:45"),
+    ("The wifi password is bluefalcon.", "What is the wifi password?", "bluefalcon"),
+];
+
+/// What the user says on the other turns.
+const SMALL_TALK: [&str; 12] = [
+    "Give me a name for a grey cat.",
+    "What is a quick lunch idea?",
+    "Tell me one fact about the moon.",
+    "Suggest a short walk for a rainy day.",
+    "What rhymes with garden?",
+    "Name a good board game for two.",
+    "How long should I boil an egg?",
+    "Give me a word that means happy.",
+    "What is a nice colour for a kitchen?",
+    "Suggest a song to wake up to.",
+    "What can I plant in autumn?",
+    "Name a quiet hobby.",
+];
+
+/// The fact-recall runs on a real model: a fresh memory each run, `turns` chat turns with
+/// the fact at turn 5 and the question last, every summary the tree asks for written by the
+/// model. Returns the report.
+fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -> String {
+    let mut report = format!(
+        "{} runs of {} chat turns each on the model at {url} (replies of at most 64 tokens, \
+         greedy), the default tree (60/40, 8 → 4); a fact told at turn 5, asked for at turn \
+         {}.\n\n| fact | asked | answer | the fact's word in the context | summaries written \
+         | time |\n|---|---|---|---|---:|---:|\n",
+        args.runs.min(FACTS.len()),
+        args.turns,
+        args.turns
+    );
+    let mut right = 0;
+    for (n, (fact, question, key)) in FACTS.iter().take(args.runs).enumerate() {
+        let started = Instant::now();
+        let db = dir.join(format!("real-{n}.db"));
+        let settings = memory::Settings { hints: false, ..memory::Settings::new(db) };
+        let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let lane = lane(url.to_owned(), 64, memory.clone());
+        let (answer, in_context, summaries) = runtime.block_on(async {
+            let mut summaries = 0;
+            let mut answer = String::new();
+            let mut in_context = false;
+            for turn in 1..=args.turns {
+                let text = match turn {
+                    5 => (*fact).to_owned(),
+                    t if t == args.turns => (*question).to_owned(),
+                    t => SMALL_TALK[t % SMALL_TALK.len()].to_owned(),
+                };
+                memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", &text);
+                if turn == args.turns {
+                    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else {
+                        panic!()
+                    };
+                    let summaries: String =
+                        context.nodes.iter().map(|n| n.summary.to_lowercase()).collect();
+                    let buffer: String =
+                        context.buffer.iter().map(|m| m.text.to_lowercase()).collect();
+                    in_context = summaries.contains(key) || buffer.contains(key);
+                }
+                let work = Work::Chat {
+                    text: format!("Typed: {text}"),
+                    conversation: Chat::default(),
+                    system: None,
+                    resume: None,
+                    episode: Episode::Chat(1),
+                };
+                let reports = run(&lane, work).await;
+                answer = reports
+                    .iter()
+                    .find_map(|r| match r {
+                        Report::Reply { text, partial: false, .. } => Some(text.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
+                loop {
+                    let reports = run(&lane, Work::Tree { system: None }).await;
+                    if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
+                        break;
+                    }
+                    summaries += 1;
+                }
+            }
+            memory.stop().await;
+            (answer, in_context, summaries)
+        });
+        let ok = answer.to_lowercase().contains(key);
+        right += usize::from(ok);
+        eprintln!(
+            "run {}: {question} → {answer:?} ({})",
+            n + 1,
+            if ok { "right" } else { "wrong" }
+        );
+        report.push_str(&format!(
+            "| {fact} | {question} | {} {} | {} | {summaries} | {:.0} s |
+",
+            if ok { "right:" } else { "wrong:" },
+            answer.replace('|', "/").replace('\n', " "),
+            if in_context { "yes" } else { "no" },
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    report.push_str(&format!(
+        "
+Answered right: {right} of {}.
+",
+        args.runs.min(FACTS.len())
+    ));
+    report
 }
 
 fn main() -> ExitCode {
     let args = match args() {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("{e}\nusage: scripts/bench-tree [--turns N] [--write]");
+            eprintln!(
+                "{e}\nusage: scripts/bench-tree [--turns N] [--write] [--real URL [--runs N]]"
+            );
             return ExitCode::from(2);
         }
     };
     let rules = TreeRules::default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    if let Some(url) = &args.real {
+        let report = real(&runtime, url, &args, dir.path());
+        eprintln!("{report}");
+        if args.write {
+            let section = format!(
+                "{REAL_START}\n## A fact told early in a long chat, on a real model \
+                 (`scripts/bench-tree --real`)\n\nMeasured {} on {}, with `scripts/bench-tree \
+                 --real {url} --write` against llama-server running the installed \
+                 qwen2.5-coder-0.5b-instruct (q4_k_m, `-c 4096 -t 2`).\n\n{report}{REAL_END}\n",
+                perf::today(),
+                perf::machine()
+            );
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/PERFORMANCE.md");
+            perf::write_section(&path, REAL_START, REAL_END, &section).unwrap();
+        }
+        return ExitCode::SUCCESS;
+    }
 
     // 1. Through the lanes, against the scripted model.
     let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
@@ -177,7 +332,7 @@ fn main() -> ExitCode {
     let settings =
         memory::Settings { tree: Some(rules), ..memory::Settings::new(dir.path().join("lane.db")) };
     let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
-    let lane = lane(&server, memory.clone());
+    let lane = lane(server.url(), 512, memory.clone());
     let started = Instant::now();
     let mut samples = Vec::new();
     // What the request would be without the tree (or any compaction): the first one, which
