@@ -18,7 +18,10 @@
 //!    lanes then dream over the conversation's sessions with the provider the stt config
 //!    chooses (as the assistant would: the configured one, else the first live), until none
 //!    is pending; the items they write are recalled with the log, each standing for the
-//!    turns in its provenance.
+//!    turns in its provenance. With `--tree`, the conversation also goes, as one chat, into
+//!    a memory tree in a store of its own, each summary written by that provider as it falls
+//!    due; each question's nearest node by meaning (all levels) is judged by whether its span
+//!    covers the evidence turns and whether its summary has every word of the answer.
 //! 2. The same conversation is ingested a second time; the log must not grow.
 //! 3. Every question of categories 1–4 (5 is adversarial: its answer is not in the
 //!    conversation) is embedded and recalled through the store's one scorer, three ways:
@@ -60,11 +63,13 @@ struct Args {
     items: usize,
     write: bool,
     dream: bool,
+    tree: bool,
     files: Vec<PathBuf>,
 }
 
 fn args() -> Result<Args, String> {
-    let mut out = Args { k: 10, items: 100_000, write: false, dream: false, files: Vec::new() };
+    let mut out =
+        Args { k: 10, items: 100_000, write: false, dream: false, tree: false, files: Vec::new() };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -76,10 +81,11 @@ fn args() -> Result<Args, String> {
             }
             "--write" => out.write = true,
             "--dream" => out.dream = true,
+            "--tree" => out.tree = true,
             "-h" | "--help" => {
-                return Err(
-                    "usage: bench-memory [--k K] [--items N] [--write] [--dream] FILE...".into()
-                );
+                return Err("usage: bench-memory [--k K] [--items N] [--write] [--dream] \
+                            [--tree] FILE..."
+                    .into());
             }
             flag if flag.starts_with("--") => return Err(format!("unknown option '{flag}'")),
             file => out.files.push(PathBuf::from(file)),
@@ -139,6 +145,8 @@ struct Question {
     text: String,
     category: u64,
     evidence: Vec<String>,
+    /// The answer as the data gives it (for `--tree`: whether a summary kept it).
+    answer: String,
 }
 
 struct Conversation {
@@ -229,6 +237,11 @@ fn load(path: &Path) -> Conversation {
             text: qa["question"].as_str().unwrap_or("").to_owned(),
             category,
             evidence,
+            answer: match &qa["answer"] {
+                Value::String(a) => a.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            },
         });
     }
     Conversation { id, turns, questions, dropped_ids, skipped_questions }
@@ -520,6 +533,119 @@ impl Dreamer {
     }
 }
 
+/// What `--tree` built of one conversation, and how its nodes did on the questions.
+#[derive(Default)]
+struct Treed {
+    nodes: usize,
+    levels: Vec<i64>,
+    requests: usize,
+    secs: f64,
+    questions: usize,
+    /// The node nearest the question by meaning covers all its evidence turns.
+    top_covers: usize,
+    /// The share of the conversation's turns that node covers, summed (the chance of a hit).
+    top_share: f64,
+    /// The answer's words are all in that node's summary, and in some node's summary.
+    top_answers: usize,
+    any_answers: usize,
+}
+
+impl Dreamer {
+    /// `--tree`: the conversation as one endless chat in a tree of its own (a store apart, so
+    /// the log is not doubled), every summary due written by the model as each turn comes in;
+    /// then each question's nearest node by meaning, judged by the turns it covers (its
+    /// provenance) and by whether its summary kept the answer.
+    fn tree(&self, db: &Path, embedder: &mut Embedder, conv: &Conversation) -> Treed {
+        use stt_assistant::lane::Sink;
+        use stt_assistant::llm::{self, Report, Work};
+        use stt_assistant::memory::{self, Episode};
+        let started = Instant::now();
+        let settings = memory::Settings {
+            tree: Some(stt_memory::tree::TreeRules::default()),
+            ..memory::Settings::new(db.into())
+        };
+        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let lane = stt_assistant::llm::Lane { memory: Some(handle.clone()), ..self.lane.clone() };
+        let mut requests = 0;
+        for turn in &conv.turns {
+            handle.turn(
+                Episode::Chat(1),
+                stt_memory::Role::User,
+                Some(&turn.speaker),
+                "chat",
+                &turn.text,
+            );
+            loop {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let out = Sink::new(move |r: Report| {
+                    let _ = tx.send(r);
+                });
+                self.rt.block_on(async {
+                    llm::spawn(&lane, Work::Tree { system: None }, 0, tracing::Span::none(), out);
+                });
+                let mut more = false;
+                for report in rx.iter() {
+                    match report {
+                        Report::Reachable(_) => requests += 1,
+                        Report::Note(note) => eprintln!("conv {}: {note}", conv.id),
+                        Report::TreeMore(m) => more = m,
+                        Report::Finished(_) => break,
+                        _ => {}
+                    }
+                }
+                if !more {
+                    break;
+                }
+            }
+        }
+        self.rt.block_on(handle.stop());
+        let store = Store::open(db).unwrap();
+        let stats = store.tree_stats().unwrap();
+        // Every node, any level; a node's turns are its seq range (seq n is turn n - 1).
+        let mut nodes = Vec::new();
+        let mut stack: Vec<stt_memory::tree::Node> = store.tree_context().unwrap().nodes;
+        while let Some(node) = stack.pop() {
+            stack.extend(store.tree_children(node.id).unwrap());
+            nodes.push(node);
+        }
+        let mut treed =
+            Treed { nodes: nodes.len(), levels: stats.nodes, requests, ..Treed::default() };
+        if nodes.is_empty() {
+            treed.secs = started.elapsed().as_secs_f64();
+            return treed;
+        }
+        let summaries: Vec<&str> = nodes.iter().map(|n| n.summary.as_str()).collect();
+        let vectors = embedder.embed(&summaries).unwrap();
+        let index = |dia: &str| conv.turns.iter().position(|t| t.dia_id == dia);
+        let kept = |summary: &str, answer: &str| {
+            let words = stt_memory::text::content_words(answer);
+            let said = stt_memory::text::content_words(summary);
+            !words.is_empty() && words.is_subset(&said)
+        };
+        for q in &conv.questions {
+            let v = embedder.embed(&[q.text.as_str()]).unwrap().remove(0);
+            let best = (0..nodes.len())
+                .max_by(|&a, &b| {
+                    stt_embed::cosine(&v, &vectors[a])
+                        .total_cmp(&stt_embed::cosine(&v, &vectors[b]))
+                })
+                .unwrap();
+            let node = &nodes[best];
+            let covers = q.evidence.iter().all(|e| {
+                index(e).is_some_and(|i| (node.first_seq..=node.last_seq).contains(&(i as i64 + 1)))
+            });
+            treed.questions += 1;
+            treed.top_covers += usize::from(covers);
+            treed.top_share +=
+                (node.last_seq - node.first_seq + 1) as f64 / conv.turns.len().max(1) as f64;
+            treed.top_answers += usize::from(kept(&node.summary, &q.answer));
+            treed.any_answers += usize::from(summaries.iter().any(|s| kept(s, &q.answer)));
+        }
+        treed.secs = started.elapsed().as_secs_f64();
+        treed
+    }
+}
+
 fn main() -> ExitCode {
     let args = match args() {
         Ok(a) => a,
@@ -529,11 +655,11 @@ fn main() -> ExitCode {
         }
     };
     let models = stt_testkit::models_dir();
-    let dreamer = if args.dream {
+    let dreamer = if args.dream || args.tree {
         match Dreamer::new() {
             Ok(d) => Some(d),
             Err(e) => {
-                eprintln!("bench-memory: --dream: {e}");
+                eprintln!("bench-memory: --dream/--tree: {e}");
                 return ExitCode::from(1);
             }
         }
@@ -541,6 +667,7 @@ fn main() -> ExitCode {
         None
     };
     let mut dreamt = Vec::new();
+    let mut treed: Vec<Treed> = Vec::new();
     let mut embedder = match Embedder::load(
         &stt_embed::default_dir(&models),
         &stt_embed::runtime_library(&models),
@@ -570,7 +697,11 @@ fn main() -> ExitCode {
             twice_ok = false;
             eprintln!("conv {}: ingesting twice grew the store: {once:?} → {twice:?}", conv.id);
         }
-        if let Some(dreamer) = &dreamer {
+        if let Some(dreamer) = dreamer.as_ref().filter(|_| args.tree) {
+            let path = dir.path().join(format!("conv-{}-tree.db", conv.id));
+            treed.push(dreamer.tree(&path, &mut embedder, conv));
+        }
+        if let Some(dreamer) = dreamer.as_ref().filter(|_| args.dream) {
             let path = store.path().to_owned();
             drop(store);
             dreamt.push(dreamer.dream(&path, &models, conv));
@@ -635,6 +766,30 @@ fn main() -> ExitCode {
             dreamer.as_ref().map_or("", |d| d.name.as_str()),
             dreamer.as_ref().map_or("", |d| d.model.as_str()),
             secs / sessions.max(1) as f64
+        ));
+    }
+    if !treed.is_empty() {
+        let sum = |f: fn(&Treed) -> usize| treed.iter().map(f).sum::<usize>();
+        let questions = sum(|t| t.questions).max(1) as f64;
+        let share: f64 = treed.iter().map(|t| t.top_share).sum();
+        let secs: f64 = treed.iter().map(|t| t.secs).sum();
+        let levels: Vec<String> = treed.iter().map(|t| format!("{:?}", t.levels)).collect();
+        report.push_str(&format!(
+            "\nThe memory tree (`--tree`) with {} ({}): each conversation as one chat, the \
+             default tree (60/40, 8 → 4); {} nodes (per level, per conversation: {}) in {} model \
+             requests, {secs:.0} s. The node nearest each question by meaning covers all its \
+             evidence turns for {:.1}% of the questions (that node spans {:.1}% of its \
+             conversation on average: the chance of covering by luck); its summary has every \
+             word of the answer for {:.1}%, and some node's summary has for {:.1}%.\n",
+            dreamer.as_ref().map_or("", |d| d.name.as_str()),
+            dreamer.as_ref().map_or("", |d| d.model.as_str()),
+            sum(|t| t.nodes),
+            levels.join(", "),
+            sum(|t| t.requests),
+            100.0 * sum(|t| t.top_covers) as f64 / questions,
+            100.0 * share / questions,
+            100.0 * sum(|t| t.top_answers) as f64 / questions,
+            100.0 * sum(|t| t.any_answers) as f64 / questions,
         ));
     }
     let recall = Stats::of(recall_ms);

@@ -111,24 +111,36 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
     }
 }
 
-/// Runs `work` to its end; returns every report.
-async fn run(lane: &Lane, work: Work) -> Vec<Report> {
-    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
-    let (done_tx, done) = tokio::sync::oneshot::channel();
-    let done_tx = Mutex::new(Some(done_tx));
-    let keep = Arc::clone(&reports);
-    let out = Sink::new(move |r: Report| {
-        let end = matches!(r, Report::Finished(_));
-        keep.lock().unwrap().push(r);
-        if end && let Some(tx) = done_tx.lock().unwrap().take() {
-            let _ = tx.send(());
-        }
-    });
-    let _handle = llm::spawn(lane, work, 0, tracing::Span::none(), out);
-    done.await.unwrap();
-    let reports = std::mem::take(&mut *reports.lock().unwrap());
+/// One chat turn as the assistant's loop runs it: the user's words into memory, the chat job,
+/// its answer into memory, then the tree's summaries until none is due. Returns the answer
+/// and how many summaries were written.
+async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, usize) {
+    memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", text);
+    let work = Work::Chat {
+        text: format!("Typed: {text}"),
+        conversation: Chat::default(),
+        system: None,
+        resume: None,
+        episode: Episode::Chat(1),
+    };
+    let reports = llm::run_to_end(lane, work).await;
     assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
-    reports
+    let answer = reports
+        .iter()
+        .find_map(|r| match r {
+            Report::Reply { text, partial: false, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
+    let mut summaries = 0;
+    loop {
+        let reports = llm::run_to_end(lane, Work::Tree { system: None }).await;
+        if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
+            return (answer, summaries);
+        }
+        summaries += 1;
+    }
 }
 
 /// The counts the rules give for `messages` messages, each job done as soon as it is due.
@@ -230,7 +242,6 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
                     t if t == args.turns => (*question).to_owned(),
                     t => SMALL_TALK[t % SMALL_TALK.len()].to_owned(),
                 };
-                memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", &text);
                 if turn == args.turns {
                     let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else {
                         panic!()
@@ -241,29 +252,9 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
                         context.buffer.iter().map(|m| m.text.to_lowercase()).collect();
                     in_context = summaries.contains(key) || buffer.contains(key);
                 }
-                let work = Work::Chat {
-                    text: format!("Typed: {text}"),
-                    conversation: Chat::default(),
-                    system: None,
-                    resume: None,
-                    episode: Episode::Chat(1),
-                };
-                let reports = run(&lane, work).await;
-                answer = reports
-                    .iter()
-                    .find_map(|r| match r {
-                        Report::Reply { text, partial: false, .. } => Some(text.clone()),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
-                memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
-                loop {
-                    let reports = run(&lane, Work::Tree { system: None }).await;
-                    if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
-                        break;
-                    }
-                    summaries += 1;
-                }
+                let (said, written) = chat_turn(&lane, &memory, &text).await;
+                answer = said;
+                summaries += written;
             }
             memory.stop().await;
             (answer, in_context, summaries)
@@ -343,23 +334,7 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         for turn in 1..=args.turns {
             let text = said(turn);
-            memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", &text);
-            let work = Work::Chat {
-                text: format!("Typed: {text}"),
-                conversation: Chat::default(),
-                system: None,
-                resume: None,
-                episode: Episode::Chat(1),
-            };
-            run(&lane, work).await;
-            memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer(turn));
-            loop {
-                let reports = run(&lane, Work::Tree { system: None }).await;
-                if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
-                    break;
-                }
-                summaries += 1;
-            }
+            summaries += chat_turn(&lane, &memory, &text).await.1;
             let sent = *sizes.lock().unwrap().last().unwrap();
             if turn == 1 {
                 without = sent;

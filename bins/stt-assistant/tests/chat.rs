@@ -7,7 +7,6 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::Value;
 use stt_assistant::lane::Sink;
@@ -20,19 +19,10 @@ const BUDGET: u32 = 300;
 
 fn lane(server: &LlmServer) -> Lane {
     let settings = Settings {
-        command_system_prompt: "You run commands.".into(),
-        chat_system_prompt: "You are a helpful voice assistant.".into(),
         max_tool_iterations: 3,
-        confirmation_timeout: Duration::from_secs(1),
-        max_tokens: 64,
-        temperature: 0.0,
-        stream: true,
         prompt_budget: BUDGET,
-        compaction_trigger_ratio: 0.8,
-        compaction_keep_turns: 2,
-        compaction_max_tokens: 60,
         compaction_system_prompt: SUMMARIZE.into(),
-        trim_block_turns: 2,
+        ..common::settings()
     };
     common::lane(server, settings, None)
 }

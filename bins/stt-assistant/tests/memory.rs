@@ -11,29 +11,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work};
+use stt_assistant::llm::{self, Chat, End, Lane, Report, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
 use stt_memory::Role;
 use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
 
 fn lane(server: &LlmServer, memory: Memory) -> Lane {
-    let settings = Settings {
-        command_system_prompt: "You run commands.".into(),
-        chat_system_prompt: "You are a helpful voice assistant.".into(),
-        max_tool_iterations: 4,
-        confirmation_timeout: Duration::from_secs(1),
-        max_tokens: 64,
-        temperature: 0.0,
-        stream: true,
-        prompt_budget: 4000,
-        compaction_trigger_ratio: 0.8,
-        compaction_keep_turns: 2,
-        compaction_max_tokens: 60,
-        compaction_system_prompt: "Summarize.".into(),
-        trim_block_turns: 2,
-    };
-    common::lane(server, settings, Some(memory))
+    common::lane(server, common::settings(), Some(memory))
 }
 
 fn open(dir: &std::path::Path) -> Memory {
@@ -41,22 +26,11 @@ fn open(dir: &std::path::Path) -> Memory {
     memory::spawn(settings, Sink::new(|_| {})).unwrap()
 }
 
-/// Runs `work` to its end; returns every report.
+/// Runs `work` to its end (within 20 s); returns every report.
 async fn run(lane: &Lane, work: Work) -> Vec<Report> {
-    let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
-    let (done_tx, done) = tokio::sync::oneshot::channel();
-    let done_tx = Mutex::new(Some(done_tx));
-    let keep = Arc::clone(&reports);
-    let out = Sink::new(move |r: Report| {
-        let end = matches!(r, Report::Finished(_));
-        keep.lock().unwrap().push(r);
-        if end && let Some(tx) = done_tx.lock().unwrap().take() {
-            let _ = tx.send(());
-        }
-    });
-    let _handle = llm::spawn(lane, work, 0, tracing::Span::none(), out);
-    tokio::time::timeout(Duration::from_secs(20), done).await.expect("the job ended").unwrap();
-    let reports = std::mem::take(&mut *reports.lock().unwrap());
+    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(lane, work))
+        .await
+        .expect("the job ended");
     assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
     reports
 }

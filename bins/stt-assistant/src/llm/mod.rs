@@ -274,6 +274,29 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
     handle
 }
 
+/// Runs `work` to its end on its own (no loop: for benchmarks and tests) and returns every
+/// report, [`Report::Finished`] last.
+pub async fn run_to_end(lane: &Lane, work: Work) -> Vec<Report> {
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (done_tx, done) = oneshot::channel();
+    let done_tx = std::sync::Mutex::new(Some(done_tx));
+    let keep = Arc::clone(&reports);
+    let out = Sink::new(move |report: Report| {
+        let end = matches!(report, Report::Finished(_));
+        keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(report);
+        if end
+            && let Some(tx) =
+                done_tx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            let _ = tx.send(());
+        }
+    });
+    let _handle = spawn(lane, work, 0, Span::none(), out);
+    // The job always ends with `Finished`; a dropped sender means it is gone all the same.
+    let _ = done.await;
+    std::mem::take(&mut *reports.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
 /// One request to the model, reporting whether it answered. With a fallback (`[llm].failover`),
 /// a request that fails before its first word is sent once more to the fallback, with a note.
 async fn complete(

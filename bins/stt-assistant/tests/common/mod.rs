@@ -8,6 +8,25 @@ use stt_assistant::memory::Memory;
 use stt_llm::{Endpoint, Provider};
 use stt_testkit::llm_server::LlmServer;
 
+/// The lane settings the tests start from: small limits, greedy, streamed.
+pub fn settings() -> Settings {
+    Settings {
+        command_system_prompt: "You run commands.".into(),
+        chat_system_prompt: "You are a helpful voice assistant.".into(),
+        max_tool_iterations: 4,
+        confirmation_timeout: Duration::from_secs(1),
+        max_tokens: 64,
+        temperature: 0.0,
+        stream: true,
+        prompt_budget: 4000,
+        compaction_trigger_ratio: 0.8,
+        compaction_keep_turns: 2,
+        compaction_max_tokens: 60,
+        compaction_system_prompt: "Summarize.".into(),
+        trim_block_turns: 2,
+    }
+}
+
 /// A lane on `server`'s model with `settings`, the built-in tools, and `memory` if any.
 pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> Lane {
     let client = Provider::new(Endpoint {
