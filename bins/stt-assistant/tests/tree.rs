@@ -200,3 +200,47 @@ async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() 
     };
     assert!(why.contains("`stt-ctl memory tree`"), "{why}");
 }
+
+#[tokio::test]
+async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    reversed_decision(&memory);
+    let server = LlmServer::start();
+    server.push(Script::Text(SUMMARY.into()));
+    let lane = lane(&server, memory.clone());
+    run(&lane, Work::Tree { system: None }).await;
+
+    let explore = |args: serde_json::Value| {
+        Script::ToolCalls(vec![(memory::tools::EXPLORE_TREE.into(), args)])
+    };
+    server.push(explore(serde_json::json!({})));
+    server.push(explore(serde_json::json!({"node_id": 1})));
+    server.push(explore(serde_json::json!({"node_id": 7})));
+    server.push(Script::Text("You drive.".into()));
+    let work = Work::Command {
+        text: "what did we say earlier about the train".into(),
+        edited: false,
+        episode: Episode::Command(1),
+    };
+    let reports = run(&lane, work).await;
+    let offered = server.requests()[1]["tools"].to_string();
+    assert!(offered.contains(memory::tools::EXPLORE_TREE), "{offered}");
+    let results: Vec<(bool, String)> = reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Publish(stt_proto::AssistantEvent::ToolResult(t)) => {
+                Some((t.ok, t.result.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].1.starts_with("The memory tree: 6 messages, 2 of them in the buffer"));
+    assert!(results[0].1.contains("- node 1 (level 0, messages 1–4"), "{:?}", results[0]);
+    assert!(
+        results[1].1.contains("[5] User: Actually") || results[1].1.contains("[1] User: Let's")
+    );
+    assert!(results[1].1.contains("Goals: Get to Porto on Friday."), "{:?}", results[1]);
+    assert!(!results[2].0 && results[2].1.contains("no node 7"), "{:?}", results[2]);
+}

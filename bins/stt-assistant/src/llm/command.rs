@@ -34,6 +34,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     let mut ran: Vec<(String, String)> = Vec::new();
     // Intentions this command added (it may not end them too).
     let mut added: Vec<i64> = Vec::new();
+    // The nodes of the memory tree explored so far (going down to another is progress).
+    let mut explored: Vec<serde_json::Value> = Vec::new();
     for _ in 0..settings.max_tool_iterations.max(1) {
         let request = Request {
             messages: &messages,
@@ -52,10 +54,21 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
             return answer(&reply, out);
         }
         // Calling again a tool whose result is already in view is a loop (small local
-        // models do it instead of answering): run nothing more, ask for the outcome.
-        if calls.iter().any(|call| ran.iter().any(|(tool, _)| *tool == call.name)) {
+        // models do it instead of answering): run nothing more, ask for the outcome. Going
+        // down the memory tree to a node not seen yet is not.
+        let again = |call: &stt_llm::ToolCall| {
+            ran.iter().any(|(tool, _)| *tool == call.name)
+                && (call.name != memory_tools::EXPLORE_TREE || explored.contains(&call.arguments))
+        };
+        if calls.iter().any(again) {
             return report(lane, client, text, &ran, out).await;
         }
+        explored.extend(
+            calls
+                .iter()
+                .filter(|c| c.name == memory_tools::EXPLORE_TREE)
+                .map(|c| c.arguments.clone()),
+        );
         messages.push(Message::calls(calls.clone()));
         for call in calls {
             let result = run_call(lane, &call, text, edited, &mut added, out).await;
