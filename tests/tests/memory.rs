@@ -592,3 +592,57 @@ fn the_real_model_summarizes_the_oldest_chat_turns_into_the_memory_tree() {
         "{note}"
     );
 }
+
+/// The memory tree's summaries wait behind chat: a turn sent while three summaries are due
+/// (a new conversation closed twelve messages) waits for the one request already running,
+/// not for all three.
+#[test]
+fn a_chat_turn_waits_for_one_tree_summary_at_most() {
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "[memory]\ntree_raw_max = 20\ntree_compress = 4\n");
+    // The first summary is answered only once the next turn waits behind it.
+    let queued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waits = std::sync::Arc::clone(&queued);
+    llm.respond_with(move |request| {
+        let last = request["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+        if last.as_str().unwrap_or_default().starts_with("[Memory upkeep") {
+            let deadline = std::time::Instant::now() + DEADLINE;
+            while !waits.load(std::sync::atomic::Ordering::SeqCst) {
+                assert!(std::time::Instant::now() < deadline, "the turn never came");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Script::Text("SUMMARY: Some small talk.".into())
+        } else {
+            Script::Text("Fine.".into())
+        }
+    });
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    for n in 1..=6 {
+        let before = events(&seen).len();
+        assert_eq!(ctl(&sandbox, &["chat-send", &format!("small talk {n}")]).code, Some(0));
+        chat_answer(&seen, before, &assistant);
+    }
+    let sent_before = llm.requests().len();
+    assert_eq!(ctl(&sandbox, &["chat-command", "/new"]).code, Some(0));
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "a new topic"]).code, Some(0));
+    queued.store(true, std::sync::atomic::Ordering::SeqCst);
+    chat_answer(&seen, before, &assistant);
+    expect_within("the tree settles", DEADLINE, || {
+        let text = memory(&sandbox, &["tree"])["text"].as_str().unwrap().to_owned();
+        if text.contains("nodes per level: 3.") { Ok(()) } else { Err(text) }
+    });
+    let kinds: Vec<&str> = llm.requests()[sent_before..]
+        .iter()
+        .map(|r| {
+            let last = r["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+            if last.as_str().unwrap_or_default().starts_with("[Memory upkeep") {
+                "summary"
+            } else {
+                "chat"
+            }
+        })
+        .collect();
+    assert_eq!(kinds, ["summary", "chat", "summary", "summary"]);
+}

@@ -253,6 +253,8 @@ impl Owner {
                     running.handle.cancel();
                 }
                 self.forget_session();
+                // The model may be free to summarize what just left the context.
+                self.start_next();
                 Ok("a new conversation starts".to_owned())
             }
             Slash::System(text) => {
@@ -313,6 +315,7 @@ impl Owner {
         self.close_tree();
         self.save_session();
         self.publish_session();
+        self.start_next();
         let warning = match probed.status {
             ProviderStatus::Live => String::new(),
             _ if probed.loading => " (still loading its model)".to_owned(),

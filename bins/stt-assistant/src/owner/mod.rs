@@ -530,6 +530,8 @@ impl Owner {
                     if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
                         running.handle.cancel();
                     }
+                    // The model may be free to summarize what just left the context.
+                    self.start_next();
                 }
                 Effect::NameSpeaker { speaker_id, name } => {
                     let record = SpeakerRecord::name(&speaker_id, &name, chrono::Local::now());
