@@ -15,14 +15,16 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
-use ort::environment::Environment;
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
 use thiserror::Error;
 use tokenizers::{Tokenizer, TruncationParams};
+
+pub mod runtime;
+
+pub use runtime::{RUNTIME_FILE, RuntimeError, runtime_library};
 
 /// Length of every vector [`Embedder::embed`] returns.
 pub const DIM: usize = 384;
@@ -34,9 +36,6 @@ pub const MODEL_ID: &str = "all-MiniLM-L6-v2-int8";
 
 /// The model's directory inside the models directory.
 pub const DIR_NAME: &str = "minilm-l6-v2";
-
-/// The ONNX Runtime library `scripts/fetch-models` installs in the models directory.
-pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
 
 /// Tokens per text, `[CLS]` and `[SEP]` included; the rest of a longer text is dropped. The
 /// model takes up to 512, but it was trained on 128 and sentence-transformers runs it at 256
@@ -61,15 +60,6 @@ pub fn default_dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DIR_NAME)
 }
 
-/// The ONNX Runtime library to load: `$ORT_DYLIB_PATH` when set (the variable `ort` itself
-/// reads, for a library installed elsewhere), else `<models_dir>/libonnxruntime.so.1.31.1`.
-pub fn runtime_library(models_dir: &Path) -> PathBuf {
-    match std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
-        Some(path) => PathBuf::from(path),
-        None => models_dir.join(RUNTIME_FILE),
-    }
-}
-
 /// The cosine similarity of two vectors from [`Embedder::embed`]: their dot product, since
 /// both have unit length. 1 for the same meaning, around 0 for unrelated texts. Vectors of
 /// different lengths are compared over the shorter.
@@ -89,25 +79,9 @@ pub enum EmbedError {
          install it again"
     )]
     Tokenizer { path: PathBuf, message: String },
-    /// The ONNX Runtime library is not there.
-    #[error(
-        "no ONNX Runtime library at '{path}': run scripts/fetch-models (or set ORT_DYLIB_PATH to \
-         a libonnxruntime.so of 1.24 or newer)"
-    )]
-    RuntimeMissing { path: PathBuf },
-    /// The library is older than the ONNX Runtime API this crate is built for.
-    #[error(
-        "ONNX Runtime at '{path}' is version {version}, older than the 1.24 stt needs: run \
-         scripts/fetch-models (it installs 1.31.1), or point ORT_DYLIB_PATH at a newer library"
-    )]
-    RuntimeTooOld { path: PathBuf, version: String },
-    /// The library is there but cannot be loaded (not a library, wrong architecture, not
-    /// ONNX Runtime), or the runtime cannot start.
-    #[error(
-        "cannot load ONNX Runtime from '{path}': {message}: run scripts/fetch-models --force, or \
-         point ORT_DYLIB_PATH at a libonnxruntime.so of 1.24 or newer"
-    )]
-    RuntimeLoad { path: PathBuf, message: String },
+    /// ONNX Runtime could not be had.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
     /// ONNX Runtime refused the model file.
     #[error(
         "ONNX Runtime cannot load the model '{path}': {source}: run scripts/fetch-models --force \
@@ -131,11 +105,6 @@ pub enum EmbedError {
     #[error("ONNX Runtime failed to embed: {0}")]
     Run(#[from] ort::Error),
 }
-
-/// The ONNX Runtime environment, made once per process: `ort` loads one library per process
-/// and refuses a second environment, so every [`Embedder`] shares the first. `None` until a
-/// load succeeds, so a failed load (a missing library, say) can be retried.
-static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
 
 /// all-MiniLM-L6-v2 loaded and ready: the ONNX Runtime session and the tokenizer. `Send`, so
 /// it can live on a worker thread; [`Embedder::embed`] takes `&mut self` because an `ort`
@@ -184,15 +153,10 @@ impl Embedder {
                 return Err(EmbedError::ModelMissing { path: path.to_owned() });
             }
         }
-        // Checked even when ONNX Runtime is already loaded, so that a wrong path is noticed
-        // whichever load comes first. A bare file name is left to the dynamic loader's search.
-        let bare = runtime.parent().is_none_or(|p| p.as_os_str().is_empty());
-        if !bare && !runtime.is_file() {
-            return Err(EmbedError::RuntimeMissing { path: runtime.to_owned() });
-        }
+        runtime::check(runtime)?;
         let (tokenizer, pad_id) = load_tokenizer(&tokenizer_file)?;
 
-        let environment = environment(runtime)?;
+        let environment = runtime::environment(runtime)?;
         let threads = threads.max(1);
         let session = Session::builder(&environment)
             .and_then(|b| {
@@ -356,26 +320,6 @@ fn load_tokenizer(path: &Path) -> Result<(Tokenizer, i64), EmbedError> {
         .map_err(|e| error(e.to_string()))?;
     tokenizer.with_padding(None);
     Ok((tokenizer, pad_id))
-}
-
-/// The process's ONNX Runtime environment, loading the library from `runtime` the first time.
-fn environment(runtime: &Path) -> Result<Environment, EmbedError> {
-    let mut slot = ENVIRONMENT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(environment) = slot.as_ref() {
-        return Ok(environment.clone());
-    }
-    let builder = ort::init_from(runtime).map_err(|e| match e {
-        ort::LoadDynamicError::BadVersion { version_str, path } => {
-            EmbedError::RuntimeTooOld { path, version: version_str }
-        }
-        other => EmbedError::RuntimeLoad { path: runtime.to_owned(), message: other.to_string() },
-    })?;
-    let environment =
-        builder.with_name("stt-embed").with_telemetry(false).build().map_err(|e| {
-            EmbedError::RuntimeLoad { path: runtime.to_owned(), message: e.to_string() }
-        })?;
-    *slot = Some(environment.clone());
-    Ok(environment)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Speaker identification: telling who is speaking from the sound of their voice. The crate
-//! will hold the speaker embeddings (3D-Speaker's CAM++ as ONNX, which
+//! holds the speaker embeddings (3D-Speaker's CAM++ as ONNX, which
 //! `scripts/fetch-speaker-model` installs: one 192-dim vector per utterance, compared by
-//! cosine) and the roster of the speakers stt knows. For now it holds their front end.
+//! cosine) and their front end; the roster of the speakers stt knows is still to come.
 //!
 //! Modules, in reading order:
 //!
@@ -9,5 +9,9 @@
 //!   takes ([`fbank::Fbank`]), and the normalisation it expects on top of them
 //!   ([`fbank::subtract_mean`]). Checked against Kaldi's own algorithm as kaldi-native-fbank
 //!   implements it (`tests/fbank.rs`).
+//! - [`embed`]: a segment of speech to its unit-length 192-dim embedding with CAM++ in ONNX
+//!   Runtime ([`embed::Embedder`]), long segments in windows, and [`embed::cosine`] to
+//!   compare two. Checked on espeak-ng voices with the installed model (`tests/embed.rs`).
 
+pub mod embed;
 pub mod fbank;
