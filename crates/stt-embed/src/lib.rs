@@ -22,9 +22,7 @@ use ort::value::TensorRef;
 use thiserror::Error;
 use tokenizers::{Tokenizer, TruncationParams};
 
-pub mod runtime;
-
-pub use runtime::{RUNTIME_FILE, RuntimeError, runtime_library};
+pub use stt_onnx::{RUNTIME_FILE, RuntimeError, runtime_library};
 
 /// Length of every vector [`Embedder::embed`] returns.
 pub const DIM: usize = 384;
@@ -153,10 +151,10 @@ impl Embedder {
                 return Err(EmbedError::ModelMissing { path: path.to_owned() });
             }
         }
-        runtime::check(runtime)?;
+        stt_onnx::check(runtime)?;
         let (tokenizer, pad_id) = load_tokenizer(&tokenizer_file)?;
 
-        let environment = runtime::environment(runtime)?;
+        let environment = stt_onnx::environment(runtime)?;
         let threads = threads.max(1);
         let session = Session::builder(&environment)
             .and_then(|b| {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
-use stt_embed::RuntimeError;
+use stt_onnx::RuntimeError;
 use thiserror::Error;
 
 use crate::fbank::{self, FRAME_SHIFT, Fbank, Frame, NUM_BINS, SAMPLE_RATE};
@@ -170,7 +170,7 @@ impl Embedder {
         if !model.is_file() {
             return Err(EmbedError::ModelMissing { path: model.to_owned() });
         }
-        let environment = stt_embed::runtime::environment(runtime)?;
+        let environment = stt_onnx::environment(runtime)?;
         let threads = threads.max(1);
         let session = Session::builder(&environment)
             .and_then(|b| {

@@ -1,6 +1,8 @@
 //! ONNX Runtime, loaded once per process for every model stt runs in it (the text embedder
-//! here, the speaker embedder in `stt-speaker`): `ort` loads one library per process and
-//! refuses a second environment, so every model shares the first, whichever crate made it.
+//! in `stt-embed`, the voice embedder in `stt-speaker`): `ort` loads one library per process
+//! and refuses a second environment, so every model shares the first, whichever crate made
+//! it. The one stt crate the engines may import: the process has one runtime, so one place
+//! holds it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
