@@ -370,12 +370,16 @@ fn main() -> ExitCode {
     let mut per_turn = Vec::with_capacity(args.turns);
     let fields =
         Fields { goals: "Finish the garden before the weekend.".into(), ..Fields::default() };
+    // Turns over 2 ms, and how many of them wrote a summary.
+    let (mut slow, mut slow_writing) = (0, 0);
     for turn in 1..=args.turns {
         let t = Instant::now();
+        let mut wrote = false;
         store.tree_push(Role::User, Some("Typed"), &said(turn)).unwrap();
         store.tree_context().unwrap();
         store.tree_push(Role::Assistant, None, &answer(turn)).unwrap();
         while let Some(job) = store.tree_due(&rules).unwrap() {
+            wrote = true;
             let summary = "The garden plan again: tomatoes, the shed green, the gate fixed.";
             match job {
                 TreeJob::Compress(m) => {
@@ -387,7 +391,12 @@ fn main() -> ExitCode {
                 }
             }
         }
-        per_turn.push(t.elapsed().as_secs_f64() * 1000.0);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        if ms > 2.0 {
+            slow += 1;
+            slow_writing += usize::from(wrote);
+        }
+        per_turn.push(ms);
     }
     let mean = per_turn.iter().sum::<f64>() / per_turn.len().max(1) as f64;
     per_turn.sort_by(f64::total_cmp);
@@ -417,13 +426,15 @@ fn main() -> ExitCode {
         "\nNodes per level at the end: {:?} ({:?} still in the context); {} messages in the \
          buffer.\n\nThe tree's own cost per turn (the store alone: two messages pushed, the \
          context read, the next job looked up, summaries written when due; no model): mean \
-         {mean:.3} ms, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms.\n",
+         {mean:.3} ms, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; {slow} of {} turns over 2 ms \
+         ({slow_writing} of them turns that wrote a summary).\n",
         stats.nodes,
         stats.unmerged,
         stats.buffered,
         pct(0.5),
         pct(0.99),
-        pct(1.0)
+        pct(1.0),
+        args.turns
     ));
     eprintln!("{report}");
     if args.write {
