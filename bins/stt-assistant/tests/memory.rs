@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::run;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,15 +26,6 @@ fn lane(server: &LlmServer, memory: Memory) -> Lane {
 fn open(dir: &std::path::Path) -> Memory {
     let settings = memory::Settings::new(dir.join("memory.sqlite"));
     memory::spawn(settings, Sink::new(|_| {})).unwrap()
-}
-
-/// Runs `work` to its end (within 20 s); returns every report.
-async fn run(lane: &Lane, work: Work) -> Vec<Report> {
-    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(lane, work))
-        .await
-        .expect("the job ended");
-    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
-    reports
 }
 
 /// Waits (without blocking the runtime the jobs run on) until `done`, or fails after the

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::run;
+
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,15 +30,6 @@ fn open(dir: &std::path::Path) -> Memory {
         ..memory::Settings::new(dir.join("memory.sqlite"))
     };
     memory::spawn(settings, Sink::new(|_| {})).unwrap()
-}
-
-/// Runs `work` to its end (within 20 s); returns every report.
-async fn run(lane: &Lane, work: Work) -> Vec<Report> {
-    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(lane, work))
-        .await
-        .expect("the job ended");
-    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
-    reports
 }
 
 fn notes(reports: &[Report]) -> Vec<String> {

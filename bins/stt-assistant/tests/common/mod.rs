@@ -1,9 +1,12 @@
-//! What the lane tests share: a lane whose model is the scripted server.
+//! What the lane tests share: a lane whose model is the scripted server, and a job run to its
+//! end.
+
+#![allow(dead_code, reason = "each test file takes what it needs")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use stt_assistant::llm::{Lane, Settings};
+use stt_assistant::llm::{self, End, Lane, Report, Settings, Work};
 use stt_assistant::memory::Memory;
 use stt_llm::{Endpoint, Provider};
 use stt_testkit::llm_server::LlmServer;
@@ -46,4 +49,13 @@ pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> L
         settings: Arc::new(settings),
         memory,
     }
+}
+
+/// Runs `work` to its end (within 20 s); returns every report.
+pub async fn run(lane: &Lane, work: Work) -> Vec<Report> {
+    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(lane, work))
+        .await
+        .expect("the job ended");
+    assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
+    reports
 }
