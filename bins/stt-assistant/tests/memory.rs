@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::run;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use common::run;
 
 use serde_json::{Value, json};
 use stt_assistant::lane::Sink;

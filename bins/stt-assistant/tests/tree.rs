@@ -7,12 +7,9 @@
 mod common;
 
 use common::run;
-
-use std::time::Duration;
-
 use serde_json::Value;
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work};
+use stt_assistant::llm::{Chat, Lane, Report, Settings, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
 use stt_memory::Role;
 use stt_memory::tree::TreeRules;
