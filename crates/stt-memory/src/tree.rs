@@ -368,6 +368,15 @@ impl Store {
         })
     }
 
+    /// The fields of the newest node still in the context that has any (what the
+    /// conversation has taught so far), without reading the rest of the context: a prompt
+    /// asks for them on every turn.
+    pub fn tree_fields(&self) -> Result<Option<Fields>> {
+        let newest = self
+            .nodes_where("parent IS NULL AND fields != '{}' ORDER BY last_seq DESC LIMIT 1", [])?;
+        Ok(newest.into_iter().next().map(|n| n.fields).filter(|f| !f.is_empty()))
+    }
+
     /// One node.
     pub fn tree_node(&self, id: NodeId) -> Result<Node> {
         self.nodes_where("id = ?1", [id.0])?
@@ -632,6 +641,23 @@ mod tests {
         assert_eq!(store.tree_stats().unwrap().buffered, 1);
         assert_eq!(store.tree_close().unwrap(), 1);
         assert_eq!(store.tree_close().unwrap(), 0, "nothing left to close");
+    }
+
+    #[test]
+    fn the_newest_fields_in_the_context_are_what_the_conversation_taught() {
+        let (_dir, mut store) = store();
+        assert_eq!(store.tree_fields().unwrap(), None);
+        for n in 1..=6 {
+            store.tree_push(Role::User, None, &format!("m{n}")).unwrap();
+        }
+        let goals = |g: &str| Fields { goals: g.into(), ..Fields::default() };
+        let a = store.tree_compress(1, 2, "a", &goals("learn the cello")).unwrap();
+        let b = store.tree_compress(3, 4, "b", &goals("play in a band")).unwrap();
+        store.tree_compress(5, 6, "c", &Fields::default()).unwrap();
+        assert_eq!(store.tree_fields().unwrap(), Some(goals("play in a band")));
+        // Merged away, a node's fields go with it: the merge's own are what counts.
+        store.tree_merge(&[a, b], "ab", &Fields::default()).unwrap();
+        assert_eq!(store.tree_fields().unwrap(), None);
     }
 
     #[test]

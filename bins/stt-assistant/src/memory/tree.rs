@@ -144,11 +144,8 @@ pub fn message_line(message: &TreeMessage) -> String {
 /// The system prompt's section of what the conversation taught about the user: the fields
 /// of the newest node that has any (they grow from one summary to the next).
 pub fn learnt(store: &Store) -> stt_memory::Result<Option<String>> {
-    let context = store.tree_context()?;
-    let Some(node) = context.nodes.iter().rev().find(|n| !n.fields.is_empty()) else {
-        return Ok(None);
-    };
-    let lines = fields_lines(&node.fields);
+    let Some(fields) = store.tree_fields()? else { return Ok(None) };
+    let lines = fields_lines(&fields);
     Ok((!lines.is_empty())
         .then(|| format!("## About the user (from your conversations)\n{}\n\n", lines.trim())))
 }
