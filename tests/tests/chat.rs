@@ -13,7 +13,7 @@ use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole};
 use stt_testkit::fake_cli::{self, Behaviour};
 use stt_testkit::llm_server::{LlmServer, Script};
-use stt_testkit::viewer::{Seen, answered, events, status, watch_attached};
+use stt_testkit::viewer::{Seen, answered, events, reattached, status, watch_attached};
 use stt_testkit::{DEADLINE, Output, Proc, Sandbox, expect_within};
 
 /// The keyed APIs' usual variables, emptied so that a developer's own keys never make a
@@ -57,10 +57,7 @@ fn assistant(sandbox: &Sandbox, path: Option<&Path>, env: &[(&str, &str)]) -> (P
 fn restart(sandbox: &Sandbox, mut old: Proc, path: Option<&Path>) -> Proc {
     old.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
     let new = start_assistant(sandbox, path, &[]);
-    expect_within("the viewer comes back", DEADLINE, || {
-        let s = status(sandbox);
-        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
-    });
+    reattached(sandbox, DEADLINE);
     new
 }
 
@@ -421,11 +418,9 @@ fn models_are_listed_and_chosen_providers_switched_and_the_conversation_exported
     answered(&seen, "First answer.", DEADLINE);
     assert_eq!(llm.requests().last().unwrap()["model"], "scripted-large");
 
-    let switched = ctl(&sandbox, &["chat-command", "/provider", "ollama"]);
-    assert_eq!(switched.code, Some(0), "{switched:?}");
-    assert!(switched.stdout.contains("now using ollama"), "{switched:?}");
-    // The memory tree asks it for a summary of the old context too, before or after the turn
-    // (the summary, not the turns, is what the new provider is given of it).
+    // The memory tree asks the new provider for a summary of the old context (the summary,
+    // not the turns, is what it is given of them), as soon as the switch is made: scripted
+    // before it, or the summary fails and a word-for-word extract takes its place.
     other.respond_with(|request| {
         let last = request["messages"].as_array().unwrap().last().unwrap()["content"].clone();
         if last.as_str().unwrap_or_default().starts_with("[Memory upkeep") {
@@ -434,6 +429,9 @@ fn models_are_listed_and_chosen_providers_switched_and_the_conversation_exported
             Script::Text("Second answer.".into())
         }
     });
+    let switched = ctl(&sandbox, &["chat-command", "/provider", "ollama"]);
+    assert_eq!(switched.code, Some(0), "{switched:?}");
+    assert!(switched.stdout.contains("now using ollama"), "{switched:?}");
     send(&sandbox, "second question");
     answered(&seen, "Second answer.", DEADLINE);
     let sent = other

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use stt_proto::{AssistantEvent, ChatRole};
 use stt_testkit::llama::Server;
 use stt_testkit::llm_server::Script;
-use stt_testkit::viewer::{Seen, events, scripted_model, speak, watch_attached};
+use stt_testkit::viewer::{Seen, events, reattached, scripted_model, speak, watch_attached};
 use stt_testkit::{DEADLINE, Output, Proc, Sandbox, expect_within};
 
 /// For the real model: several requests on one thread of a machine that may be busy.
@@ -218,6 +218,7 @@ fn a_fact_told_in_chat_comes_back_in_a_new_conversation_after_a_restart() {
     assert!(assistant.signal_and_wait(Signal::SIGTERM).success());
 
     let assistant = sandbox.spawn("stt-assistant", &[]);
+    reattached(&sandbox, DEADLINE);
     expect_within("the assistant is back", DEADLINE, || {
         let out = ctl(&sandbox, &["chat-command", "/new"]);
         if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
@@ -522,7 +523,7 @@ fn forty_chat_turns_build_the_memory_tree_and_a_restart_keeps_it_exactly() {
 
     assert!(assistant.signal_and_wait(Signal::SIGTERM).success());
     let assistant = sandbox.spawn("stt-assistant", &[]);
-    let seen = watch_attached(&sandbox, DEADLINE);
+    reattached(&sandbox, DEADLINE);
     assert_eq!(memory(&sandbox, &["tree"]), tree, "the tree after a restart");
     let before = events(&seen).len();
     assert_eq!(ctl(&sandbox, &["chat-send", "Remember fact 41."]).code, Some(0));

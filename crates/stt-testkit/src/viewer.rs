@@ -86,6 +86,17 @@ pub fn watch_attached(sandbox: &Sandbox, deadline: Duration) -> Seen {
     seen
 }
 
+/// Waits until a viewer [`watch`]ing the sandbox's assistant before a restart is back on
+/// the new one (it reconnects by itself, as the TUI does) and is the only one, so nothing
+/// the new assistant publishes after this returns is missed. (A fresh [`watch_attached`]
+/// after a restart would race the old viewer's return.)
+pub fn reattached(sandbox: &Sandbox, deadline: Duration) {
+    crate::expect_within("the viewer comes back", deadline, || {
+        let s = status(sandbox);
+        if s["viewers"] == 1 { Ok(()) } else { Err(format!("{s}")) }
+    });
+}
+
 /// The tool call an event carries, for `find_map` over events.
 pub fn tool_call(event: &AssistantEvent) -> Option<ToolCall> {
     match event {
