@@ -10,8 +10,11 @@ use stt_proto::{Mode, Request, Status, TimerInfo};
 use stt_testkit::fake::{FakeAssistant, Served};
 use stt_testkit::{Output, Sandbox, msg};
 
-/// A fake assistant with an armed command, a timer and one named speaker, served on the
-/// sandbox's control socket.
+/// Where the fake roster says spk_0002's sample is, under the data directory.
+const SAMPLE: &str = "speakers/spk_0002.wav";
+
+/// A fake assistant with an armed command, a timer, one named speaker and one with a
+/// sample, served on the sandbox's control socket.
 struct TestServer {
     sandbox: Sandbox,
     served: Served<FakeAssistant>,
@@ -34,7 +37,15 @@ impl TestServer {
             }],
             ..msg::status()
         };
-        let roster = msg::roster(vec![msg::speaker("spk_0001", Some("Efren"))]);
+        // spk_0002 has a sample, where the daemon would keep it (relative to the data dir).
+        let sample = stt_proto::Speaker {
+            sample_path: Some(SAMPLE.into()),
+            ..msg::speaker("spk_0002", None)
+        };
+        let wav = sandbox.root().join("data/stt").join(SAMPLE);
+        std::fs::create_dir_all(wav.parent().unwrap()).unwrap();
+        std::fs::write(&wav, b"RIFF").unwrap();
+        let roster = msg::roster(vec![msg::speaker("spk_0001", Some("Efren")), sample]);
         let served = Served::start(&sandbox.assistant_socket(), FakeAssistant::new(status, roster));
         Self { sandbox, served }
     }
@@ -81,6 +92,12 @@ fn every_verb_sends_its_message_and_prints_the_reply() {
         &["speaker-name", "spk_0001", "Efren"],
         Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Efren".into() },
         "named",
+    );
+    check(
+        &s,
+        &["speaker-forget", "spk_0002"],
+        Request::SpeakerForget { speaker_id: "spk_0002".into() },
+        "spk_0002 forgotten",
     );
     check(&s, &["confirm"], Request::Confirm { call_id: None }, "confirmed");
     check(
@@ -234,4 +251,93 @@ fn the_socket_can_come_from_the_config_file() {
     let out = other.run("stt-ctl", &["--config", "/nonexistent/stt.toml", "status"]);
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("/nonexistent/stt.toml"), "{}", out.stderr);
+}
+
+#[test]
+fn a_merge_prints_the_name_of_the_speaker_that_stays() {
+    let s = TestServer::start();
+    let out = s.ctl(&["speaker-merge", "spk_0002", "spk_0001"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "spk_0002 merged into spk_0001 (Efren)\n");
+    // The merge, then the roster, for the name.
+    let merge = Request::SpeakerMerge { speaker_id: "spk_0002".into(), into: "spk_0001".into() };
+    assert_eq!(s.take_seen(), vec![merge.clone(), Request::SpeakerList]);
+    // Scripts get the one reply line and nothing more is asked.
+    let out = s.ctl(&["--json", "speaker-merge", "spk_0002", "spk_0001"]);
+    assert_eq!(out.stdout, "{\"type\":\"ack\",\"command\":\"speaker_merge\",\"ok\":true}\n");
+    assert_eq!(s.take_seen(), vec![merge]);
+    let out = s.ctl(&["speaker-merge", "spk_0009", "spk_0001"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("no speaker 'spk_0009'"), "{}", out.stderr);
+}
+
+/// `stt-ctl ARGS` with only `bin` on its PATH (the fake players there, or none).
+fn ctl_with_path(s: &TestServer, bin: &std::path::Path, args: &[&str]) -> Output {
+    let out = s.sandbox.command("stt-ctl").env("PATH", bin).args(args).output().unwrap();
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A fake player `name` in `bin` that runs `body` (a shell script).
+fn player(bin: &std::path::Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin).unwrap();
+    let path = bin.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn speaker_play_plays_or_prints_the_sample_and_says_why_not() {
+    let s = TestServer::start();
+    let wav = s.sandbox.root().join("data/stt").join(SAMPLE);
+    let bin = s.sandbox.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+
+    // --print: the path, for any player.
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_0002", "--print"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, format!("{}\n", wav.display()));
+    assert_eq!(s.take_seen(), vec![Request::SpeakerList], "it asks only the roster");
+
+    // No player on PATH: the path all the same, and what to install.
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_0002"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stdout, format!("{}\n", wav.display()));
+    assert!(out.stderr.contains("no player found"), "{}", out.stderr);
+
+    // The first player found plays the file, and is waited for.
+    player(&bin, "aplay", "exit 1");
+    player(&bin, "paplay", "printf '%s\\n' \"$@\" > \"$0.args\"");
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_0002"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.contains("spk_0002 (unnamed): played"), "{}", out.stdout);
+    let args = std::fs::read_to_string(bin.join("paplay.args")).unwrap();
+    assert_eq!(args, format!("{}\n", wav.display()));
+
+    // A player that fails: its words, and the way around it.
+    player(&bin, "pw-play", "echo 'no sink found' >&2; exit 3");
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_0002"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    for needle in ["pw-play could not play", "no sink found", "--print"] {
+        assert!(out.stderr.contains(needle), "{:?} lacks {needle:?}", out.stderr);
+    }
+
+    // No sample, or no such speaker: refused as the assistant refuses.
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_0001"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("spk_0001 has no sample yet"), "{}", out.stderr);
+    let out = ctl_with_path(&s, &bin, &["speaker-play", "spk_9999"]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("no speaker 'spk_9999': `stt-ctl speaker-list` shows the ids")
+            && out.stderr.contains("(unknown_speaker)"),
+        "{}",
+        out.stderr
+    );
+    let out = ctl_with_path(&s, &bin, &["--json", "speaker-play", "spk_9999"]);
+    assert!(out.stdout.starts_with("{\"type\":\"error\",\"code\":\"unknown_speaker\""), "{out:?}");
 }

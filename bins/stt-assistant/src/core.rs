@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg,
-    Mode, Request, SpeakerStatus, Speakers, Transcript,
+    Mode, Request, Speaker, SpeakerStatus, Speakers, Transcript,
 };
 
 use crate::ids::Ids;
@@ -35,6 +35,12 @@ pub enum Effect {
     ClearHistory,
     /// A speaker was named: audit it, and save [`Core::names`] for the next run.
     NameSpeaker { speaker_id: String, name: String },
+    /// A speaker was forgotten: audit it, save [`Core::names`] (its name is gone), and tell
+    /// the daemon (an edit in the edits file).
+    ForgetSpeaker { speaker_id: String },
+    /// `speaker_id` was merged into `into`: audit it, save [`Core::names`] (`into` may have
+    /// taken `speaker_id`'s name), and tell the daemon.
+    MergeSpeaker { speaker_id: String, into: String },
     /// Stop the running command (`command_cancel` while executing); its end comes back as
     /// [`Core::execution_finished`].
     CancelCommand,
@@ -75,6 +81,11 @@ pub struct Core {
     /// Names given with `speaker_name`, by speaker id. The daemon only publishes (it takes no
     /// input), so they live here and win over the names in its rosters.
     names: BTreeMap<String, String>,
+    /// Speakers forgotten or merged away that the daemon's rosters still had when last seen:
+    /// it applies the edit a moment later, and a roster it sends meanwhile must not bring
+    /// them back to viewers. An id leaves once a roster comes without it (ids are never
+    /// reused).
+    gone: BTreeSet<String>,
     /// Tool calls waiting for a yes or no, oldest first.
     awaiting: Vec<String>,
     ids: Ids,
@@ -95,6 +106,7 @@ impl Core {
             unfinished: BTreeSet::new(),
             roster: Speakers { speakers: Vec::new() },
             names: BTreeMap::new(),
+            gone: BTreeSet::new(),
             awaiting: Vec::new(),
             ids: Ids::starting_at(1),
         }
@@ -219,7 +231,9 @@ impl Core {
                 vec![]
             }
             DaemonEvent::Transcript(transcript) => self.transcript(transcript),
-            DaemonEvent::Speakers(roster) => {
+            DaemonEvent::Speakers(mut roster) => {
+                self.gone.retain(|id| roster.speakers.iter().any(|s| &s.id == id));
+                roster.speakers.retain(|s| !self.gone.contains(&s.id));
                 self.roster = self.named(roster);
                 vec![Effect::Publish(AssistantEvent::Speakers(self.roster.clone()))]
             }
@@ -392,16 +406,44 @@ impl Core {
                 if name.trim().is_empty() {
                     return Err(ErrorMsg::new(ErrorCode::BadMessage, "the name is empty"));
                 }
-                if !self.roster.speakers.iter().any(|s| &s.id == speaker_id) {
-                    return Err(ErrorMsg::new(
-                        ErrorCode::UnknownSpeaker,
-                        format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
-                    ));
-                }
+                self.known(speaker_id)?;
                 let name = name.trim().to_owned();
                 self.names.insert(speaker_id.clone(), name.clone());
                 self.roster = self.named(self.roster.clone());
                 effects.push(Effect::NameSpeaker { speaker_id: speaker_id.clone(), name });
+                effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
+                Ok(())
+            }
+            Request::SpeakerForget { speaker_id } => {
+                self.known(speaker_id)?;
+                self.names.remove(speaker_id);
+                self.drop_speaker(speaker_id);
+                effects.push(Effect::ForgetSpeaker { speaker_id: speaker_id.clone() });
+                effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
+                Ok(())
+            }
+            Request::SpeakerMerge { speaker_id, into } => {
+                if speaker_id == into && !into.trim().is_empty() {
+                    return Err(ErrorMsg::new(
+                        ErrorCode::BadMessage,
+                        format!(
+                            "cannot merge '{into}' into itself: name the speaker that goes, then \
+                             the one that stays"
+                        ),
+                    ));
+                }
+                let from_name = self.known(speaker_id)?.name.clone();
+                let into_named = self.known(into)?.name.is_some();
+                self.names.remove(speaker_id);
+                if let Some(name) = from_name.filter(|_| !into_named) {
+                    self.names.insert(into.clone(), name);
+                }
+                self.drop_speaker(speaker_id);
+                self.roster = self.named(self.roster.clone());
+                effects.push(Effect::MergeSpeaker {
+                    speaker_id: speaker_id.clone(),
+                    into: into.clone(),
+                });
                 effects.push(Effect::Publish(AssistantEvent::Speakers(self.roster.clone())));
                 Ok(())
             }
@@ -424,6 +466,28 @@ impl Core {
                 Ok(())
             }
         }
+    }
+
+    /// The roster's speaker `id` (with the name given here), or why there is none.
+    fn known(&self, id: &str) -> Result<&Speaker, ErrorMsg> {
+        if id.trim().is_empty() {
+            return Err(ErrorMsg::new(
+                ErrorCode::BadMessage,
+                "the speaker id is empty: `stt-ctl speaker-list` shows the ids",
+            ));
+        }
+        self.roster.speakers.iter().find(|s| s.id == id).ok_or_else(|| {
+            ErrorMsg::new(
+                ErrorCode::UnknownSpeaker,
+                format!("no speaker '{id}': `stt-ctl speaker-list` shows the ids"),
+            )
+        })
+    }
+
+    /// Takes `id` out of the roster viewers see, until the daemon's rosters lose it too.
+    fn drop_speaker(&mut self, id: &str) {
+        self.roster.speakers.retain(|s| s.id != id);
+        self.gone.insert(id.to_owned());
     }
 
     /// A typed chat turn: like a spoken one in chat mode, which it enters from idle.
@@ -979,5 +1043,147 @@ mod tests {
         let mut next = ready().0.with_names(core.names().clone());
         next.daemon_event(DaemonEvent::Speakers(unnamed), now);
         assert_eq!(next.speaker_name(&t).as_deref(), Some("Ef"));
+    }
+
+    /// A core that has the daemon's roster of `speakers` (id, name).
+    fn with_roster(speakers: &[(&str, Option<&str>)]) -> (Core, Instant) {
+        let (mut core, now) = ready();
+        let speakers = speakers
+            .iter()
+            .map(|(id, name)| Speaker {
+                id: (*id).into(),
+                name: name.map(Into::into),
+                status: SpeakerState::Confirmed,
+                cumulative_s: 10.0,
+                sample_path: None,
+                created_at: "2026-11-30T09:00:00Z".into(),
+            })
+            .collect();
+        core.daemon_event(DaemonEvent::Speakers(Speakers { speakers }), now);
+        (core, now)
+    }
+
+    /// The ids and names of the roster an effect publishes.
+    fn published(effects: &[Effect]) -> Vec<(String, Option<String>)> {
+        let Some(Effect::Publish(AssistantEvent::Speakers(roster))) = effects.last() else {
+            panic!("no roster published: {effects:?}")
+        };
+        roster.speakers.iter().map(|s| (s.id.clone(), s.name.clone())).collect()
+    }
+
+    fn pair(id: &str, name: Option<&str>) -> (String, Option<String>) {
+        (id.into(), name.map(Into::into))
+    }
+
+    #[test]
+    fn forget_and_merge_are_refused_for_ids_not_in_the_roster_and_bad_ids() {
+        let (mut core, now) = with_roster(&[("spk_0001", Some("Ana")), ("spk_0002", None)]);
+        let forget = |id: &str| Request::SpeakerForget { speaker_id: id.into() };
+        let merge = |id: &str, into: &str| Request::SpeakerMerge {
+            speaker_id: id.into(),
+            into: into.into(),
+        };
+        for (request, code, needle) in [
+            (forget("spk_0009"), ErrorCode::UnknownSpeaker, "no speaker 'spk_0009'"),
+            (forget(""), ErrorCode::BadMessage, "empty"),
+            (merge("spk_0009", "spk_0001"), ErrorCode::UnknownSpeaker, "'spk_0009'"),
+            (merge("spk_0002", "spk_0009"), ErrorCode::UnknownSpeaker, "'spk_0009'"),
+            (merge("spk_0001", "spk_0001"), ErrorCode::BadMessage, "into itself"),
+            (merge("", "spk_0001"), ErrorCode::BadMessage, "empty"),
+            (merge("spk_0001", " "), ErrorCode::BadMessage, "empty"),
+        ] {
+            check(&mut core, now, request, OUT, Some(code), needle);
+        }
+        let unknown = core.request(&forget("spk_0009"), now, OUT).0;
+        let AssistantEvent::Error(e) = unknown else { panic!("{unknown:?}") };
+        assert!(e.message.contains("`stt-ctl speaker-list`"), "names the fix: {e:?}");
+        assert_eq!(core.roster().speakers.len(), 2, "nothing changed");
+    }
+
+    #[test]
+    fn forgetting_drops_the_speaker_and_its_name_until_the_daemon_has_too() {
+        let (mut core, now) = with_roster(&[("spk_0001", None), ("spk_0003", None)]);
+        check(
+            &mut core,
+            now,
+            Request::SpeakerName { speaker_id: "spk_0003".into(), name: "Bo".into() },
+            OUT,
+            None,
+            "",
+        );
+        let effects = check(
+            &mut core,
+            now,
+            Request::SpeakerForget { speaker_id: "spk_0003".into() },
+            OUT,
+            None,
+            "",
+        );
+        assert_eq!(effects[0], Effect::ForgetSpeaker { speaker_id: "spk_0003".into() });
+        assert_eq!(published(&effects), [pair("spk_0001", None)], "viewers see it go at once");
+        assert!(core.names().is_empty(), "its name goes with it: {:?}", core.names());
+
+        // A roster the daemon sent before it read the edit does not bring it back…
+        let before = with_roster(&[("spk_0001", None), ("spk_0003", None), ("spk_0005", None)]);
+        let stale = before.0.roster().clone();
+        let effects = core.daemon_event(DaemonEvent::Speakers(stale.clone()), now);
+        assert_eq!(published(&effects), [pair("spk_0001", None), pair("spk_0005", None)]);
+        // …and once the daemon's roster is without it, nothing more is held back.
+        let mut applied = stale;
+        applied.speakers.retain(|s| s.id != "spk_0003");
+        core.daemon_event(DaemonEvent::Speakers(applied), now);
+        assert!(core.gone.is_empty(), "{:?}", core.gone);
+    }
+
+    #[test]
+    fn merging_moves_the_name_only_to_an_unnamed_speaker() {
+        // Ana's name goes to the unnamed speaker that stays.
+        let (mut core, now) = with_roster(&[("spk_0001", None), ("spk_0004", None)]);
+        core.names.insert("spk_0004".into(), "Ana".into());
+        core.roster = core.named(core.roster.clone());
+        let effects = check(
+            &mut core,
+            now,
+            Request::SpeakerMerge { speaker_id: "spk_0004".into(), into: "spk_0001".into() },
+            OUT,
+            None,
+            "",
+        );
+        assert_eq!(
+            effects[0],
+            Effect::MergeSpeaker { speaker_id: "spk_0004".into(), into: "spk_0001".into() }
+        );
+        assert_eq!(published(&effects), [pair("spk_0001", Some("Ana"))]);
+        assert_eq!(core.names(), &BTreeMap::from([("spk_0001".into(), "Ana".into())]));
+
+        // A speaker that has a name keeps it; the other's goes.
+        let (mut core, now) =
+            with_roster(&[("spk_0001", Some("Efren")), ("spk_0002", None), ("spk_0004", None)]);
+        for (id, name) in [("spk_0001", "Ef"), ("spk_0004", "Ana")] {
+            let name = Request::SpeakerName { speaker_id: id.into(), name: name.into() };
+            check(&mut core, now, name, OUT, None, "");
+        }
+        let effects = check(
+            &mut core,
+            now,
+            Request::SpeakerMerge { speaker_id: "spk_0004".into(), into: "spk_0001".into() },
+            OUT,
+            None,
+            "",
+        );
+        assert_eq!(published(&effects), [pair("spk_0001", Some("Ef")), pair("spk_0002", None)]);
+        assert_eq!(core.names(), &BTreeMap::from([("spk_0001".into(), "Ef".into())]));
+
+        // A name the daemon's roster carries counts as a name (it came from the names file).
+        let (mut core, now) = with_roster(&[("spk_0001", Some("Efren")), ("spk_0004", None)]);
+        let effects = check(
+            &mut core,
+            now,
+            Request::SpeakerMerge { speaker_id: "spk_0001".into(), into: "spk_0004".into() },
+            OUT,
+            None,
+            "",
+        );
+        assert_eq!(published(&effects), [pair("spk_0004", Some("Efren"))]);
     }
 }

@@ -8,8 +8,10 @@
 //! of its own) and [`writer`] (the writes that block).
 //! This file turns the config into [`Settings`] and [`serve`]s them.
 //!
-//! Not built yet: telling the daemon a speaker's new name (it is validated and audited),
-//! and the triage lane.
+//! The daemon takes no input, so names given to speakers, and forgets and merges of them,
+//! reach it as files the [`writer`] keeps ([`stt_proto::speaker_files`]).
+//!
+//! Not built yet: the triage lane.
 //!
 //! # Invariants
 //!
@@ -84,8 +86,10 @@ pub struct Settings {
     pub tools: Vec<stt_config::ToolCommand>,
     /// Where audit records go; `None` when `[assistant].audit` is off.
     pub audit_dir: Option<PathBuf>,
-    /// Where speaker names are kept.
+    /// Where speaker names are kept (the daemon reads them too).
     pub names_file: PathBuf,
+    /// Where forgets and merges of speakers are written for the daemon.
+    pub edits_file: PathBuf,
     /// Where the chat session is kept.
     pub session_file: PathBuf,
     /// How long a chat session lives without a turn.
@@ -135,6 +139,7 @@ impl Settings {
             tools: config.tools.command.clone(),
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
+            edits_file: data.join(stt_proto::speaker_files::EDITS_FILE),
             session_file: state.join(session::FILE),
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
@@ -296,7 +301,10 @@ pub async fn serve(
     // Stopped last, once nothing can ask it anything more.
     let memory_thread = memory.clone();
     let writer = writer::spawn(
-        settings.names_file.clone(),
+        writer::SpeakerFiles {
+            names: settings.names_file.clone(),
+            edits: settings.edits_file.clone(),
+        },
         settings.audit_dir.clone().map(stt_tools::AuditLog::new),
         sink(&inputs_tx, Input::Written),
     )

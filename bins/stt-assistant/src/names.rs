@@ -12,7 +12,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// The file's name in the data directory.
-pub const FILE: &str = "speaker-names.json";
+pub const FILE: &str = stt_proto::speaker_files::NAMES_FILE;
 
 /// The names saved at `path`; none when there is no file yet. A file that cannot be read or
 /// parsed is reported and ignored, never fatal: the names are a convenience.

@@ -1,13 +1,14 @@
-//! The writes that block (the speaker names file and the chat session, each saved whole with
-//! an fsync; audit appends; deleting the session on `/new`)
+//! The writes that block (the speaker names file, the speaker edits file and the chat session,
+//! each saved whole with an fsync; audit appends; deleting the session on `/new`)
 //! on a thread of their own, in the order they were asked for, so the assistant's loop never
 //! waits on a disk. A failure comes back to the loop as a [`Failed`] report, which it
 //! publishes.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use stt_proto::speaker_files::{SpeakerEditOp, SpeakerEdits};
 use stt_tools::{ActionRecord, AuditLog, SpeakerRecord};
 
 use crate::lane::Sink;
@@ -18,6 +19,7 @@ use crate::session::{self, Session};
 #[derive(Debug)]
 enum Write {
     Names(BTreeMap<String, String>),
+    Edit(SpeakerEditOp),
     Session(PathBuf, Box<Session>),
     ForgetSession(PathBuf),
     Action(Box<ActionRecord>),
@@ -52,6 +54,11 @@ impl Writer {
         self.send(Write::Names(names));
     }
 
+    /// Appends `op` to the speaker edits file, for the daemon to apply.
+    pub fn edit_speakers(&self, op: SpeakerEditOp) {
+        self.send(Write::Edit(op));
+    }
+
     /// Saves the chat session at `path`, replacing the file.
     pub fn save_session(&self, path: PathBuf, session: Session) {
         self.send(Write::Session(path, Box::new(session)));
@@ -79,10 +86,18 @@ impl Writer {
     }
 }
 
-/// Starts the writer thread: names to `names_file`, audit records to `audit` (none: not
-/// kept); failures to `failed`.
+/// Where the speaker files are: names given, and edits for the daemon
+/// ([`stt_proto::speaker_files`]).
+#[derive(Debug, Clone)]
+pub struct SpeakerFiles {
+    pub names: PathBuf,
+    pub edits: PathBuf,
+}
+
+/// Starts the writer thread: speaker names and edits to `speakers`, audit records to `audit`
+/// (none: not kept); failures to `failed`.
 pub fn spawn(
-    names_file: PathBuf,
+    speakers: SpeakerFiles,
     mut audit: Option<AuditLog>,
     failed: Sink<Failed>,
 ) -> std::io::Result<Writer> {
@@ -91,11 +106,22 @@ pub fn spawn(
         for write in rx {
             let now = chrono::Local::now();
             let outcome = match (&write, audit.as_mut()) {
-                (Write::Names(names), _) => names::save(&names_file, names).map_err(|e| {
+                (Write::Names(names), _) => names::save(&speakers.names, names).map_err(|e| {
                     format!(
                         "speaker names are kept until the assistant restarts: cannot save them \
                          to {}: {e}",
-                        names_file.display()
+                        speakers.names.display()
+                    )
+                }),
+                (Write::Edit(op), _) => append_edit(&speakers.edits, op.clone(), now).map_err(|e| {
+                    let (verb, id) = match op {
+                        SpeakerEditOp::Forget { speaker_id } => ("forget", speaker_id),
+                        SpeakerEditOp::Merge { speaker_id, .. } => ("merge", speaker_id),
+                    };
+                    format!(
+                        "stt-daemon was not told to {verb} {id}: cannot write {}: {e}; once that \
+                         is fixed, restart the assistant and run `stt-ctl speaker-{verb}` again",
+                        speakers.edits.display()
                     )
                 }),
                 (Write::Session(path, session), _) => session::save(path, session).map_err(|e| {
@@ -125,6 +151,30 @@ pub fn spawn(
     Ok(Writer { tx, thread })
 }
 
+/// Appends `op` to the edits file at `path`: the file as it is (none yet: no edits; one that
+/// does not parse is reported and replaced, since the sequence numbers go on growing without
+/// it), the edit with the next number, written whole (0600).
+fn append_edit(
+    path: &Path,
+    op: SpeakerEditOp,
+    now: chrono::DateTime<chrono::Local>,
+) -> std::io::Result<()> {
+    let mut edits = match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice::<SpeakerEdits>(&bytes).unwrap_or_else(|e| {
+            tracing::warn!("starting a new {}: the old one does not parse: {e}", path.display());
+            SpeakerEdits::default()
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => SpeakerEdits::default(),
+        Err(e) => return Err(e),
+    };
+    let now_ms = u64::try_from(now.timestamp_millis()).unwrap_or(0);
+    let seq = edits.push(op, stt_tools::audit::timestamp(now), now_ms);
+    let json = serde_json::to_vec_pretty(&edits).map_err(std::io::Error::other)?;
+    names::write_private(path, &json)?;
+    tracing::info!(seq, "speaker edit written to {}", path.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -140,7 +190,10 @@ mod tests {
         let blocker = dir.path().join("blocker");
         std::fs::write(&blocker, b"").unwrap();
         let writer = spawn(
-            blocker.join(names::FILE),
+            SpeakerFiles {
+                names: blocker.join(names::FILE),
+                edits: dir.path().join(stt_proto::speaker_files::EDITS_FILE),
+            },
             Some(AuditLog::new(dir.path().join("audit"))),
             Sink::new(move |f| seen.lock().unwrap().push(f)),
         )
@@ -157,5 +210,30 @@ mod tests {
         let ids: Vec<&str> = text.lines().filter_map(|l| l.split("spk_").nth(1)).collect();
         assert_eq!(ids.len(), 2);
         assert!(ids[0].starts_with("0001") && ids[1].starts_with("0002"), "{text}");
+    }
+
+    #[test]
+    fn edits_are_appended_privately_numbered_and_survive_a_damaged_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stt").join(stt_proto::speaker_files::EDITS_FILE);
+        let forget = SpeakerEditOp::Forget { speaker_id: "spk_0003".into() };
+        let merge = SpeakerEditOp::Merge { speaker_id: "spk_0004".into(), into: "spk_0001".into() };
+        let read =
+            || -> SpeakerEdits { serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap() };
+        append_edit(&path, forget.clone(), chrono::Local::now()).unwrap();
+        append_edit(&path, merge.clone(), chrono::Local::now()).unwrap();
+        let edits = read();
+        let ops: Vec<_> = edits.edits.iter().map(|e| e.op.clone()).collect();
+        assert_eq!(ops, [forget.clone(), merge]);
+        assert!(edits.edits[1].seq > edits.edits[0].seq, "{edits:?}");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        std::fs::write(&path, b"{half a fi").unwrap();
+        append_edit(&path, forget.clone(), chrono::Local::now()).unwrap();
+        let fresh = read();
+        assert_eq!(fresh.edits.len(), 1, "a new file: {fresh:?}");
+        assert_eq!(fresh.edits[0].op, forget);
     }
 }

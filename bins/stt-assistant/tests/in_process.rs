@@ -47,6 +47,7 @@ impl Served {
         config.llm.enabled = false;
         let mut settings = Settings::from_config(&config).unwrap();
         settings.names_file = dir.path().join("speaker-names.json");
+        settings.edits_file = dir.path().join("speaker-edits.json");
         settings.audit_dir = None;
         // Memory would open the user's own database: these rules do not need it.
         settings.memory = None;

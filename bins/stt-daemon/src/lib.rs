@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod pipeline;
 pub mod settings;
+pub mod speakers;
 pub mod transcribe;
 pub mod up;
 

@@ -2,9 +2,11 @@
 //!
 //! ```text
 //! audio thread ──AudioEvent──▶ vad thread ──Job──▶ whisper thread
-//!  (stt-audio)   (bounded)     speech_start         transcript
-//!                              speech_stop          segment_done
-//!                              error{audio}         error{stt}
+//!  (stt-audio)   (bounded)     speech_start   │      transcript (with its speaker)
+//!                              speech_stop    │      segment_done
+//!                              error{audio}   │      error{stt}
+//!                                             └─Segment─▶ speaker thread (when on)
+//!                                                        speakers, error{speaker}
 //! async runtime: the publish socket, heartbeats, signals, and the end of a file
 //! ```
 //!
@@ -26,12 +28,13 @@ use stt_audio::{AudioEvent, InputState, Pace, Sink, Source, StopFlag};
 use stt_bus::{BoundSocket, Publisher};
 use stt_config::Config;
 use stt_proto::{
-    AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Hello, SegmentDone,
-    SpeakerStatus, SpeechStart, SpeechStop, Transcript,
+    AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Hello, SegmentDone, SpeechStart,
+    SpeechStop, Transcript,
 };
 use stt_vad::SegEvent;
 
 use crate::settings::VadSegmenter;
+use crate::speakers::{Lane, Who};
 use crate::{Cli, settings};
 
 /// Audio chunks (32 ms each) that may wait between the audio thread and the VAD.
@@ -61,10 +64,11 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let publisher = Publisher::default();
     let segmenter = settings::segmenter(&config)?;
 
+    let (speakers, roster_warnings) = crate::speakers::Lane::start(&config, &publisher)?;
     let worker = {
-        let publisher = publisher.clone();
+        let (publisher, speakers) = (publisher.clone(), speakers.clone());
         Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
-            publish_done(&publisher, done);
+            publish_done(&publisher, done, speakers.as_ref());
         })?
     };
     let worker = Arc::new(worker);
@@ -105,6 +109,11 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         return Ok(());
     }
 
+    // Said once someone may be listening (`--wait-for-subscriber`), as well as in the log.
+    for warning in roster_warnings {
+        publisher.publish(&DaemonEvent::Error(ErrorMsg::new(ErrorCode::Speaker, warning)));
+    }
+
     let stop = StopFlag::new();
     let (sink, audio_rx) = Sink::channel(AUDIO_QUEUE);
     let input = stt_audio::start(source, sink, stop.clone())?;
@@ -115,7 +124,8 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("vad".into())
             .spawn(move || {
-                let outcome = segment(segmenter, &audio_rx, &worker, policy, &heart, &publisher);
+                let lanes = Lanes { worker: &worker, speakers: speakers.as_ref() };
+                let outcome = segment(segmenter, &audio_rx, &lanes, policy, &heart, &publisher);
                 let _ = ended_tx.send(outcome);
             })
             .context("cannot start the VAD thread")?
@@ -205,11 +215,17 @@ fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
     })
 }
 
+/// Where the VAD thread sends a closed segment: whisper, and the speaker lane when on.
+struct Lanes<'a> {
+    worker: &'a Worker,
+    speakers: Option<&'a Lane>,
+}
+
 /// The VAD thread: audio in, segments out. Returns when the input ends or goes away.
 fn segment(
     mut segmenter: VadSegmenter,
     audio: &std::sync::mpsc::Receiver<AudioEvent>,
-    worker: &Worker,
+    lanes: &Lanes<'_>,
     policy: QueuePolicy,
     heart: &Heart,
     publisher: &Publisher,
@@ -236,8 +252,12 @@ fn segment(
                         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
                         continue;
                     }
+                    // The speaker lane first: it is done long before whisper.
+                    if let Some(speakers) = lanes.speakers {
+                        speakers.submit(seg_id, &samples, speech_s);
+                    }
                     let job = Job { seg_id, start: start_s, end: end_s, samples, speech_s };
-                    match worker.submit(job, policy) {
+                    match lanes.worker.submit(job, policy) {
                         Submitted::Queued => {}
                         Submitted::DroppedOldest(old) => {
                             publish_error(
@@ -277,7 +297,7 @@ fn segment(
             AudioEvent::State(InputState::Ended) => {
                 handle(segmenter.finish());
                 heart.set_audio(AudioState::Ended);
-                publisher.publish(&heart.beat(worker.backlog(), worker.is_alive()));
+                publisher.publish(&heart.beat(lanes.worker.backlog(), lanes.worker.is_alive()));
                 return Ok(());
             }
         }
@@ -287,8 +307,9 @@ fn segment(
 }
 
 /// The whisper thread's report for one segment: its transcript (unless there was nothing
-/// real in it), then `segment_done`.
-fn publish_done(publisher: &Publisher, done: Done) {
+/// real in it) with who spoke it, when the speaker lane is on, then `segment_done`.
+fn publish_done(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
+    let who = speakers.map_or(Who::NONE, |lane| lane.take(done.seg_id));
     match done.outcome {
         Ok(transcription) => {
             // In the worker's span, which names the segment.
@@ -308,10 +329,10 @@ fn publish_done(publisher: &Publisher, done: Done) {
                     start: done.start,
                     end: done.end,
                     duration: done.end - done.start,
-                    speaker_id: None,
-                    speaker_status: SpeakerStatus::None,
-                    speaker: None,
-                    speaker_score: None,
+                    speaker_id: who.id,
+                    speaker_status: who.status,
+                    speaker: who.name,
+                    speaker_score: who.score,
                 }));
             }
         }

@@ -12,9 +12,9 @@ use stt_proto::{DaemonEvent, Hello, encode_line};
 use crate::publisher::{Forward, deliver, next_batch, write_within};
 use crate::{BoundSocket, Publisher};
 
-/// Serves `socket` until `shutdown`: each connection gets `hello`, then every event
-/// published on `publisher`. Bytes a subscriber sends are read only to notice that it left,
-/// and are thrown away unparsed.
+/// Serves `socket` until `shutdown`: each connection gets `hello` and the retained events
+/// ([`Publisher::publish_retained`]), then every event published on `publisher`. Bytes a
+/// subscriber sends are read only to notice that it left, and are thrown away unparsed.
 pub async fn serve(
     socket: BoundSocket,
     publisher: Publisher,
@@ -29,9 +29,14 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
             stream = socket.accept() => stream,
         };
-        // Subscribe before the hello goes out, so no event falls between them.
+        // Subscribe before the hello goes out, so no event falls between them; the retained
+        // events are taken after subscribing, so none is missed (see `publish_retained`).
         let rx = publisher.subscribe();
-        tracker.spawn(subscriber(stream, rx, hello.clone(), shutdown.clone()));
+        let mut first = hello.to_vec();
+        for line in publisher.retained() {
+            first.extend_from_slice(&line);
+        }
+        tracker.spawn(subscriber(stream, rx, first.into(), shutdown.clone()));
     }
     tracker.close();
     tracker.wait().await;

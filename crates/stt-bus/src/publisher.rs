@@ -5,6 +5,9 @@
 //! subscriber that falls a whole ring behind is told `lagged` and disconnected, and it
 //! costs the others nothing.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use bytes::Bytes;
 use serde::Serialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -20,16 +23,21 @@ const MAX_BATCH: usize = 64;
 
 /// Publishes events to every current subscriber. Cloning gives another handle to the same
 /// stream.
+///
+/// An event published *retained* ([`Publisher::publish_retained`]) is also kept, the newest
+/// per key, for subscribers that connect later: the publish server hands them these right
+/// after its hello (the daemon's speaker roster, which is sent only when it changes).
 #[derive(Debug, Clone)]
 pub struct Publisher {
     tx: broadcast::Sender<Bytes>,
+    retained: Arc<Mutex<BTreeMap<&'static str, Bytes>>>,
 }
 
 impl Publisher {
     /// A publisher whose subscribers may each fall `queue_len` events behind.
     pub fn new(queue_len: usize) -> Self {
         let (tx, _) = broadcast::channel(queue_len.max(1));
-        Self { tx }
+        Self { tx, retained: Arc::default() }
     }
 
     /// Publishes one message; returns how many subscribers will receive it.
@@ -40,6 +48,23 @@ impl Publisher {
     /// Publishes an already encoded line (with its newline).
     pub fn publish_line(&self, line: Bytes) -> usize {
         self.tx.send(line).unwrap_or(0)
+    }
+
+    /// Publishes `msg` and keeps it as the newest under `key`, for every later subscriber
+    /// ([`Publisher::retained`]).
+    pub fn publish_retained<M: Serialize + ?Sized>(&self, key: &'static str, msg: &M) -> usize {
+        let line = encode_line(msg);
+        // Kept and sent under one lock: a subscriber that takes the retained lines after
+        // subscribing gets each one at least once (twice at worst), never none.
+        let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
+        retained.insert(key, line.clone());
+        self.tx.send(line).unwrap_or(0)
+    }
+
+    /// The retained lines, one per key: what a subscriber that just subscribed is sent
+    /// first.
+    pub fn retained(&self) -> Vec<Bytes> {
+        self.retained.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
     }
 
     /// A new subscriber's queue; it sees every event published from now on.

@@ -341,3 +341,34 @@ async fn events_published_just_before_shutdown_still_reach_subscribers() {
     }
     raw.expect_eof().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_subscriber_gets_the_newest_retained_event_of_each_key_after_the_hello() {
+    let daemon = Daemon::start(64);
+    let early = |seg_id| DaemonEvent::SegmentDone(SegmentDone { seg_id });
+    daemon.publisher.publish_retained("a", &early(1));
+    daemon.publisher.publish_retained("a", &early(2));
+    daemon.publisher.publish_retained("b", &early(3));
+    daemon.publisher.publish(&early(4));
+
+    let mut late = Raw::connect(&daemon.path).await;
+    late.expect_hello("stt-daemon").await;
+    let mut first = Vec::new();
+    for _ in 0..2 {
+        let line = late.line().await.expect("a retained event");
+        match stt_proto::parse::<DaemonEvent>(&line) {
+            Ok(DaemonEvent::SegmentDone(done)) => first.push(done.seg_id),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(first, [2, 3], "the newest per key, not the plain event before it");
+    // Then the stream as usual.
+    wait_until("the late subscriber is counted", || daemon.publisher.subscribers() == 1).await;
+    daemon.publisher.publish(&early(5));
+    let line = late.line().await.expect("the next event");
+    assert!(matches!(
+        stt_proto::parse::<DaemonEvent>(&line),
+        Ok(DaemonEvent::SegmentDone(SegmentDone { seg_id: 5 }))
+    ));
+    let _dir = daemon.stop().await;
+}

@@ -350,6 +350,8 @@ pub struct SpeakersConfig {
     pub uncertain_threshold: f64,
     /// Segments shorter than this many seconds are not identified.
     pub min_segment_s: f64,
+    /// Seconds of speech after which a provisional speaker is confirmed.
+    pub confirm_s: f64,
     /// Most speakers remembered; the least heard unnamed one is pruned beyond that.
     pub max_speakers: u32,
 }
@@ -358,10 +360,11 @@ impl Default for SpeakersConfig {
     fn default() -> Self {
         Self {
             enabled: false,
-            model: PathBuf::from("speaker-embedding.onnx"),
+            model: PathBuf::from("campplus/campplus.onnx"),
             match_threshold: 0.7,
             uncertain_threshold: 0.55,
             min_segment_s: 1.0,
+            confirm_s: 10.0,
             max_speakers: 32,
         }
     }

@@ -38,8 +38,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     tools(&config.tools)?;
     // Sections whose feature is not built yet: their values are checked above, but turning
     // one on must not look as if it did something. The issue that builds each lifts its line.
-    not_built_yet("triage", config.triage.enabled, "the triage lane")?;
-    not_built_yet("speakers", config.speakers.enabled, "speaker identification")
+    not_built_yet("triage", config.triage.enabled, "the triage lane")
 }
 
 /// `[section].enabled = true` for a feature this build does not have.
@@ -328,14 +327,16 @@ fn speakers(c: &SpeakersConfig) -> Checked {
             ),
         });
     }
-    if !(c.min_segment_s >= 0.0 && c.min_segment_s.is_finite()) {
-        return Err(problem(
-            KeyPath::new("speakers", "min_segment_s"),
-            format!(
-                "{} is not a duration: set 0 or more seconds (default {})",
-                c.min_segment_s, d.min_segment_s
-            ),
-        ));
+    for (key, value, default) in [
+        ("min_segment_s", c.min_segment_s, d.min_segment_s),
+        ("confirm_s", c.confirm_s, d.confirm_s),
+    ] {
+        if !(value >= 0.0 && value.is_finite()) {
+            return Err(problem(
+                KeyPath::new("speakers", key),
+                format!("{value} is not a duration: set 0 or more seconds (default {default})"),
+            ));
+        }
     }
     positive("speakers", "max_speakers", c.max_speakers.into(), d.max_speakers.into())
 }

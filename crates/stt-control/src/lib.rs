@@ -3,9 +3,14 @@
 //! [`Cli`] is the command line; [`Verb`] the verbs, each becoming exactly one
 //! [`Request`]; [`run`] connects, sends, prints the reply, and returns the exit code:
 //! 0 accepted, 1 the assistant answered with an error, 2 usage, 3 cannot connect.
+//! Two verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
+//! print the name of the speaker that stays, and `speaker-play` asks the roster and plays the
+//! speaker's sample here ([`play`]).
 //!
 //! It stays fast: a single-threaded runtime, and no work beyond reading the config (for a
 //! socket override) and one connect-send-receive.
+
+pub mod play;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,7 +24,7 @@ use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status};
 
 /// Exit status: the assistant accepted the request.
 pub const EXIT_OK: u8 = 0;
-/// Exit status: the assistant answered with an error.
+/// Exit status: the assistant answered with an error (or `speaker-play` could not play).
 pub const EXIT_REFUSED: u8 = 1;
 /// Exit status: bad usage (unknown verb, missing argument, bad config).
 pub const EXIT_USAGE: u8 = 2;
@@ -28,8 +33,8 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 
 /// Send one control verb to stt-assistant.
 ///
-/// Exit status: 0 accepted, 1 the assistant answered with an error, 2 usage,
-/// 3 cannot connect.
+/// Exit status: 0 accepted, 1 the assistant answered with an error (or speaker-play could
+/// not play), 2 usage, 3 cannot connect.
 #[derive(Debug, Parser)]
 #[command(name = "stt-ctl", version, about, long_about = None)]
 pub struct Cli {
@@ -88,6 +93,28 @@ pub enum Verb {
         id: String,
         /// The name to show
         name: String,
+    },
+    /// Forget speaker ID: its name, voice print and sample (if they speak again, they come
+    /// back as a new speaker)
+    SpeakerForget {
+        /// Speaker id, as `speaker-list` shows it
+        id: String,
+    },
+    /// Merge speaker ID into INTO, one person heard as two: INTO keeps its id and takes ID's
+    /// speech (and its name, when INTO has none); ID goes
+    SpeakerMerge {
+        /// The speaker that goes
+        id: String,
+        /// The speaker that stays
+        into: String,
+    },
+    /// Play speaker ID's voice sample (with pw-play, paplay or aplay), to hear who it is
+    SpeakerPlay {
+        /// Speaker id, as `speaker-list` shows it
+        id: String,
+        /// Print the sample's path instead of playing it
+        #[arg(long)]
+        print: bool,
     },
     /// Allow the tool call waiting for confirmation
     Confirm {
@@ -220,7 +247,8 @@ impl MemoryVerb {
 }
 
 impl Verb {
-    /// The request this verb sends, or `None` for verbs answered locally.
+    /// The request this verb sends, or `None` for verbs that are not one request: answered
+    /// here (`completions`, `config-default`) or played here (`speaker-play`).
     pub fn request(&self) -> Option<Request> {
         Some(match self {
             Self::CommandStart => Request::CommandStart,
@@ -234,6 +262,10 @@ impl Verb {
             Self::SpeakerName { id, name } => {
                 Request::SpeakerName { speaker_id: id.clone(), name: name.clone() }
             }
+            Self::SpeakerForget { id } => Request::SpeakerForget { speaker_id: id.clone() },
+            Self::SpeakerMerge { id, into } => {
+                Request::SpeakerMerge { speaker_id: id.clone(), into: into.clone() }
+            }
             Self::Confirm { call_id } => Request::Confirm { call_id: call_id.clone() },
             Self::Deny { call_id } => Request::Deny { call_id: call_id.clone() },
             Self::TimerCancel { id } => Request::TimerCancel { timer_id: *id },
@@ -241,7 +273,9 @@ impl Verb {
             Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
             Self::ChatStop => Request::ChatStop,
             Self::Memory { verb } => Request::Memory(verb.request()),
-            Self::Completions { .. } | Self::ConfigDefault => return None,
+            Self::Completions { .. } | Self::ConfigDefault | Self::SpeakerPlay { .. } => {
+                return None;
+            }
         })
     }
 }
@@ -260,22 +294,11 @@ pub fn main() -> ExitCode {
 
 /// Runs `cli`, writing the reply to `out` and problems to `err`; returns the exit status.
 pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    if let Verb::SpeakerPlay { id, print } = &cli.verb {
+        return play::run(cli, id, *print, out, err);
+    }
     let Some(request) = cli.verb.request() else {
         return local(&cli.verb, out);
-    };
-    let socket = match socket_path(cli) {
-        Ok(path) => path,
-        Err(e) => {
-            let _ = writeln!(err, "stt-ctl: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(err, "stt-ctl: cannot start: {e}");
-            return EXIT_UNREACHABLE;
-        }
     };
     // A held request's reply comes after its wait: the timeout starts after it.
     let held = match &request {
@@ -289,31 +312,77 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         ) => 30_000,
         _ => 0,
     };
-    let timeout = Duration::from_millis(cli.timeout_ms.saturating_add(held));
-    let reply = runtime.block_on(stt_bus::request(&socket, "stt-ctl", &request, timeout));
-    match reply {
-        Ok(reply) => {
-            let refused = matches!(reply.event, AssistantEvent::Error(_));
-            let printed = if cli.json {
-                out.write_all(&reply.line)
-            } else if let AssistantEvent::Error(e) = &reply.event {
-                writeln!(err, "stt-ctl: {} ({})", e.message, e.code)
-            } else {
-                out.write_all(describe(&reply.event).as_bytes())
-            };
-            if printed.is_err() {
-                // stdout closed: the reply arrived, so the request was still accepted.
-                return if refused { EXIT_REFUSED } else { EXIT_OK };
-            }
-            if refused { EXIT_REFUSED } else { EXIT_OK }
-        }
+    let reply = match ask(cli, &request, held, err) {
+        Ok(reply) => reply,
+        Err(code) => return code,
+    };
+    let refused = matches!(reply.event, AssistantEvent::Error(_));
+    let printed = if cli.json {
+        out.write_all(&reply.line)
+    } else if let AssistantEvent::Error(e) = &reply.event {
+        writeln!(err, "stt-ctl: {} ({})", e.message, e.code)
+    } else {
+        out.write_all(describe_for(cli, &reply.event).as_bytes())
+    };
+    // stdout closed: the reply arrived all the same, so the exit status stands.
+    let _ = printed;
+    if refused { EXIT_REFUSED } else { EXIT_OK }
+}
+
+/// Sends `request` (its reply may take `held` ms more than `--timeout-ms`) and returns the
+/// direct reply; a failure to get one is written to `err` and comes back as the exit status.
+fn ask(cli: &Cli, request: &Request, held: u64, err: &mut dyn Write) -> Result<stt_bus::Reply, u8> {
+    let socket = match socket_path(cli) {
+        Ok(path) => path,
         Err(e) => {
             let _ = writeln!(err, "stt-ctl: {e}");
-            match e {
-                BusError::Protocol(_) => EXIT_REFUSED,
-                _ => EXIT_UNREACHABLE,
+            return Err(EXIT_USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "stt-ctl: cannot start: {e}");
+            return Err(EXIT_UNREACHABLE);
+        }
+    };
+    let timeout = Duration::from_millis(cli.timeout_ms.saturating_add(held));
+    runtime.block_on(stt_bus::request(&socket, "stt-ctl", request, timeout)).map_err(|e| {
+        let _ = writeln!(err, "stt-ctl: {e}");
+        match e {
+            BusError::Protocol(_) => EXIT_REFUSED,
+            _ => EXIT_UNREACHABLE,
+        }
+    })
+}
+
+/// The roster as the assistant has it.
+fn roster(cli: &Cli, err: &mut dyn Write) -> Result<stt_bus::Reply, u8> {
+    ask(cli, &Request::SpeakerList, 0, err)
+}
+
+/// [`describe`], with what only the verb knows: which speakers an ack is about.
+fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
+    let AssistantEvent::Ack(_) = event else { return describe(event) };
+    match &cli.verb {
+        Verb::SpeakerForget { id } => {
+            format!("{id} forgotten: stt-daemon deletes its voice print and sample\n")
+        }
+        Verb::SpeakerMerge { id, into } => {
+            // Only to show the name the speaker that stays has now: the merge is done, so a
+            // roster that does not come leaves the name out, not an error.
+            let name = roster(cli, &mut std::io::sink()).ok().and_then(|reply| match reply.event {
+                AssistantEvent::SpeakerList(list) => {
+                    list.speakers.into_iter().find(|s| s.id == *into).and_then(|s| s.name)
+                }
+                _ => None,
+            });
+            match name {
+                Some(name) => format!("{id} merged into {into} ({name})\n"),
+                None => format!("{id} merged into {into}\n"),
             }
         }
+        _ => describe(event),
     }
 }
 
@@ -361,6 +430,8 @@ fn ack_text(command: &str) -> String {
         "chat_toggle" => "chat mode toggled".into(),
         "clear" => "conversation cleared".into(),
         "speaker_name" => "speaker named".into(),
+        "speaker_forget" => "speaker forgotten".into(),
+        "speaker_merge" => "speakers merged".into(),
         "confirm" => "confirmed".into(),
         "deny" => "denied".into(),
         "timer_cancel" => "timer cancelled".into(),
@@ -476,6 +547,9 @@ mod tests {
             &["status"],
             &["speaker-list"],
             &["speaker-name", "spk_0001", "Ana"],
+            &["speaker-forget", "spk_0003"],
+            &["speaker-merge", "spk_0004", "spk_0001"],
+            &["speaker-play", "spk_0001"],
             &["confirm"],
             &["deny"],
             &["timer-cancel", "1"],
@@ -544,6 +618,17 @@ mod tests {
             &["speaker-name", "spk_0001", "Efren"],
             Some(Request::SpeakerName { speaker_id: "spk_0001".into(), name: "Efren".into() }),
         );
+        check(
+            &["speaker-forget", "spk_0003"],
+            Some(Request::SpeakerForget { speaker_id: "spk_0003".into() }),
+        );
+        check(
+            &["speaker-merge", "spk_0004", "spk_0001"],
+            Some(Request::SpeakerMerge { speaker_id: "spk_0004".into(), into: "spk_0001".into() }),
+        );
+        // Asks the roster, then plays here: not one request.
+        check(&["speaker-play", "spk_0001"], None);
+        check(&["speaker-play", "spk_0001", "--print"], None);
         check(&["confirm"], Some(Request::Confirm { call_id: None }));
         check(&["deny", "--call-id", "c1"], Some(Request::Deny { call_id: Some("c1".into()) }));
         check(&["timer-cancel", "42"], Some(Request::TimerCancel { timer_id: 42 }));
@@ -594,6 +679,9 @@ mod tests {
             &["fly"][..],
             &["command-edit"],
             &["speaker-name", "spk_1"],
+            &["speaker-forget"],
+            &["speaker-merge", "spk_1"],
+            &["speaker-play"],
             &[],
             &["memory"],
             &["memory", "forget"],

@@ -176,6 +176,7 @@ mod tests {
         check(r#"{"type":"command_edit"}"#, ErrorCode::BadMessage, "missing field `text`");
         check(r#"{"type":"command_edit","text":3}"#, ErrorCode::BadMessage, "invalid type");
         check(r#"{"type":"speaker_name","name":"A"}"#, ErrorCode::BadMessage, "speaker_id");
+        check(r#"{"type":"speaker_merge","speaker_id":"spk_4"}"#, ErrorCode::BadMessage, "`into`");
     }
 
     #[test]

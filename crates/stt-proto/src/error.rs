@@ -68,6 +68,8 @@ error_codes! {
     Audio = "audio",
     /// Speech recognition failed.
     Stt = "stt",
+    /// Speaker identification failed (its model, or writing its roster).
+    Speaker = "speaker",
     /// A request this build does not serve yet.
     NotImplemented = "not_implemented",
     /// A bug or an unexpected failure inside the peer.

@@ -21,7 +21,8 @@
 //!
 //! Modules, in reading order: [`messages`] (the types), [`error`] (error codes),
 //! [`decode`] (bytes → message, with the error code each failure earns), [`frame`] (the
-//! NDJSON codec with its line limit).
+//! NDJSON codec with its line limit), [`speaker_files`] (the two files the assistant writes
+//! for the daemon about speakers: names, forgets and merges).
 //!
 //! # Invariants
 //!
@@ -35,6 +36,7 @@ pub mod decode;
 pub mod error;
 pub mod frame;
 pub mod messages;
+pub mod speaker_files;
 
 pub use decode::{
     IN_REPLY_TO, ProtoError, REQUEST_ID, encode_line, error_line, parse, reply_line, request_id,

@@ -287,6 +287,12 @@ family! {
         Status = "status",
         SpeakerList = "speaker_list",
         SpeakerName { speaker_id: String, name: String } = "speaker_name",
+        /// Forget a speaker: its name here, and (once the daemon reads the edit) its voice
+        /// print and sample.
+        SpeakerForget { speaker_id: String } = "speaker_forget",
+        /// `speaker_id` and `into` are one person: `into` keeps its id and takes
+        /// `speaker_id`'s speech (and its name, when `into` has none); `speaker_id` goes.
+        SpeakerMerge { speaker_id: String, into: String } = "speaker_merge",
         /// Allow the tool call waiting for confirmation (`call_id`, or the only one waiting).
         Confirm {
             #[serde(default)]

@@ -122,6 +122,14 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"speaker_name","speaker_id":"spk_0001","name":"Efren"}"#,
         ),
         (
+            Request::SpeakerForget { speaker_id: "spk_0003".into() },
+            r#"{"type":"speaker_forget","speaker_id":"spk_0003"}"#,
+        ),
+        (
+            Request::SpeakerMerge { speaker_id: "spk_0004".into(), into: "spk_0001".into() },
+            r#"{"type":"speaker_merge","speaker_id":"spk_0004","into":"spk_0001"}"#,
+        ),
+        (
             Request::Confirm { call_id: Some("call_3".into()) },
             r#"{"type":"confirm","call_id":"call_3"}"#,
         ),
@@ -432,7 +440,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

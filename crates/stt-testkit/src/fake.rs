@@ -10,8 +10,9 @@ use stt_bus::{BoundSocket, ConnInfo, ControlServer, Handler, Publisher};
 use stt_proto::{Ack, AssistantEvent, ErrorCode, ErrorMsg, Request, Speakers, Status};
 use tokio_util::sync::CancellationToken;
 
-/// Answers `status` with its status, `speaker_list` with its roster, `speaker_name` for an
-/// id not in the roster with `unknown_speaker`, and acks everything else.
+/// Answers `status` with its status, `speaker_list` with its roster, `speaker_name`,
+/// `speaker_forget` and `speaker_merge` for an id not in the roster with `unknown_speaker`,
+/// and acks everything else (changing nothing: its roster stays as given).
 #[derive(Debug)]
 pub struct FakeAssistant {
     status: Status,
@@ -36,15 +37,23 @@ impl Handler for FakeAssistant {
         match request {
             Request::Status => AssistantEvent::Status(self.status.clone()),
             Request::SpeakerList => AssistantEvent::SpeakerList(self.roster.clone()),
-            Request::SpeakerName { speaker_id, .. }
-                if !self.roster.speakers.iter().any(|s| s.id == speaker_id) =>
-            {
-                AssistantEvent::Error(ErrorMsg::new(
-                    ErrorCode::UnknownSpeaker,
-                    format!("no speaker '{speaker_id}': `stt-ctl speaker-list` shows the ids"),
-                ))
+            other => {
+                let ids = match &other {
+                    Request::SpeakerName { speaker_id, .. }
+                    | Request::SpeakerForget { speaker_id } => vec![speaker_id],
+                    Request::SpeakerMerge { speaker_id, into } => vec![speaker_id, into],
+                    _ => vec![],
+                };
+                let unknown =
+                    ids.into_iter().find(|id| !self.roster.speakers.iter().any(|s| s.id == **id));
+                match unknown {
+                    Some(id) => AssistantEvent::Error(ErrorMsg::new(
+                        ErrorCode::UnknownSpeaker,
+                        format!("no speaker '{id}': `stt-ctl speaker-list` shows the ids"),
+                    )),
+                    None => AssistantEvent::Ack(Ack { command: other.kind().into(), ok: true }),
+                }
             }
-            other => AssistantEvent::Ack(Ack { command: other.kind().into(), ok: true }),
         }
     }
 }

@@ -34,26 +34,44 @@ pub struct ActionRecord {
     pub latency_ms: u64,
 }
 
-/// Naming a speaker.
+/// Naming, forgetting or merging a speaker.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SpeakerRecord {
     pub ts: String,
     /// Always `"speaker"`.
     pub mode: String,
-    /// Always `"name"`.
+    /// `"name"`, `"forget"` or `"merge"`.
     pub action: String,
     pub speaker_id: String,
-    pub name: String,
+    /// The name given (`name` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The speaker `speaker_id` was merged into, which stays (`merge` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
 }
 
 impl SpeakerRecord {
     pub fn name(speaker_id: &str, name: &str, at: DateTime<Local>) -> Self {
+        Self { name: Some(name.into()), ..Self::new("name", speaker_id, at) }
+    }
+
+    pub fn forget(speaker_id: &str, at: DateTime<Local>) -> Self {
+        Self::new("forget", speaker_id, at)
+    }
+
+    pub fn merge(speaker_id: &str, into: &str, at: DateTime<Local>) -> Self {
+        Self { into: Some(into.into()), ..Self::new("merge", speaker_id, at) }
+    }
+
+    fn new(action: &str, speaker_id: &str, at: DateTime<Local>) -> Self {
         Self {
             ts: timestamp(at),
             mode: "speaker".into(),
-            action: "name".into(),
+            action: action.into(),
             speaker_id: speaker_id.into(),
-            name: name.into(),
+            name: None,
+            into: None,
         }
     }
 }
@@ -162,6 +180,21 @@ mod tests {
         assert_eq!(
             lines[1],
             serde_json::json!({"ts": timestamp(at), "mode": "speaker", "action": "name", "speaker_id": "spk_0001", "name": "Efren"})
+        );
+    }
+
+    #[test]
+    fn speaker_records_carry_only_the_fields_of_their_action() {
+        let at = Local.with_ymd_and_hms(2026, 12, 3, 10, 0, 0).unwrap();
+        let line = |record: &SpeakerRecord| serde_json::to_value(record).unwrap();
+        let ts = timestamp(at);
+        assert_eq!(
+            line(&SpeakerRecord::forget("spk_0003", at)),
+            serde_json::json!({"ts": ts, "mode": "speaker", "action": "forget", "speaker_id": "spk_0003"})
+        );
+        assert_eq!(
+            line(&SpeakerRecord::merge("spk_0004", "spk_0001", at)),
+            serde_json::json!({"ts": ts, "mode": "speaker", "action": "merge", "speaker_id": "spk_0004", "into": "spk_0001"})
         );
     }
 

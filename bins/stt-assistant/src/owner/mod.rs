@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
 use stt_llm::Provider;
 use stt_llm::registry::{Id, Probed, Registry, Status as ProviderStatus};
+use stt_proto::speaker_files::SpeakerEditOp;
 use stt_proto::{
     Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, DaemonEvent, ErrorCode,
     ErrorMsg, Request, Status,
@@ -537,6 +538,21 @@ impl Owner {
                     let record = SpeakerRecord::name(&speaker_id, &name, chrono::Local::now());
                     self.writer.audit_speaker(record);
                     self.writer.save_names(self.core.names().clone());
+                }
+                Effect::ForgetSpeaker { speaker_id } => {
+                    tracing::info!(speaker_id, "forgetting a speaker");
+                    let record = SpeakerRecord::forget(&speaker_id, chrono::Local::now());
+                    self.writer.audit_speaker(record);
+                    // Names first: the daemon reads them when it applies the edit.
+                    self.writer.save_names(self.core.names().clone());
+                    self.writer.edit_speakers(SpeakerEditOp::Forget { speaker_id });
+                }
+                Effect::MergeSpeaker { speaker_id, into } => {
+                    tracing::info!(speaker_id, into, "merging a speaker into another");
+                    let record = SpeakerRecord::merge(&speaker_id, &into, chrono::Local::now());
+                    self.writer.audit_speaker(record);
+                    self.writer.save_names(self.core.names().clone());
+                    self.writer.edit_speakers(SpeakerEditOp::Merge { speaker_id, into });
                 }
                 Effect::CancelCommand => {
                     if let Some(running) = self.running.as_ref().filter(|r| r.handle.command()) {

@@ -1,0 +1,313 @@
+//! Speaker identification through the real daemon: sessions of espeak-ng voices read from a
+//! WAV file, the roster on disk under a temporary `XDG_DATA_HOME`, names and edits through
+//! the files the assistant writes, and the events a subscriber sees.
+
+// Test helpers outside #[test] functions may panic: a panic is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use stt_bus::{Connection, Service};
+use stt_proto::{DaemonEvent, SpeakerStatus, Speakers, Transcript};
+use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within, wait_until};
+
+/// Two voices the model tells far apart (tests/embed.rs in stt-speaker has eight).
+const ANA: &str = "en-us+m3";
+const BEA: &str = "en+f3";
+const CAL: &str = "en-gb-scotland+m7";
+
+/// Sentences of a spoken command's length (2 to 4 s).
+const SENTENCES: [&str; 6] = [
+    "Open the calendar for tomorrow morning please.",
+    "What is the weather going to be like this weekend?",
+    "Remind me to call the plumber after lunch.",
+    "Play some quiet music in the living room.",
+    "How long does it take to drive to the station?",
+    "Add eggs, milk and bread to the shopping list.",
+];
+
+/// `[speakers]` on, confirmation out of reach (so every `speakers` event is a mint, a rename,
+/// a prune or the one sent on connect), and `more`.
+fn sandbox(more: &str) -> Sandbox {
+    let sandbox = Sandbox::new();
+    let config = format!("[speakers]\nenabled = true\nconfirm_s = 1000.0\n{more}");
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    sandbox
+}
+
+fn data_dir(sandbox: &Sandbox) -> PathBuf {
+    sandbox.root().join("data").join("stt")
+}
+
+/// `(voice, sentence)` spoken one after another into one 16 kHz WAV, a second of silence
+/// around each.
+fn session(dir: &Path, name: &str, lines: &[(&str, &str)]) -> PathBuf {
+    let mut parts = Vec::new();
+    for (n, (voice, text)) in lines.iter().enumerate() {
+        let raw = dir.join(format!("{name}-{n}.raw.wav"));
+        let out = dir.join(format!("{name}-{n}.wav"));
+        let espeak = Command::new("espeak-ng")
+            .args(["-v", voice, "-s", "150", "-w"])
+            .arg(&raw)
+            .arg(text)
+            .status();
+        assert!(espeak.is_ok_and(|s| s.success()), "espeak-ng failed: scripts/setup installs it");
+        let sox = Command::new("sox")
+            .arg("-R")
+            .arg(&raw)
+            .args(["-r", "16000", "-c", "1", "-b", "16"])
+            .arg(&out)
+            .args(["pad", "1", "1"])
+            .status();
+        assert!(sox.is_ok_and(|s| s.success()), "sox failed: scripts/setup installs it");
+        parts.push(out);
+    }
+    let out = dir.join(format!("{name}.wav"));
+    let status = Command::new("sox").arg("-R").args(&parts).arg(&out).status();
+    assert!(status.is_ok_and(|s| s.success()), "sox could not join the session");
+    out
+}
+
+/// What a subscriber read from a daemon until it closed the socket.
+fn run_daemon(sandbox: &Sandbox, wav: &Path) -> Vec<DaemonEvent> {
+    let mut daemon = sandbox.spawn(
+        "stt-daemon",
+        &["--input", wav.to_str().unwrap(), "--fast", "--wait-for-subscriber"],
+    );
+    let events = subscribe(sandbox);
+    let closed = wait_until(Duration::from_secs(300), || {
+        events.1.lock().unwrap_or_else(PoisonError::into_inner).then_some(())
+    });
+    assert!(closed.is_some(), "the daemon did not finish the file\n{}", daemon.log());
+    assert!(daemon.wait(Duration::from_secs(30)).success(), "{}", daemon.log());
+    events.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+type Events = (Arc<Mutex<Vec<DaemonEvent>>>, Arc<Mutex<bool>>);
+
+/// Subscribes to the sandbox's daemon (retrying until it answers) on a thread of its own.
+fn subscribe(sandbox: &Sandbox) -> Events {
+    let events: Events = Default::default();
+    let (seen, closed) = (Arc::clone(&events.0), Arc::clone(&events.1));
+    let path = sandbox.daemon_socket();
+    let (up_tx, up) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let deadline = Instant::now() + DEADLINE;
+            let mut connection = loop {
+                match Connection::open(&path, Service::DAEMON, "speakers-test").await {
+                    Ok(connection) => break connection,
+                    Err(e) if Instant::now() >= deadline => panic!("cannot subscribe: {e}"),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
+            };
+            let _ = up_tx.send(());
+            while let Ok(Some(event)) = connection.recv::<DaemonEvent>().await {
+                seen.lock().unwrap_or_else(PoisonError::into_inner).push(event);
+            }
+            *closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        });
+    });
+    up.recv_timeout(DEADLINE + Duration::from_secs(5)).expect("the daemon's socket answers");
+    events
+}
+
+fn transcripts(events: &[DaemonEvent]) -> Vec<Transcript> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            DaemonEvent::Transcript(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn rosters(events: &[DaemonEvent]) -> Vec<Speakers> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            DaemonEvent::Speakers(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ids(roster: &Speakers) -> Vec<(String, Option<String>)> {
+    roster.speakers.iter().map(|s| (s.id.clone(), s.name.clone())).collect()
+}
+
+/// Which id each voice got, in order, from a session of `voices`.
+fn ids_by_voice(voices: &[&str], events: &[DaemonEvent]) -> BTreeMap<String, Vec<String>> {
+    let transcripts = transcripts(events);
+    assert_eq!(transcripts.len(), voices.len(), "one transcript per line: {transcripts:#?}");
+    let mut by_voice: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (voice, t) in voices.iter().zip(&transcripts) {
+        let id = t.speaker_id.clone().unwrap_or_else(|| format!("none ({:?})", t.speaker_status));
+        by_voice.entry((*voice).to_owned()).or_default().push(id);
+    }
+    by_voice
+}
+
+#[test]
+fn an_alternating_two_voice_session_gives_each_voice_one_id_and_no_speakers_event_on_adapts() {
+    let sandbox = sandbox("");
+    let voices = [ANA, BEA, ANA, BEA, ANA, BEA, ANA, BEA];
+    let lines: Vec<(&str, &str)> =
+        voices.iter().enumerate().map(|(n, v)| (*v, SENTENCES[n % SENTENCES.len()])).collect();
+    let wav = session(sandbox.root(), "alternating", &lines);
+    let events = run_daemon(&sandbox, &wav);
+
+    let by_voice = ids_by_voice(&voices, &events);
+    eprintln!("ids by voice: {by_voice:?}");
+    let (ana, bea) = (&by_voice[ANA], &by_voice[BEA]);
+    assert!(ana.iter().all(|id| id == &ana[0]), "{ANA} kept one id: {ana:?}");
+    assert!(bea.iter().all(|id| id == &bea[0]), "{BEA} kept one id: {bea:?}");
+    assert_ne!(ana[0], bea[0], "two voices, two ids");
+    let statuses: Vec<SpeakerStatus> =
+        transcripts(&events).iter().map(|t| t.speaker_status).collect();
+    assert_eq!(statuses[..2], [SpeakerStatus::Unknown; 2], "each voice minted when first heard");
+    assert!(statuses[2..].iter().all(|s| *s == SpeakerStatus::Matched), "{statuses:?}");
+    assert!(transcripts(&events)[2..].iter().all(|t| t.speaker_score.is_some_and(|s| s > 0.0)));
+
+    // The roster on connect (empty), then one per mint: six matched segments adapted
+    // prototypes without a word.
+    let rosters = rosters(&events);
+    let sizes: Vec<usize> = rosters.iter().map(|r| r.speakers.len()).collect();
+    assert_eq!(sizes, [0, 1, 2], "speakers events: {rosters:#?}");
+    // A mint's roster goes out before the transcript that names the new id.
+    let first_mint =
+        events.iter().position(|e| matches!(e, DaemonEvent::Speakers(s) if s.speakers.len() == 1));
+    let first_transcript = events.iter().position(|e| matches!(e, DaemonEvent::Transcript(_)));
+    assert!(first_mint < first_transcript);
+
+    // On disk: private, with a sample of each voice.
+    let dir = data_dir(&sandbox).join("speakers");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    for id in [&ana[0], &bea[0]] {
+        let sample = dir.join(format!("{id}.wav"));
+        assert_eq!(mode(&sample), 0o600, "{}", sample.display());
+        assert!(std::fs::metadata(&sample).unwrap().len() > 16_000, "a second or more of voice");
+    }
+    assert_eq!(mode(&dir.join("speakers.json")), 0o600);
+    assert_eq!(mode(&dir.join("prototypes.json")), 0o600);
+}
+
+#[test]
+fn a_name_reaches_the_daemon_through_the_assistant_and_survives_a_daemon_restart() {
+    let sandbox = sandbox("");
+    let first = session(sandbox.root(), "first", &[(ANA, SENTENCES[0]), (ANA, SENTENCES[1])]);
+    // The assistant caches the roster the daemon sends, to check the id it is asked to name.
+    let _assistant: Proc = sandbox.spawn("stt-assistant", &[]);
+    let events = run_daemon(&sandbox, &first);
+    let minted = transcripts(&events)[0].speaker_id.clone().expect("an id");
+    expect_within("the assistant knows the speaker", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["speaker-list"]);
+        if out.stdout.contains(&minted) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let named = sandbox.run("stt-ctl", &["speaker-name", &minted, "Ana"]);
+    assert_eq!(named.code, Some(0), "{named:?}");
+
+    // A new daemon: the name is in the roster it sends on connect and on the voice's next
+    // transcript, straight from the daemon.
+    let second = session(sandbox.root(), "second", &[(ANA, SENTENCES[2])]);
+    let events = run_daemon(&sandbox, &second);
+    let on_connect = &rosters(&events)[0];
+    assert_eq!(ids(on_connect), [(minted.clone(), Some("Ana".to_owned()))]);
+    let t = &transcripts(&events)[0];
+    assert_eq!(
+        (t.speaker_id.as_deref(), t.speaker_status, t.speaker.as_deref()),
+        (Some(minted.as_str()), SpeakerStatus::Matched, Some("Ana")),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn a_name_given_while_the_daemon_runs_is_announced_at_once() {
+    let sandbox = sandbox("");
+    let wav = session(sandbox.root(), "one", &[(ANA, SENTENCES[3])]);
+    let mut daemon = sandbox.spawn(
+        "stt-daemon",
+        &["--input", wav.to_str().unwrap(), "--fast", "--wait-for-subscriber", "--stay"],
+    );
+    let (events, _) = subscribe(&sandbox);
+    let id = expect_within("the voice's transcript", Duration::from_secs(300), || {
+        let seen = events.lock().unwrap_or_else(PoisonError::into_inner);
+        transcripts(&seen).first().and_then(|t| t.speaker_id.clone()).ok_or(format!("{seen:?}"))
+    });
+    // What the assistant writes on `speaker-name` (bins/stt-assistant/src/names.rs).
+    let names = data_dir(&sandbox).join("speaker-names.json");
+    std::fs::write(&names, format!("{{\"{id}\": \"Bea\"}}\n")).unwrap();
+    expect_within("a roster with the name", DEADLINE, || {
+        let seen = events.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = rosters(&seen).pop();
+        match last {
+            Some(r) if ids(&r) == [(id.clone(), Some("Bea".to_owned()))] => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    assert!(daemon.signal_and_wait(nix::sys::signal::Signal::SIGTERM).success());
+}
+
+#[test]
+fn pruning_drops_the_least_heard_unnamed_speaker_never_a_named_one() {
+    let sandbox = sandbox("max_speakers = 1\n");
+    let first = session(sandbox.root(), "named", &[(ANA, SENTENCES[0])]);
+    let events = run_daemon(&sandbox, &first);
+    let ana = transcripts(&events)[0].speaker_id.clone().unwrap();
+    std::fs::write(data_dir(&sandbox).join("speaker-names.json"), format!("{{\"{ana}\":\"Ana\"}}"))
+        .unwrap();
+    // Two new voices over a limit of one: the first new one goes when the second comes;
+    // Ana, named, stays although she was heard least.
+    let second = session(
+        sandbox.root(),
+        "others",
+        &[(BEA, SENTENCES[1]), (BEA, SENTENCES[2]), (CAL, SENTENCES[3])],
+    );
+    let events = run_daemon(&sandbox, &second);
+    let ts = transcripts(&events);
+    let (bea, cal) = (ts[0].speaker_id.clone().unwrap(), ts[2].speaker_id.clone().unwrap());
+    assert!(!BTreeSet::from([&ana, &bea]).contains(&cal), "three voices, three ids");
+    let last = rosters(&events).pop().unwrap();
+    assert_eq!(ids(&last), [(ana, Some("Ana".to_owned())), (cal, None)], "{bea} pruned");
+    assert!(!data_dir(&sandbox).join("speakers").join(format!("{bea}.wav")).exists());
+}
+
+#[test]
+fn a_corrupt_roster_is_reported_moved_aside_and_replaced() {
+    let sandbox = sandbox("");
+    let dir = data_dir(&sandbox).join("speakers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("speakers.json"), b"{\"version\": 1, \"speakers\": [{\"id\"").unwrap();
+    let wav = session(sandbox.root(), "one", &[(ANA, SENTENCES[4])]);
+    let events = run_daemon(&sandbox, &wav);
+    let reported = events.iter().any(|e| {
+        matches!(e, DaemonEvent::Error(m) if m.message.contains("moved aside")
+            && m.message.contains("speakers.json"))
+    });
+    assert!(reported, "an error event names the file: {events:#?}");
+    assert!(dir.join("speakers.json.corrupt").exists(), "the old file is kept aside");
+    let t = &transcripts(&events)[0];
+    assert_eq!(t.speaker_status, SpeakerStatus::Unknown, "a fresh roster mints: {t:?}");
+    let roster: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("speakers.json")).unwrap()).unwrap();
+    assert_eq!(roster["speakers"].as_array().unwrap().len(), 1, "{roster}");
+}
+
+#[test]
+fn a_missing_model_is_an_error_that_names_the_fix() {
+    let sandbox = sandbox("model = \"/nonexistent/campplus.onnx\"\n");
+    let out = sandbox.run("stt-daemon", &["--input", "/dev/null", "--fast"]);
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains("/nonexistent/campplus.onnx")
+            && out.stderr.contains("scripts/fetch-speaker-model"),
+        "{out:?}"
+    );
+}
