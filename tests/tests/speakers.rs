@@ -179,6 +179,11 @@ fn an_alternating_two_voice_session_gives_each_voice_one_id_and_no_speakers_even
     let rosters = rosters(&events);
     let sizes: Vec<usize> = rosters.iter().map(|r| r.speakers.len()).collect();
     assert_eq!(sizes, [0, 1, 2], "speakers events: {rosters:#?}");
+    let samples: Vec<Option<String>> =
+        rosters[2].speakers.iter().map(|s| s.sample_path.clone()).collect();
+    let expected: Vec<Option<String>> =
+        [&ana[0], &bea[0]].iter().map(|id| Some(format!("speakers/{id}.wav"))).collect();
+    assert_eq!(samples, expected, "relative to the data directory");
     // A mint's roster goes out before the transcript that names the new id.
     let first_mint =
         events.iter().position(|e| matches!(e, DaemonEvent::Speakers(s) if s.speakers.len() == 1));

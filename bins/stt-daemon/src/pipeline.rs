@@ -16,6 +16,7 @@
 //! `segment_done`: transcribed, too short to transcribe, dropped because transcription fell
 //! behind (with an `error` saying so), or failed (with an `error`).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -231,13 +232,13 @@ fn segment(
     publisher: &Publisher,
 ) -> anyhow::Result<()> {
     let mut next_seg_id = 0u64;
-    let mut open: Option<u64> = None;
+    let open: Cell<Option<u64>> = Cell::new(None);
     let mut handle = |events: Vec<SegEvent>| {
         for event in events {
             match event {
                 SegEvent::Start { start_s } => {
                     next_seg_id += 1;
-                    open = Some(next_seg_id);
+                    open.set(Some(next_seg_id));
                     tracing::debug!(seg_id = next_seg_id, start_s, "speech started");
                     publisher.publish(&DaemonEvent::SpeechStart(SpeechStart {
                         seg_id: next_seg_id,
@@ -252,7 +253,8 @@ fn segment(
                         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id }));
                         continue;
                     }
-                    // The speaker lane first: it is done long before whisper.
+                    // The speaker lane first (it mostly has the segment already, from the
+                    // pause that settled it).
                     if let Some(speakers) = lanes.speakers {
                         speakers.submit(seg_id, &samples, speech_s);
                     }
@@ -282,7 +284,16 @@ fn segment(
     };
     for event in audio {
         match event {
-            AudioEvent::Samples(samples) => handle(segmenter.push(&samples)),
+            AudioEvent::Samples(samples) => {
+                handle(segmenter.push(&samples));
+                // A pause as long as the segment's tail: the speaker lane may start on it
+                // now, during the hangover, rather than after it beside whisper.
+                if let (Some(speakers), Some(seg_id)) = (lanes.speakers, open.get())
+                    && let Some(settled) = segmenter.take_settled()
+                {
+                    speakers.preview(seg_id, settled.samples, settled.speech_s);
+                }
+            }
             AudioEvent::State(InputState::Capturing) => heart.set_audio(AudioState::Capturing),
             AudioEvent::State(InputState::Retrying { error, next_attempt }) => {
                 // A gap in the audio: close any open segment rather than glue across it.

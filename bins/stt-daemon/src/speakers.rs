@@ -1,17 +1,23 @@
 //! The speaker lane: who said each segment, beside its transcription rather than in its way.
 //!
 //! ```text
-//! vad thread ──Segment──▶ speaker thread ──▶ Results ◀── whisper thread (takes its seg's)
-//!  (at speech end,         embed (CAM++), roster,          publishes the transcript
-//!   with the whisper job)  `speakers` on a change          with who spoke
+//! vad thread ──Work──▶ speaker thread ──▶ Results ◀── whisper thread (takes its seg's)
+//!  (preview at a pause,  embed (CAM++), roster,          publishes the transcript
+//!   final at speech end) `speakers` on a change          with who spoke
 //! ```
 //!
-//! The vad thread hands the lane each closed segment as it queues the segment for whisper,
-//! so the embedding (about 13 ms per second of speech, one thread) runs while whisper
-//! transcribes (hundreds of ms); by the time the transcript is ready, so is its speaker.
-//! The whisper thread waits for it at most [`WAIT`]: a transcript is never held back longer
-//! for a speaker (it goes out with `speaker_status: none`, and a warning says the lane was
-//! late). The roster lives on the speaker thread alone, so nothing is shared but the results.
+//! The embedding (about 14 ms per second of speech on one thread) is started *before* the
+//! segment ends: once its speech has paused for the segment's tail (300 ms), the vad thread
+//! knows exactly what the segment will hold unless speech resumes ([`stt_vad::Settled`]) and
+//! hands it over ([`Lane::preview`]); the embedding then runs during the rest of the VAD's
+//! hangover, while the machine is otherwise idle, rather than beside whisper, whose threads
+//! it would slow (measured: run at the segment's end on 2 cores, it added 40 ms to the median
+//! speech_stop → transcript). At the end ([`Lane::submit`]) the preview's embedding is used
+//! when the segment is what was previewed, and the roster decides (microseconds); a segment
+//! whose speech resumed, or that was never previewed, is embedded then. The whisper thread
+//! waits for the speaker at most [`WAIT`]: a transcript is never held back longer (it goes
+//! out with `speaker_status: none`, and a warning says the lane was late). The roster lives
+//! on the speaker thread alone, so nothing is shared but the results.
 //!
 //! Names and edits reach the roster through the files the assistant writes
 //! (`stt_proto::speaker_files`): the speaker thread checks them whenever it is idle for
@@ -59,18 +65,19 @@ impl Who {
     pub const NONE: Who = Who { id: None, status: SpeakerStatus::None, name: None, score: None };
 }
 
-/// A closed segment for the lane.
+/// What the lane is given.
 #[derive(Debug)]
-struct Segment {
-    seg_id: u64,
-    samples: Vec<f32>,
-    speech_s: f64,
+enum Work {
+    /// The open segment as it will close unless speech resumes: embed it now.
+    Preview { seg_id: u64, samples: Vec<f32> },
+    /// The segment closed: who spoke it.
+    Final { seg_id: u64, samples: Vec<f32>, speech_s: f64 },
 }
 
 /// The lane's side the vad and whisper threads hold.
 #[derive(Debug, Clone)]
 pub struct Lane {
-    tx: SyncSender<Segment>,
+    tx: SyncSender<Work>,
     results: Arc<Results>,
     min_segment_s: f64,
 }
@@ -135,6 +142,8 @@ impl Lane {
             embedder,
             roster,
             names: Watched::new(data.join(NAMES_FILE)),
+            preview: None,
+            data: data.clone(),
             edits: Watched::new(data.join(EDITS_FILE)),
             results: Arc::clone(&results),
             publisher: publisher.clone(),
@@ -150,14 +159,23 @@ impl Lane {
         Ok((Some(Lane { tx, results, min_segment_s: c.min_segment_s }), warnings))
     }
 
+    /// Hands the lane the open segment `seg_id` as it will close unless speech resumes
+    /// (from the vad thread, at a pause): it is embedded at once. Dropped when too short or
+    /// when the lane is busy.
+    pub fn preview(&self, seg_id: u64, samples: Vec<f32>, speech_s: f64) {
+        if speech_s >= self.min_segment_s {
+            let _ = self.tx.try_send(Work::Preview { seg_id, samples });
+        }
+    }
+
     /// Hands the lane a closed segment (from the vad thread, before whisper gets it). Too
     /// short a segment, or a full queue, is settled at once as `none`.
     pub fn submit(&self, seg_id: u64, samples: &[f32], speech_s: f64) {
         if speech_s < self.min_segment_s {
             return self.results.put(seg_id, Who::NONE);
         }
-        let segment = Segment { seg_id, samples: samples.to_vec(), speech_s };
-        match self.tx.try_send(segment) {
+        let work = Work::Final { seg_id, samples: samples.to_vec(), speech_s };
+        match self.tx.try_send(work) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 tracing::warn!(
@@ -203,18 +221,28 @@ struct Worker {
     roster: Roster,
     names: Watched,
     edits: Watched,
+    /// The last preview's segment, length and embedding (`None`: too little to embed).
+    preview: Option<(u64, usize, Option<Vec<f32>>)>,
+    /// The data directory, which sample paths are given relative to.
+    data: PathBuf,
     results: Arc<Results>,
     publisher: Publisher,
 }
 
 impl Worker {
-    fn run(&mut self, rx: &Receiver<Segment>) {
+    fn run(&mut self, rx: &Receiver<Work>) {
         loop {
             match rx.recv_timeout(POLL) {
-                Ok(segment) => {
+                Ok(Work::Preview { seg_id, samples }) => {
+                    let started = Instant::now();
+                    let embedding = self.embed(seg_id, &samples);
+                    tracing::debug!(seg_id, embed_ms = ms(started), "speaker embedded at a pause");
+                    self.preview = Some((seg_id, samples.len(), embedding));
+                }
+                Ok(Work::Final { seg_id, samples, speech_s }) => {
                     self.check_files(false);
-                    let who = self.identify(&segment);
-                    self.results.put(segment.seg_id, who);
+                    let who = self.identify(seg_id, &samples, speech_s);
+                    self.results.put(seg_id, who);
                 }
                 Err(RecvTimeoutError::Timeout) => self.check_files(false),
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -222,28 +250,42 @@ impl Worker {
         }
     }
 
-    fn identify(&mut self, segment: &Segment) -> Who {
-        let started = Instant::now();
-        let embedding = match self.embedder.embed(&segment.samples) {
-            Ok(Some(embedding)) => embedding,
-            Ok(None) => return Who::NONE,
+    /// `samples`' embedding; `None` for too little audio, or when the model failed (said).
+    fn embed(&mut self, seg_id: u64, samples: &[f32]) -> Option<Vec<f32>> {
+        match self.embedder.embed(samples) {
+            Ok(embedding) => embedding,
             Err(e) => {
-                publish_error(&self.publisher, format!("segment {}: {e}", segment.seg_id));
-                return Who::NONE;
+                publish_error(&self.publisher, format!("segment {seg_id}: {e}"));
+                None
             }
+        }
+    }
+
+    fn identify(&mut self, seg_id: u64, samples: &[f32], speech_s: f64) -> Who {
+        let started = Instant::now();
+        let previewed = match self.preview.take() {
+            Some((id, len, embedding)) if id == seg_id && len == samples.len() => Some(embedding),
+            _ => None,
         };
-        let embed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let early = previewed.is_some();
+        let embedding = match previewed {
+            Some(embedding) => embedding,
+            None => self.embed(seg_id, samples),
+        };
+        let Some(embedding) = embedding else { return Who::NONE };
+        // The embedding's time when it was made here (0 when the preview had it).
+        let embed_ms = if early { 0.0 } else { ms(started) };
         let at = now_rfc3339();
-        let (found, saved) =
-            self.roster.identify(&embedding, segment.speech_s, &segment.samples, &at);
+        let (found, saved) = self.roster.identify(&embedding, speech_s, samples, &at);
         if let Err(e) = saved {
             publish_error(&self.publisher, e.to_string());
         }
         tracing::debug!(
-            seg_id = segment.seg_id,
+            seg_id,
             speaker = %found.id,
             status = ?found.status,
             score = ?found.score,
+            early,
             embed_ms,
             "speaker identified"
         );
@@ -316,13 +358,14 @@ impl Worker {
 
     /// Publishes the roster, retained for later subscribers.
     fn announce(&self) {
-        let event = DaemonEvent::Speakers(speakers(self.roster.speakers()));
+        let event = DaemonEvent::Speakers(speakers(self.roster.speakers(), &self.data));
         self.publisher.publish_retained("speakers", &event);
     }
 }
 
-/// The roster as the `speakers` event carries it.
-pub fn speakers<'a>(list: impl Iterator<Item = &'a roster::Speaker>) -> Speakers {
+/// The roster as the `speakers` event carries it: samples relative to `data`, the data
+/// directory (absolute when elsewhere).
+pub fn speakers<'a>(list: impl Iterator<Item = &'a roster::Speaker>, data: &Path) -> Speakers {
     Speakers {
         speakers: list
             .map(|s| Speaker {
@@ -333,7 +376,10 @@ pub fn speakers<'a>(list: impl Iterator<Item = &'a roster::Speaker>) -> Speakers
                     State::Confirmed => SpeakerState::Confirmed,
                 },
                 cumulative_s: (s.cumulative_s * 100.0).round() / 100.0,
-                sample_path: s.sample_path.as_ref().map(|p| p.display().to_string()),
+                sample_path: s
+                    .sample_path
+                    .as_ref()
+                    .map(|p| p.strip_prefix(data).unwrap_or(p).display().to_string()),
                 created_at: s.created_at.clone(),
             })
             .collect(),
@@ -366,6 +412,10 @@ impl Watched {
 
 fn read(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).map_err(|e| tracing::warn!("cannot read {}: {e}", path.display())).ok()
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
 }
 
 fn now_rfc3339() -> String {

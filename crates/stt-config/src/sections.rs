@@ -361,8 +361,9 @@ impl Default for SpeakersConfig {
         Self {
             enabled: false,
             model: PathBuf::from("campplus/campplus.onnx"),
-            match_threshold: 0.7,
-            uncertain_threshold: 0.55,
+            // From docs/PERFORMANCE.md, "Speaker identification: accuracy" (scripts/bench-speakers).
+            match_threshold: 0.65,
+            uncertain_threshold: 0.45,
             min_segment_s: 1.0,
             confirm_s: 10.0,
             max_speakers: 32,

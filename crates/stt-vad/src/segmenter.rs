@@ -50,6 +50,17 @@ pub enum SegEvent {
     },
 }
 
+/// The open segment as its `End` will carry it if no more speech comes (see
+/// [`Segmenter::take_settled`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    pub start_s: f64,
+    /// What the `End` will carry as `samples`: pre-roll, speech and the tail.
+    pub samples: Vec<f32>,
+    /// What the `End` will carry as `speech_s`.
+    pub speech_s: f64,
+}
+
 /// Turns a 16 kHz mono stream into speech segments; see the [crate docs](crate).
 pub struct Segmenter<P = Earshot> {
     prob: P,
@@ -89,6 +100,11 @@ struct Open {
     /// Start of the first and end of the last speech frame.
     speech_start: u64,
     speech_end: u64,
+    /// The pause after `speech_end` has lasted the tail: what `End` will carry is known
+    /// (unless speech resumes), not yet taken by [`Segmenter::take_settled`].
+    settled: Option<Settled>,
+    /// The `speech_end` a [`Settled`] was made for, so each pause makes one.
+    settled_for: Option<u64>,
 }
 
 impl Segmenter<Earshot> {
@@ -188,6 +204,16 @@ impl<P: SpeechProb> Segmenter<P> {
         self.open.is_some()
     }
 
+    /// The open segment as its `End` will carry it, once per pause in its speech: when the
+    /// pause has lasted [`TAIL_MS`], everything the `End` will hold is in, and only new
+    /// speech before the hangover runs out would change it. So work on the segment (a
+    /// speaker's embedding) can start during the hangover, while nothing else runs, rather
+    /// than after it; an `End` whose `samples` are longer than the settled ones means speech
+    /// resumed. `None` when no segment is open or its speech goes on.
+    pub fn take_settled(&mut self) -> Option<Settled> {
+        self.open.as_mut().and_then(|o| o.settled.take())
+    }
+
     fn frame(&mut self, frame: &[f32], events: &mut Vec<SegEvent>) {
         let p = self.prob.prob(frame);
         let frame_start = self.now;
@@ -201,9 +227,22 @@ impl<P: SpeechProb> Segmenter<P> {
             open.samples.extend_from_slice(frame);
             if p >= self.off {
                 open.speech_end = self.now;
+                open.settled = None;
             } else if self.now - open.speech_end >= self.hangover {
                 let end = open.speech_end + self.tail;
                 self.close(end, events);
+            } else if self.now - open.speech_end >= self.tail
+                && open.settled_for != Some(open.speech_end)
+            {
+                let end = usize::try_from(open.speech_end + self.tail - open.start)
+                    .unwrap_or(usize::MAX)
+                    .min(open.samples.len());
+                open.settled_for = Some(open.speech_end);
+                open.settled = Some(Settled {
+                    start_s: secs(open.start),
+                    samples: open.samples[..end].to_vec(),
+                    speech_s: secs(open.speech_end - open.speech_start),
+                });
             }
         } else if p >= self.on {
             if self.run == 0 {
@@ -231,8 +270,14 @@ impl<P: SpeechProb> Segmenter<P> {
         let samples: Vec<f32> = self.ring.iter().skip(skip).copied().collect();
         tracing::debug!(start_s = secs(start), "speech segment opens");
         events.push(SegEvent::Start { start_s: secs(start) });
-        self.open =
-            Some(Open { start, samples, speech_start: self.run_start, speech_end: self.now });
+        self.open = Some(Open {
+            start,
+            samples,
+            speech_start: self.run_start,
+            speech_end: self.now,
+            settled: None,
+            settled_for: None,
+        });
         self.run = 0;
     }
 
@@ -286,7 +331,14 @@ impl<P: SpeechProb> Segmenter<P> {
         tracing::debug!(split_s = secs(split), "speech segment reached its maximum length: split");
         self.close(split, events);
         events.push(SegEvent::Start { start_s: secs(split) });
-        self.open = Some(Open { start: split, samples: rest, speech_start: split, speech_end });
+        self.open = Some(Open {
+            start: split,
+            samples: rest,
+            speech_start: split,
+            speech_end,
+            settled: None,
+            settled_for: None,
+        });
     }
 
     /// Offset into `samples` of the middle of the quietest window within the search span at
@@ -417,6 +469,39 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// Pushes `audio` one frame at a time and collects what `take_settled` gives after each
+    /// frame, with the events.
+    fn run_settled(probs: &[f32], audio: &[f32]) -> (Vec<SegEvent>, Vec<Settled>) {
+        let mut seg =
+            Segmenter::with_prob(cfg(), Script { probs: probs.to_vec(), next: 0 }).unwrap();
+        let (mut events, mut settled) = (Vec::new(), Vec::new());
+        for frame in audio.chunks(FRAME) {
+            events.extend(seg.push(frame));
+            settled.extend(seg.take_settled());
+        }
+        events.extend(seg.finish());
+        (events, settled)
+    }
+
+    #[test]
+    fn a_pause_as_long_as_the_tail_settles_what_the_end_will_carry() {
+        // Speech, a 300 ms pause (the tail: settled), more speech, then silence: settled
+        // again 300 ms in, and that is what the end carries, 200 ms later.
+        let (probs, audio) =
+            scene(&[(200, 0.0), (800, 0.9), (300, 0.0), (600, 0.9), (1000, 0.0)], &[]);
+        let (events, settled) = run_settled(&probs, &audio);
+        assert_eq!(settled.len(), 2, "one per pause that lasts the tail");
+        let Some(SegEvent::End { samples, speech_s, start_s, .. }) = events.get(1) else {
+            panic!("{events:?}")
+        };
+        let last = &settled[1];
+        assert_eq!((&last.samples, last.speech_s, last.start_s), (samples, *speech_s, *start_s));
+        assert!(settled[0].samples.len() < samples.len(), "the first pause was not the end");
+        // A pause shorter than the tail settles nothing.
+        let (probs, audio) = scene(&[(200, 0.0), (800, 0.9), (200, 0.0), (800, 0.9)], &[]);
+        assert!(run_settled(&probs, &audio).1.is_empty());
     }
 
     fn check(cfg: VadConfig, timeline: &[(u32, f32)], dips: &[(u32, u32)], expected: &[&str]) {
