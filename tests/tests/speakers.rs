@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use stt_bus::{Connection, Service};
 use stt_proto::{DaemonEvent, SpeakerStatus, Speakers, Transcript};
+use stt_testkit::viewer::speak_as;
 use stt_testkit::{DEADLINE, Proc, Sandbox, expect_within, wait_until};
 
 /// Two voices the model tells far apart (tests/embed.rs in stt-speaker has eight).
@@ -46,26 +47,11 @@ fn data_dir(sandbox: &Sandbox) -> PathBuf {
 /// `(voice, sentence)` spoken one after another into one 16 kHz WAV, a second of silence
 /// around each.
 fn session(dir: &Path, name: &str, lines: &[(&str, &str)]) -> PathBuf {
-    let mut parts = Vec::new();
-    for (n, (voice, text)) in lines.iter().enumerate() {
-        let raw = dir.join(format!("{name}-{n}.raw.wav"));
-        let out = dir.join(format!("{name}-{n}.wav"));
-        let espeak = Command::new("espeak-ng")
-            .args(["-v", voice, "-s", "150", "-w"])
-            .arg(&raw)
-            .arg(text)
-            .status();
-        assert!(espeak.is_ok_and(|s| s.success()), "espeak-ng failed: scripts/setup installs it");
-        let sox = Command::new("sox")
-            .arg("-R")
-            .arg(&raw)
-            .args(["-r", "16000", "-c", "1", "-b", "16"])
-            .arg(&out)
-            .args(["pad", "1", "1"])
-            .status();
-        assert!(sox.is_ok_and(|s| s.success()), "sox failed: scripts/setup installs it");
-        parts.push(out);
-    }
+    let parts: Vec<PathBuf> = lines
+        .iter()
+        .enumerate()
+        .map(|(n, (voice, text))| speak_as(dir, &format!("{name}-{n}"), voice, text))
+        .collect();
     let out = dir.join(format!("{name}.wav"));
     let status = Command::new("sox").arg("-R").args(&parts).arg(&out).status();
     assert!(status.is_ok_and(|s| s.success()), "sox could not join the session");
@@ -74,9 +60,15 @@ fn session(dir: &Path, name: &str, lines: &[(&str, &str)]) -> PathBuf {
 
 /// What a subscriber read from a daemon until it closed the socket.
 fn run_daemon(sandbox: &Sandbox, wav: &Path) -> Vec<DaemonEvent> {
-    let mut daemon = sandbox.spawn(
+    run_daemon_logged(sandbox, wav).0
+}
+
+/// [`run_daemon`], and the daemon's log at debug.
+fn run_daemon_logged(sandbox: &Sandbox, wav: &Path) -> (Vec<DaemonEvent>, String) {
+    let mut daemon = sandbox.spawn_with_env(
         "stt-daemon",
         &["--input", wav.to_str().unwrap(), "--fast", "--wait-for-subscriber"],
+        &[("STT_LOG", "stt_daemon=debug,info")],
     );
     let events = subscribe(sandbox);
     let closed = wait_until(Duration::from_secs(300), || {
@@ -84,7 +76,7 @@ fn run_daemon(sandbox: &Sandbox, wav: &Path) -> Vec<DaemonEvent> {
     });
     assert!(closed.is_some(), "the daemon did not finish the file\n{}", daemon.log());
     assert!(daemon.wait(Duration::from_secs(30)).success(), "{}", daemon.log());
-    events.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    (events.0.lock().unwrap_or_else(PoisonError::into_inner).clone(), daemon.log())
 }
 
 type Events = (Arc<Mutex<Vec<DaemonEvent>>>, Arc<Mutex<bool>>);
@@ -160,7 +152,12 @@ fn an_alternating_two_voice_session_gives_each_voice_one_id_and_no_speakers_even
     let lines: Vec<(&str, &str)> =
         voices.iter().enumerate().map(|(n, v)| (*v, SENTENCES[n % SENTENCES.len()])).collect();
     let wav = session(sandbox.root(), "alternating", &lines);
-    let events = run_daemon(&sandbox, &wav);
+    let (events, log) = run_daemon_logged(&sandbox, &wav);
+    // Every segment was embedded at the pause that ended it, before it closed: what the
+    // segment held was what the pause settled (stt-vad's `take_settled`).
+    let identified: Vec<&str> = log.lines().filter(|l| l.contains("speaker identified")).collect();
+    assert_eq!(identified.len(), voices.len(), "{log}");
+    assert!(identified.iter().all(|l| l.contains("early=true")), "{identified:#?}");
 
     let by_voice = ids_by_voice(&voices, &events);
     eprintln!("ids by voice: {by_voice:?}");

@@ -16,10 +16,15 @@ use crate::llm_server::LlmServer;
 
 /// Speaks `text` into a 16 kHz mono WAV with a second of silence around it.
 pub fn speak(dir: &Path, name: &str, text: &str) -> PathBuf {
+    speak_as(dir, name, "en-us", text)
+}
+
+/// [`speak`] in espeak-ng's `voice` (`en+f3`, `en-gb-scotland+m7`, …).
+pub fn speak_as(dir: &Path, name: &str, voice: &str, text: &str) -> PathBuf {
     let raw = dir.join(format!("{name}.raw.wav"));
     let out = dir.join(format!("{name}.wav"));
     let status = Command::new("espeak-ng")
-        .args(["-v", "en-us", "-s", "150", "-w"])
+        .args(["-v", voice, "-s", "150", "-w"])
         .arg(&raw)
         .arg(text)
         .status();
