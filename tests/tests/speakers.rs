@@ -362,3 +362,53 @@ fn real_people_taking_turns_keep_one_id_each_and_never_get_each_others() {
     let ids_of = |who: &str| minted_for.values().filter(|s| s.as_str() == who).count();
     assert_eq!((ids_of("pocketsphinx-cards"), ids_of("alsa-utils-voice")), (1, 1), "{table}");
 }
+
+/// `stt-ctl speaker-forget` and `speaker-merge` go from the assistant to the running daemon
+/// through the edits file: its roster loses the forgotten speaker (and the sample), the
+/// merged one's speech goes to the speaker that stays, and the daemon says so at once.
+#[test]
+fn forget_and_merge_from_stt_ctl_reach_the_running_daemon() {
+    let sandbox = sandbox("");
+    let _assistant: Proc = sandbox.spawn("stt-assistant", &[]);
+    let lines = [(ANA, SENTENCES[0]), (BEA, SENTENCES[1]), (CAL, SENTENCES[3])];
+    let wav = session(sandbox.root(), "three", &lines);
+    let mut daemon = sandbox.spawn(
+        "stt-daemon",
+        &["--input", wav.to_str().unwrap(), "--fast", "--wait-for-subscriber", "--stay"],
+    );
+    let (events, _) = subscribe(&sandbox);
+    // The roster as the daemon last sent it (every subscriber gets it on connect too).
+    let last_roster = || rosters(&events.lock().unwrap_or_else(PoisonError::into_inner)).pop();
+    let before =
+        expect_within("three speakers", Duration::from_secs(300), || match last_roster() {
+            Some(r) if r.speakers.len() == 3 => Ok(r),
+            other => Err(format!("{other:?}")),
+        });
+    let ids: Vec<String> = before.speakers.iter().map(|s| s.id.clone()).collect();
+    expect_within("the assistant knows all three", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["speaker-list"]);
+        if ids.iter().all(|id| out.stdout.contains(id)) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+
+    let forgot = sandbox.run("stt-ctl", &["speaker-forget", &ids[1]]);
+    assert_eq!(forgot.code, Some(0), "{forgot:?}");
+    let merged = sandbox.run("stt-ctl", &["speaker-merge", &ids[2], &ids[0]]);
+    assert_eq!(merged.code, Some(0), "{merged:?}");
+
+    let after = expect_within("the daemon's roster of one", DEADLINE, || match last_roster() {
+        Some(r) if r.speakers.len() == 1 => Ok(r),
+        other => Err(format!("{other:?}")),
+    });
+    let stays = &after.speakers[0];
+    assert_eq!(stays.id, ids[0]);
+    let heard = |i: usize| before.speakers[i].cumulative_s;
+    assert!((stays.cumulative_s - (heard(0) + heard(2))).abs() < 0.02, "{after:?} {before:?}");
+    let dir = data_dir(&sandbox).join("speakers");
+    assert!(dir.join(format!("{}.wav", ids[0])).exists());
+    for gone in &ids[1..] {
+        assert!(!dir.join(format!("{gone}.wav")).exists(), "{gone}'s sample is deleted");
+    }
+    let on_disk = std::fs::read_to_string(dir.join("speakers.json")).unwrap();
+    assert!(!on_disk.contains(&ids[1]) && !on_disk.contains(&ids[2]), "{on_disk}");
+    assert!(daemon.signal_and_wait(nix::sys::signal::Signal::SIGTERM).success());
+}

@@ -243,6 +243,10 @@ impl Worker {
                     self.check_files(false);
                     let who = self.identify(seg_id, &samples, speech_s);
                     self.results.put(seg_id, who);
+                    // The disk after the answer: a transcript never waits on an fsync.
+                    if let Err(e) = self.roster.persist(&samples) {
+                        publish_error(&self.publisher, e.to_string());
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => self.check_files(false),
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -276,10 +280,7 @@ impl Worker {
         // The embedding's time when it was made here (0 when the preview had it).
         let embed_ms = if early { 0.0 } else { ms(started) };
         let at = now_rfc3339();
-        let (found, saved) = self.roster.identify(&embedding, speech_s, samples, &at);
-        if let Err(e) = saved {
-            publish_error(&self.publisher, e.to_string());
-        }
+        let found = self.roster.identify(&embedding, speech_s, &at);
         tracing::debug!(
             seg_id,
             speaker = %found.id,

@@ -49,18 +49,8 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 const START: &str = "<!-- bench-speakers:start -->";
 const END: &str = "<!-- bench-speakers:end -->";
 
-/// The voices of `tests/embed.rs`: an accent and a variant each (espeak-ng 1.51 ignores a
-/// variant on "en-gb", so the variants go on other accents).
-const VOICES: [&str; 8] = [
-    "en-us+m3",
-    "en+f3",
-    "en-gb-scotland+m7",
-    "en-029+f2",
-    "en-gb-x-rp+klatt",
-    "en-us-nyc+whisper",
-    "en-gb-x-gbclan+grandma",
-    "en-gb-x-gbcwmd+m1",
-];
+/// Eight voices the model tells apart.
+const VOICES: [&str; 8] = stt_testkit::speech::SPEAKER_VOICES;
 
 /// Words a minute: each voice at both is one speaker.
 const RATES: [u32; 2] = [140, 175];
@@ -490,9 +480,8 @@ fn session(
     for round in 0..rounds {
         for (m, utterances) in members.iter().enumerate() {
             let Some(u) = utterances.get(round) else { continue };
-            let (found, saved) =
-                roster.identify(&u.embedding, u.speech_s, &u.samples, "2026-12-03T10:00:00Z");
-            saved?;
+            let found = roster.identify(&u.embedding, u.speech_s, "2026-12-03T10:00:00Z");
+            roster.persist(&u.samples)?;
             if found.status == Status::Unknown {
                 owner.insert(found.id.clone(), m);
             }

@@ -160,6 +160,10 @@ pub struct Roster {
     entries: Vec<Entry>,
     next: u32,
     edits_applied: u64,
+    /// [`Roster::identify`] changed what the files hold: [`Roster::persist`] writes it.
+    dirty: bool,
+    /// The speaker whose sample the last identified segment should become, with its score.
+    sample_due: Option<(String, f32)>,
     /// What was wrong with the files found, for the caller to report (once).
     pub warnings: Vec<String>,
 }
@@ -227,6 +231,8 @@ impl Roster {
             entries,
             next,
             edits_applied: file.edits_applied,
+            dirty: false,
+            sample_due: None,
             warnings,
         })
     }
@@ -241,17 +247,11 @@ impl Roster {
         self.edits_applied
     }
 
-    /// Who spoke a segment of `speech_s` seconds whose embedding is `embedding`; `samples`
-    /// (16 kHz mono) may become the speaker's sample; `at` is the RFC 3339 time, for a mint.
-    /// Saves the roster when it changed (even by an adapt); a failed save is returned after
-    /// the identification, which stands.
-    pub fn identify(
-        &mut self,
-        embedding: &[f32],
-        speech_s: f64,
-        samples: &[f32],
-        at: &str,
-    ) -> (Identified, Result<(), RosterError>) {
+    /// Who spoke a segment of `speech_s` seconds whose embedding is `embedding`; `at` is the
+    /// RFC 3339 time, for a mint. In memory only, so the answer goes out without waiting on
+    /// a disk: [`Roster::persist`] then writes what changed (an adapt too), with the
+    /// segment's audio when it is to be the speaker's sample.
+    pub fn identify(&mut self, embedding: &[f32], speech_s: f64, at: &str) -> Identified {
         let best = self
             .entries
             .iter()
@@ -279,23 +279,20 @@ impl Roster {
                     changed: confirmed,
                     pruned: Vec::new(),
                 };
-                let mut saved = Ok(());
                 if s > speaker.sample_score {
-                    saved = self.keep_sample(i, samples, s);
+                    self.sample_due = Some((speaker.id.clone(), s));
                 }
-                (found, saved.and(self.save()))
+                self.dirty = true;
+                found
             }
-            Some((i, s)) if s >= self.rules.uncertain_threshold => {
-                let found = Identified {
-                    id: self.entries[i].speaker.id.clone(),
-                    status: Status::Uncertain,
-                    score,
-                    name: None,
-                    changed: false,
-                    pruned: Vec::new(),
-                };
-                (found, Ok(()))
-            }
+            Some((i, s)) if s >= self.rules.uncertain_threshold => Identified {
+                id: self.entries[i].speaker.id.clone(),
+                status: Status::Uncertain,
+                score,
+                name: None,
+                changed: false,
+                pruned: Vec::new(),
+            },
             _ => {
                 let id = format!("spk_{:04}", self.next);
                 self.next += 1;
@@ -309,27 +306,35 @@ impl Roster {
                     name: None,
                     status,
                     cumulative_s: speech_s,
-                    sample_path: None,
+                    // Written by `persist`, a moment after the roster naming it is announced.
+                    sample_path: Some(self.dir.join(format!("{id}.wav"))),
                     created_at: at.to_owned(),
                     sample_score: 0.0,
                 };
                 let print = Prototype { seconds: speech_s, vector: unit(embedding.to_vec()) };
                 self.entries.push(Entry { speaker, print });
                 // Score 0: the first segment near the print replaces it.
-                let mut saved = self.keep_sample(self.entries.len() - 1, samples, 0.0);
+                self.sample_due = Some((id.clone(), 0.0));
+                self.dirty = true;
                 let pruned = self.prune(&id);
-                saved = saved.and(self.save());
-                let found = Identified {
-                    id,
-                    status: Status::Unknown,
-                    score,
-                    name: None,
-                    changed: true,
-                    pruned,
-                };
-                (found, saved)
+                Identified { id, status: Status::Unknown, score, name: None, changed: true, pruned }
             }
         }
+    }
+
+    /// Writes what [`Roster::identify`] changed: `samples` (the segment it was given) as the
+    /// speaker's sample when it is the clearest yet, then the two files. Nothing when nothing
+    /// changed (an uncertain segment).
+    pub fn persist(&mut self, samples: &[f32]) -> Result<(), RosterError> {
+        if let Some((id, score)) = self.sample_due.take()
+            && let Some(i) = self.position(&id)
+        {
+            self.keep_sample(i, samples, score)?;
+        }
+        if std::mem::take(&mut self.dirty) {
+            self.save()?;
+        }
+        Ok(())
     }
 
     /// Takes the names the assistant keeps (speaker id → name); true when a speaker's name
@@ -575,8 +580,8 @@ mod tests {
     }
 
     fn hear(roster: &mut Roster, v: &[f32], seconds: f64) -> Identified {
-        let (who, saved) = roster.identify(v, seconds, &[0.1; 1600], "2026-12-03T10:00:00Z");
-        saved.unwrap();
+        let who = roster.identify(v, seconds, "2026-12-03T10:00:00Z");
+        roster.persist(&[0.1; 1600]).unwrap();
         who
     }
 

@@ -22,19 +22,8 @@ use stt_speaker::embed::{self, DIM, EmbedError, Embedder, MIN_SPEECH_S, cosine};
 use stt_speaker::fbank::SAMPLE_RATE;
 use stt_testkit::speech::{Line, Part, Speech};
 
-/// Eight espeak-ng voices the model tells apart (scripts/check-campplus.py's). An accent
-/// alone is one voice to the model, so each has a variant too; espeak-ng 1.51 ignores a
-/// variant on "en-gb" (`en-gb+f2` is `en-gb`), so the variants go on other accents.
-const VOICES: [&str; 8] = [
-    "en-us+m3",
-    "en+f3",
-    "en-gb-scotland+m7",
-    "en-029+f2",
-    "en-gb-x-rp+klatt",
-    "en-us-nyc+whisper",
-    "en-gb-x-gbclan+grandma",
-    "en-gb-x-gbcwmd+m1",
-];
+/// Eight voices the model tells apart.
+const VOICES: [&str; 8] = stt_testkit::speech::SPEAKER_VOICES;
 
 /// The two sentences each voice says on its own, 3.1 to 3.7 s long: each embedded whole.
 const SENTENCES: [&str; 2] = [

@@ -70,6 +70,21 @@ const PART_RATE: u32 = 22_050;
 
 /// Silence before the first sentence, between sentences and after the last, in seconds:
 /// well over the VAD's hangover, so each sentence is a segment of its own.
+/// Eight espeak-ng voices the speaker model tells apart (scripts/check-campplus.py's): the
+/// speaker-embedding tests and the accuracy benchmark (stt-speaker) speak with them. An
+/// accent alone is one voice to the model, so each has a variant too; espeak-ng 1.51 ignores
+/// a variant on "en-gb" (`en-gb+f2` is `en-gb`), so the variants go on other accents.
+pub const SPEAKER_VOICES: [&str; 8] = [
+    "en-us+m3",
+    "en+f3",
+    "en-gb-scotland+m7",
+    "en-029+f2",
+    "en-gb-x-rp+klatt",
+    "en-us-nyc+whisper",
+    "en-gb-x-gbclan+grandma",
+    "en-gb-x-gbcwmd+m1",
+];
+
 pub const LEAD_S: f64 = 0.6;
 pub const GAP_S: f64 = 1.2;
 pub const TAIL_S: f64 = 1.0;
