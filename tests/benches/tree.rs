@@ -83,6 +83,7 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
         api_key: None,
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(300),
+        slots: false,
     })
     .unwrap();
     let settings = Settings {
@@ -91,6 +92,7 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
         max_tool_iterations: 4,
         confirmation_timeout: Duration::from_secs(1),
         max_tokens,
+        command_answer_max_tokens: max_tokens,
         temperature: 0.0,
         stream: false,
         prompt_budget: BUDGET,
@@ -121,6 +123,7 @@ async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, usize) 
         conversation: Chat::default(),
         system: None,
         resume: None,
+        slot: None,
         episode: Episode::Chat(1),
     };
     let reports = llm::run_to_end(lane, work).await;

@@ -127,6 +127,7 @@ impl Settings {
                 max_tool_iterations: a.max_tool_iterations,
                 confirmation_timeout: Duration::from_secs(a.confirmation_timeout_s),
                 max_tokens: a.max_tokens,
+                command_answer_max_tokens: a.command_answer_max_tokens,
                 temperature: config.llm.temperature,
                 stream: config.llm.stream,
                 prompt_budget: a.prompt_budget(),

@@ -24,8 +24,7 @@ fn lane(server: &LlmServer, memory: Memory) -> Lane {
 }
 
 fn open(dir: &std::path::Path) -> Memory {
-    let settings = memory::Settings::new(dir.join("memory.sqlite"));
-    memory::spawn(settings, Sink::new(|_| {})).unwrap()
+    common::memory(dir)
 }
 
 /// Waits (without blocking the runtime the jobs run on) until `done`, or fails after the
@@ -96,7 +95,12 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
         let ends = name.ends_with("_intention") && name != "add_intention";
         assert_eq!(offered.contains(&name), !ends, "{name}: {offered:?}");
     }
-    assert!(system_of(&requests[0]).contains("call recall_memories only when the user asks"));
+    // Told when to use them before the command's words; the system prompt is the configured
+    // one, byte for byte, as on every command (the prefix llama-server keeps cached).
+    let first_user = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(first_user.contains("call recall_memories only when the user asks"), "{first_user}");
+    assert!(first_user.ends_with("do you remember where my sister lives"), "{first_user}");
+    assert_eq!(system_of(&requests[0]), lane.settings.command_system_prompt);
     // The result reached the model.
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("Lisbon"), "{second}");
@@ -107,7 +111,8 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
     let request = server.requests().pop().unwrap();
     let tools = request["tools"].to_string();
     assert!(tools.contains("get_datetime") && !tools.contains("recall_memories"), "{tools}");
-    assert!(!system_of(&request).contains("recall_memories"));
+    assert_eq!(system_of(&request), lane.settings.command_system_prompt);
+    assert!(!last_user(&request).contains("recall_memories"));
 }
 
 #[tokio::test]

@@ -157,6 +157,9 @@ pub struct AssistantConfig {
     pub max_context_tokens: u32,
     /// Longest reply requested from the model, in tokens.
     pub max_tokens: u32,
+    /// Longest answer of a command once its tools have run (one or two spoken sentences),
+    /// in tokens; an answer cut there ends at its last whole sentence.
+    pub command_answer_max_tokens: u32,
     /// Tokens kept free for estimation error when budgeting the prompt.
     pub compaction_safety_margin: u32,
     /// Compact when the prompt reaches this fraction of the budget (0 exclusive .. 1).
@@ -188,6 +191,7 @@ impl Default for AssistantConfig {
             command_system_prompt: DEFAULT_COMMAND_SYSTEM_PROMPT.to_owned(),
             max_context_tokens: 4096,
             max_tokens: 512,
+            command_answer_max_tokens: 64,
             compaction_safety_margin: 256,
             compaction_trigger_ratio: 0.8,
             compaction_keep_turns: 4,
@@ -289,7 +293,7 @@ impl Default for LlmConfig {
             stream: true,
             temperature: 0.2,
             local_server: true,
-            local_model: PathBuf::from("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+            local_model: PathBuf::from("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
             local_port: 9931,
             local_server_program: PathBuf::new(),
             providers: BTreeMap::new(),

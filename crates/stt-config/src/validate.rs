@@ -168,6 +168,23 @@ fn assistant(c: &AssistantConfig) -> Checked {
         d.confirmation_timeout_s,
     )?;
     positive("assistant", "max_tokens", c.max_tokens.into(), d.max_tokens.into())?;
+    positive(
+        "assistant",
+        "command_answer_max_tokens",
+        c.command_answer_max_tokens.into(),
+        d.command_answer_max_tokens.into(),
+    )?;
+    if c.command_answer_max_tokens > c.max_tokens {
+        return Err(Problem {
+            key: KeyPath::new("assistant", "command_answer_max_tokens"),
+            also: vec![KeyPath::new("assistant", "max_tokens")],
+            message: format!(
+                "command_answer_max_tokens ({}) is more than max_tokens ({}): lower it, or raise \
+                 max_tokens",
+                c.command_answer_max_tokens, c.max_tokens
+            ),
+        });
+    }
     let reserved = u64::from(c.max_tokens) + u64::from(c.compaction_safety_margin);
     if reserved >= u64::from(c.max_context_tokens) {
         return Err(Problem {

@@ -83,6 +83,10 @@ pub struct Request<'a> {
     pub temperature: f64,
     /// Carry on the provider's own session (CLI providers keep one); `None` to start afresh.
     pub resume: Option<&'a Resume>,
+    /// The llama-server slot to run in, so that one kind of work keeps its prompt cache from
+    /// another's (commands' from dreams'); sent only to an endpoint with
+    /// [`slots`](crate::Endpoint::slots), ignored by every other provider.
+    pub slot: Option<u32>,
 }
 
 /// Why the model stopped.

@@ -14,13 +14,16 @@
 //!   the fix for each failure.
 //! - [`sse`]: server-sent events, the framing of a streamed reply.
 //! - [`toolcall`]: tool calls small local models write as JSON in their text (bare, fenced,
-//!   or wrapped in `<tool_call>` tags), for providers that return them that way.
+//!   in `<tool_call>` or `<tools>` tags, in double braces), for providers that return them
+//!   that way: calls to known tools, checked against their schemas; a call cut off or not
+//!   fitting its schema is refused with a reason for the model.
 //!
 //! # Invariants
 //!
 //! The assistant speaks only `conversation` types: a new provider is a new variant and
 //! module, never an `if provider ==` in the tool loop. A call found in the text is only taken for
-//! a tool that exists. Every failure is an `LlmError` whose message names the fix.
+//! a tool that exists, and run only when it is whole and fits the tool's schema. Every failure
+//! is an `LlmError` whose message names the fix.
 
 pub mod anthropic;
 pub mod cli;
@@ -34,7 +37,7 @@ pub mod toolcall;
 use std::time::Duration;
 
 pub use conversation::{Finish, Message, Reply, Request, Resume, Role, ToolCall, ToolSpec, Usage};
-pub use toolcall::calls_in_content;
+pub use toolcall::{Found, Refused, calls_in_content, check_arguments, find_calls};
 
 /// Where and how to reach the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +51,10 @@ pub struct Endpoint {
     pub connect_timeout: Duration,
     /// Longest wait for the response to start, and for each next piece of a stream.
     pub idle_timeout: Duration,
+    /// The server is llama.cpp's `llama-server`, which keeps a prompt cache per slot: a
+    /// request's [`slot`](Request::slot) is sent as `id_slot`. Other servers may refuse a
+    /// field they do not know, so it is off for them.
+    pub slots: bool,
 }
 
 /// A key or token: its `Debug` never shows it, so a logged struct cannot leak it.

@@ -704,6 +704,7 @@ impl Registry {
                     api_key: self.key(id).and_then(|k| k.resolve()),
                     connect_timeout: self.settings.connect_timeout,
                     idle_timeout: self.settings.idle_timeout,
+                    slots: id == Id::LlamaCpp,
                 };
                 match shape {
                     Shape::OpenAi => openai::Client::new(endpoint).map(Provider::OpenAi),

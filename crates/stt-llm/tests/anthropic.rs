@@ -19,6 +19,7 @@ fn endpoint(url: &str) -> Endpoint {
         api_key: Some(Secret::new("sk-ant-test")),
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_millis(500),
+        slots: false,
     }
 }
 
@@ -27,7 +28,7 @@ fn client(url: &str) -> Provider {
 }
 
 fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec], stream: bool) -> Request<'a> {
-    Request { messages, tools, stream, max_tokens: 64, temperature: 0.0, resume: None }
+    Request { messages, tools, stream, max_tokens: 64, temperature: 0.0, resume: None, slot: None }
 }
 
 fn timer_tool() -> ToolSpec {

@@ -26,7 +26,15 @@ fn provider(cli: Cli, fake: &FakeCli, idle: Duration) -> Provider {
 }
 
 fn request<'a>(messages: &'a [Message], resume: Option<&'a Resume>) -> Request<'a> {
-    Request { messages, tools: &[], stream: true, max_tokens: 256, temperature: 0.2, resume }
+    Request {
+        messages,
+        tools: &[],
+        stream: true,
+        max_tokens: 256,
+        temperature: 0.2,
+        resume,
+        slot: None,
+    }
 }
 
 /// Sends one request, returning the reply and the pieces `on_text` saw.

@@ -16,12 +16,13 @@ fn client(url: &str) -> Provider {
         api_key: Some(stt_llm::Secret::new("sk-test")),
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_millis(500),
+        slots: false,
     })
     .unwrap()
 }
 
 fn request<'a>(messages: &'a [Message], tools: &'a [ToolSpec], stream: bool) -> Request<'a> {
-    Request { messages, tools, stream, max_tokens: 64, temperature: 0.0, resume: None }
+    Request { messages, tools, stream, max_tokens: 64, temperature: 0.0, resume: None, slot: None }
 }
 
 #[tokio::test]

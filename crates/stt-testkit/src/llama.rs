@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::models_dir;
 
 /// The GGUF `scripts/fetch-llm` assembles into the models directory.
-pub const MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+pub const MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
 
 /// Where `scripts/fetch-llm` caches llama-server (`STT_LLAMA_SERVER` overrides it), as seen
 /// by this test process.

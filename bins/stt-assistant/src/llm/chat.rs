@@ -6,7 +6,7 @@
 use stt_llm::{Finish, Message, Request, Resume};
 use stt_proto::ErrorCode;
 
-use super::{Chat, Lane, Report, compact, complete, error};
+use super::{Chat, Lane, Report, SLOT_OTHER, compact, complete, error};
 use crate::lane::Sink;
 
 /// What a turn sends.
@@ -49,6 +49,7 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
         max_tokens: settings.max_tokens,
         temperature: settings.temperature,
         resume: resume.as_ref(),
+        slot: Some(SLOT_OTHER),
     };
     let stream = |piece: &str| {
         out.send(Report::Reply { text: piece.to_owned(), partial: true, stopped: false });

@@ -11,7 +11,7 @@ use stt_proto::{AssistantEvent, ErrorCode, ToolCall, ToolResult};
 use stt_tools::ActionRecord;
 use stt_tools::registry::Outcome;
 
-use super::{Lane, Report, complete, error, no_client, recall};
+use super::{Lane, Report, SLOT_COMMAND, SLOT_OTHER, complete, error, no_client, recall};
 use crate::lane::Sink;
 use crate::memory::{self, Answer, Ask, Episode, tools as memory_tools};
 
@@ -37,21 +37,40 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     // The nodes of the memory tree explored so far (going down to another is progress).
     let mut explored: Vec<serde_json::Value> = Vec::new();
     for _ in 0..settings.max_tool_iterations.max(1) {
+        // Once a tool has run, what comes is the answer (or one more short call): capped, so
+        // a model that rambles after its result costs a few seconds, not half a minute.
+        let cap = if ran.is_empty() { Cap::Reply } else { Cap::Answer };
         let request = Request {
             messages: &messages,
             tools: &tools,
             stream: settings.stream,
-            max_tokens: settings.max_tokens,
+            max_tokens: cap.tokens(settings),
             temperature: settings.temperature,
             resume: None,
+            slot: Some(SLOT_COMMAND),
         };
         let reply = match complete(lane, client, &request, out, |_| {}).await {
             Ok(reply) => reply,
             Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
         };
-        let calls = batch(calls_of(lane, &reply));
+        let found = calls_of(lane, &reply);
+        for refused in &found.refused {
+            tracing::info!(tool = %refused.name, "{}", refused.reason);
+        }
+        let calls = batch(found.calls);
+        if calls.is_empty() && !found.refused.is_empty() {
+            // A call it did not write whole, or with arguments the tool does not take: run
+            // nothing, say why, and let it try again (within max_tool_iterations).
+            let reasons: Vec<&str> = found.refused.iter().map(|r| r.reason.as_str()).collect();
+            messages.push(Message::assistant(&reply.content));
+            messages.push(Message::user(format!(
+                "{}. Call the tool again with arguments it takes, or answer in words.",
+                reasons.join("; ")
+            )));
+            continue;
+        }
         if calls.is_empty() {
-            return answer(&reply, out);
+            return answer(&reply, cap, out);
         }
         // Calling again a tool whose result is already in view is a loop (small local
         // models do it instead of answering): run nothing more, ask for the outcome. Going
@@ -87,6 +106,25 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     );
 }
 
+/// Has the model read the command prefix, the system prompt and the tool list every command
+/// starts with (the registry's tools; memory's come after them when a command is offered
+/// them), into its command slot: one request with an empty turn and `max_tokens` 1. The next
+/// command then has only its own words to read. Returns what the request cost.
+pub async fn warm(lane: &Lane, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
+    let messages = [Message::system(&lane.settings.command_system_prompt), Message::user("")];
+    let tools = tools(lane, false, false);
+    let request = Request {
+        messages: &messages,
+        tools: &tools,
+        stream: false,
+        max_tokens: 1,
+        temperature: lane.settings.temperature,
+        resume: None,
+        slot: Some(SLOT_COMMAND),
+    };
+    client.complete(&request, |_| {}).await.map(|reply| reply.usage.unwrap_or_default())
+}
+
 /// The tools a command may call: the registry's, and memory's when it is on and `memory`
 /// (those that end an intention only while one is open: every schema costs a small model's
 /// attention).
@@ -119,18 +157,67 @@ fn spec_of(lane: &Lane, name: &str) -> Option<stt_tools::registry::ToolSpec> {
     memory_tools::ASSISTANT.contains(&name).then(|| memory_tools::specs(&[name]).pop()).flatten()
 }
 
-/// Reports a reply without calls as the command's answer.
-fn answer(reply: &Reply, out: &Sink<Report>) {
-    if reply.finish == Some(Finish::Length) {
-        error(
-            out,
-            ErrorCode::Truncated,
-            "the model's answer was cut off by [assistant].max_tokens",
-        );
+/// The token limit of a command's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cap {
+    /// Before any tool ran: `[assistant].max_tokens` (the reply may be a call, or a whole
+    /// answer when no tool is needed).
+    Reply,
+    /// After: `[assistant].command_answer_max_tokens`, one or two spoken sentences.
+    Answer,
+}
+
+impl Cap {
+    fn tokens(self, settings: &super::Settings) -> u32 {
+        match self {
+            Self::Reply => settings.max_tokens,
+            Self::Answer => settings.command_answer_max_tokens.min(settings.max_tokens),
+        }
     }
+}
+
+/// Reports a reply without calls as the command's answer. One cut off by
+/// [`Cap::Answer`] ends at its last whole sentence (or with "…" when it has none): the
+/// outcome is in the first sentence or two, and nobody needs an error for the rest. One cut
+/// off by `max_tokens` is reported as cut off.
+fn answer(reply: &Reply, cap: Cap, out: &Sink<Report>) {
+    let cut = reply.finish == Some(Finish::Length);
     let answer = reply.content.trim();
+    let answer = match cap {
+        Cap::Answer if cut => {
+            tracing::debug!(
+                "the answer reached [assistant].command_answer_max_tokens: kept to its last \
+                 whole sentence"
+            );
+            whole_sentences(answer)
+        }
+        _ => {
+            if cut {
+                error(
+                    out,
+                    ErrorCode::Truncated,
+                    "the model's answer was cut off by [assistant].max_tokens",
+                );
+            }
+            answer.to_owned()
+        }
+    };
     if !answer.is_empty() {
-        out.send(Report::Reply { text: answer.to_owned(), partial: false, stopped: false });
+        out.send(Report::Reply { text: answer, partial: false, stopped: false });
+    }
+}
+
+/// `text` up to the end of its last whole sentence, or all of it and "…" when no sentence
+/// ended.
+fn whole_sentences(text: &str) -> String {
+    let ends = text.char_indices().filter(|&(i, c)| {
+        matches!(c, '.' | '!' | '?' | '。')
+            && text[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
+    });
+    match ends.last() {
+        Some((i, c)) => text[..i + c.len_utf8()].to_owned(),
+        None if text.is_empty() => String::new(),
+        None => format!("{}…", text.trim_end()),
     }
 }
 
@@ -157,12 +244,15 @@ async fn report(
         messages: &messages,
         tools: &[],
         stream: lane.settings.stream,
-        max_tokens: lane.settings.max_tokens,
+        max_tokens: Cap::Answer.tokens(&lane.settings),
         temperature: lane.settings.temperature,
         resume: None,
+        // Not the command slot: without the tools this prompt would push the command
+        // prefix out of its cache.
+        slot: Some(SLOT_OTHER),
     };
     match complete(lane, client, &request, out, |_| {}).await {
-        Ok(reply) => answer(&reply, out),
+        Ok(reply) => answer(&reply, Cap::Answer, out),
         Err(e) => error(out, ErrorCode::LlmError, lane.explain(&e)),
     }
 }
@@ -212,12 +302,16 @@ fn batch(calls: Vec<Call>) -> Vec<Call> {
 /// Calls one reply may run.
 const MAX_CALLS: usize = 4;
 
-/// The calls in a reply: the provider's, or else JSON calls in the text.
-fn calls_of(lane: &Lane, reply: &Reply) -> Vec<Call> {
+/// The calls in a reply: the provider's, or else JSON calls in the text, those it did not
+/// write whole or with arguments its tool takes refused (never run).
+fn calls_of(lane: &Lane, reply: &Reply) -> stt_llm::Found {
     if !reply.tool_calls.is_empty() {
-        return reply.tool_calls.clone();
+        return stt_llm::Found { calls: reply.tool_calls.clone(), refused: Vec::new() };
     }
-    stt_llm::calls_in_content(&reply.content, |name| spec_of(lane, name).is_some())
+    let memory = lane.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
+    let specs: Vec<_> = lane.registry.specs().chain(memory.iter().flatten()).collect();
+    let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
+    stt_llm::find_calls(&reply.content, schema_of)
 }
 
 /// Runs one of memory's tools (`dream_now` asks the loop for a dream). `added`: the

@@ -6,7 +6,7 @@
 
 use stt_llm::{Finish, Message, Provider, Request, Role};
 
-use super::{Chat, Lane, Report, Settings, complete, estimate_tokens};
+use super::{Chat, Lane, Report, SLOT_OTHER, Settings, complete, estimate_tokens};
 use crate::lane::Sink;
 
 /// Keeps the next request made of `chat` within the budget, as the module says.
@@ -107,6 +107,7 @@ async fn summarize(
             max_tokens: settings.compaction_max_tokens,
             temperature: 0.0,
             resume: None,
+            slot: Some(SLOT_OTHER),
         };
         let reply =
             complete(lane, client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use stt_llm::{Message, Provider, Request, ToolSpec};
 use stt_memory::text::content_words;
 
-use super::{Lane, Report, complete};
+use super::{Lane, Report, SLOT_OTHER, complete};
 use crate::lane::Sink;
 use crate::memory::{Answer, Ask, tools as memory_tools};
 
@@ -136,7 +136,7 @@ fn corrects(was: &str, rewrite: &str, now: &str) -> bool {
 }
 
 /// Whether the model judges `now` to correct `was`.
-async fn replaces(
+pub async fn replaces(
     lane: &Lane,
     client: &Provider,
     was: &str,
@@ -156,6 +156,7 @@ async fn replaces(
         max_tokens: 60,
         temperature: DREAM_TEMPERATURE,
         resume: None,
+        slot: Some(SLOT_OTHER),
     };
     match complete(lane, client, &request, out, |_| {}).await {
         Ok(reply) => {
@@ -238,6 +239,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 max_tokens: lane.settings.max_tokens,
                 temperature: DREAM_TEMPERATURE,
                 resume: None,
+                slot: Some(SLOT_OTHER),
             };
             let reply = match complete(lane, client, &request, out, |_| {}).await {
                 Ok(reply) => reply,
@@ -308,6 +310,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 max_tokens: lane.settings.max_tokens,
                 temperature: DREAM_TEMPERATURE,
                 resume: None,
+                slot: Some(SLOT_OTHER),
             };
             if let Ok(reply) = complete(lane, client, &request, out, |_| {}).await {
                 tracing::debug!(content = %reply.content, "dream extraction");

@@ -39,6 +39,8 @@ pub struct Settings {
     pub max_tool_iterations: u32,
     pub confirmation_timeout: Duration,
     pub max_tokens: u32,
+    /// `[assistant].command_answer_max_tokens`: a command's answer once its tools have run.
+    pub command_answer_max_tokens: u32,
     pub temperature: f64,
     /// `[llm].stream`: ask for replies as they are generated (chat turns and commands).
     pub stream: bool,
@@ -343,6 +345,12 @@ struct Prompt {
 
 /// What to tell the model about its memory, after the system prompt. With `tools`, when to
 /// call them.
+/// The llama-server slot commands run in: their prompt (the command system prompt and the
+/// tool list, the same bytes every time) stays in its cache, whatever else the model does.
+pub const SLOT_COMMAND: u32 = 0;
+/// The slot of everything else: chat, its summaries (which share chat's prefix) and dreams.
+pub const SLOT_OTHER: u32 = 1;
+
 const DISCIPLINE_CHAT: &str = "You remember earlier conversations. A line starting with \
     \"(Memory:\" before a message comes from that memory, not from what the user says now: \
     use it when it answers or bears on what is asked, and do not bring it up otherwise. Never \
@@ -351,9 +359,12 @@ const DISCIPLINE_TOOLS: &str = "You remember earlier conversations: call recall_
     only when the user asks about something said before. To be reminded later (\"remind me … \
     when … comes up\"), call add_intention.";
 
-/// The system prompt and the turn's text with what memory has for `text`: its sections and
-/// discipline after `system`, this turn's reminders (intentions due or cued, hints) before
-/// `text`. Without memory, or when it does not answer, both go as they are.
+/// The system prompt and the turn's text with what memory has for `text`. For chat, its
+/// sections and discipline go after `system`. For a command (`tools`), the system prompt stays
+/// as it is, byte for byte, so that with the tool list after it, it is the same prefix on
+/// every command, which llama-server keeps in its cache: the sections and discipline go
+/// before `text` instead. This turn's reminders (intentions due or cued, hints) go before
+/// `text` either way. Without memory, or when it does not answer, both go as they are.
 async fn recall(
     lane: &Lane,
     system: &str,
@@ -390,21 +401,29 @@ async fn recall(
         && (memory::asks_about_memory(&words)
             || !context.reminders.is_empty()
             || context.intentions > 0);
-    let mut system = system.to_owned();
-    match (tools, memory_tools) {
-        (false, _) => system.push_str(&format!("\n\n{DISCIPLINE_CHAT}")),
-        (true, true) => system.push_str(&format!("\n\n{DISCIPLINE_TOOLS}")),
-        (true, false) => {}
-    }
-    if !context.sections.is_empty() {
-        system.push_str("\n\n");
-        system.push_str(&context.sections);
-    }
-    let text = if context.reminders.is_empty() {
-        text.to_owned()
-    } else {
-        format!("(Memory: {})\n\n{text}", context.reminders.join("; "))
+    let discipline = match (tools, memory_tools) {
+        (false, _) => Some(DISCIPLINE_CHAT),
+        (true, true) => Some(DISCIPLINE_TOOLS),
+        (true, false) => None,
     };
+    let sections = Some(context.sections.as_str()).filter(|s| !s.is_empty());
+    let added = discipline.into_iter().chain(sections);
+    let mut system = system.to_owned();
+    let mut before = String::new();
+    for part in added {
+        let to = if tools { &mut before } else { &mut system };
+        if !to.is_empty() {
+            to.push_str("\n\n");
+        }
+        to.push_str(part);
+    }
+    if !context.reminders.is_empty() {
+        if !before.is_empty() {
+            before.push_str("\n\n");
+        }
+        before.push_str(&format!("(Memory: {})", context.reminders.join("; ")));
+    }
+    let text = if before.is_empty() { text.to_owned() } else { format!("{before}\n\n{text}") };
     Prompt { system, text, intentions: context.intentions, memory_tools }
 }
 

@@ -13,7 +13,7 @@ use stt_llm::{Finish, Message, Request};
 use stt_memory::Role;
 use stt_memory::tree::{Fields, Node, TreeContext, TreeJob, TreeMessage};
 
-use super::{Chat, Lane, Report, complete, estimate_tokens};
+use super::{Chat, Lane, Report, SLOT_OTHER, complete, estimate_tokens};
 use crate::lane::Sink;
 use crate::memory::{Answer, Ask, tree as memory_tree};
 
@@ -88,6 +88,7 @@ pub async fn run(lane: &Lane, system: &str, out: &Sink<Report>) {
         max_tokens: lane.settings.compaction_max_tokens,
         temperature: 0.0,
         resume: None,
+        slot: Some(SLOT_OTHER),
     };
     let client = lane.client.as_ref();
     let written = match client {

@@ -60,6 +60,8 @@ pub enum Input {
     MemoryDone { reply: oneshot::Sender<AssistantEvent>, done: memory::MemoryDone },
     /// Whether a dream is due now (and why).
     DreamDue(Option<String>),
+    /// The warm-up request to the local model is over (see [`Warmth`]).
+    Warmed,
 }
 
 /// What the owner is made of, apart from the state it builds itself.
@@ -146,6 +148,10 @@ pub struct Owner {
     reprobe_pending: bool,
     /// How soon to look again while no provider is there.
     reprobe_after: Duration,
+    /// A job found no provider: whether it waits for a probe made for it, or has had one.
+    look: Look,
+    /// Whether the local model's prompt cache holds the command prefix.
+    warmth: Warmth,
     /// The chat session, as saved in `session_file`.
     session: Session,
     session_file: PathBuf,
@@ -192,6 +198,8 @@ impl Owner {
             probed: false,
             reprobe_pending: false,
             reprobe_after: FIRST_REPROBE,
+            look: Look::Idle,
+            warmth: Warmth::Cold,
             session,
             session_file: parts.session_file,
             session_ttl: parts.session_ttl,
@@ -321,7 +329,22 @@ impl Owner {
                 let _job = tracing::info_span!("job", job).entered();
                 self.on_report(job, report);
             }
-            Input::Providers(found) => self.on_providers(found),
+            Input::Providers(found) => {
+                if self.look == Look::Probing {
+                    self.look = Look::Looked;
+                }
+                self.on_providers(found);
+            }
+            Input::Warmed => {
+                let was_loading = self.model_loading();
+                if self.warmth == Warmth::Warming {
+                    self.warmth = Warmth::Warm;
+                }
+                if was_loading != self.model_loading() {
+                    self.publish_session();
+                }
+                self.start_next();
+            }
             Input::Reprobed(found) => {
                 self.reprobe_pending = false;
                 self.on_providers(found);
@@ -581,6 +604,19 @@ impl Owner {
         {
             return;
         }
+        // A job that finds no provider looks once more at once, before it says none is there:
+        // a server started a moment ago is used now, not at the next probe (up to 16 s away).
+        if self.registry.is_some() && self.lane.client.is_none() && self.queue.depth() > 0 {
+            match self.look {
+                Look::Probing => return,
+                Look::Idle => {
+                    self.look = Look::Probing;
+                    self.probe_now();
+                    return;
+                }
+                Look::Looked => self.look = Look::Idle,
+            }
+        }
         let Some(job) = self.queue.start_next() else {
             // Nothing waits: the model is free for the memory tree's summaries, then for a
             // dream, if one is asked for.
@@ -839,12 +875,28 @@ impl Owner {
             Some(id) if live(id) || registry.configured() == Some(id) => Some(id),
             _ => self.preferred(&registry, &found).or_else(|| registry.choose(&found)),
         };
-        if choice != current || first {
-            self.use_provider(&registry, choice, &found, current);
-        }
         let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
         let loading = probed.is_some_and(|p| p.loading);
         let usable = choice.is_some_and(live);
+        // The session a new provider publishes must already say whether it is loading (or
+        // warming up).
+        let was_loading = self.model_loading();
+        self.providers.clone_from(&found);
+        if !usable || choice != current {
+            // A server that went away comes back with an empty cache.
+            self.warmth = Warmth::Cold;
+        }
+        let warm =
+            self.warmth == Warmth::Cold && usable && !loading && choice == Some(Id::LlamaCpp);
+        if warm {
+            self.warmth = Warmth::Warming;
+        }
+        if choice != current || first {
+            self.use_provider(&registry, choice, &found, current);
+        }
+        if warm {
+            self.warm_up();
+        }
         let before = self.reachable.replace(usable);
         match (before, usable) {
             // Loading is on its way to usable: the session says so, nobody needs an error.
@@ -863,8 +915,6 @@ impl Owner {
             (Some(false), false) => tracing::debug!("probe: the model still does not answer"),
             (Some(true), true) => tracing::debug!("probe: the model answers"),
         }
-        let was_loading = self.model_loading();
-        self.providers = found;
         if self.model_loading() {
             // Look again soon: the jobs waiting, and the person, want to know when it is up.
             self.probe_soon(Duration::from_millis(500));
@@ -884,9 +934,49 @@ impl Owner {
         self.start_next();
     }
 
-    /// Whether the provider in use answers but is still loading its model.
+    /// Whether the provider in use answers but is still loading its model, or reading the
+    /// command prefix into its cache (jobs wait for both: a command sent meanwhile would wait
+    /// inside the server all the same).
     fn model_loading(&self) -> bool {
-        self.active().is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading))
+        self.warmth == Warmth::Warming
+            || self
+                .active()
+                .is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading))
+    }
+
+    /// Once the local model (llama-server) answers with its model loaded, has it read the
+    /// command prefix (the system prompt and the tool list every command starts with) into
+    /// its command slot, so that the first command costs what every later one does. One
+    /// request, `max_tokens` 1; jobs wait for it ([`Warmth::Warming`]).
+    fn warm_up(&mut self) {
+        let Some(client) = self.lane.client.clone() else {
+            self.warmth = Warmth::Warm;
+            return;
+        };
+        let lane = self.lane.clone();
+        let inputs = self.inputs.clone();
+        tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            match llm::command::warm(&lane, &client).await {
+                Ok(usage) => tracing::info!(
+                    prompt_tokens = usage.prompt_tokens,
+                    ms = started.elapsed().as_millis(),
+                    "the local model has the command prompt in its cache"
+                ),
+                Err(e) => tracing::warn!("warming the local model's prompt cache failed: {e}"),
+            }
+            let _ = inputs.send(Input::Warmed);
+        });
+    }
+
+    /// Probes every provider now, for a job that found none; what it finds comes as
+    /// [`Input::Providers`], like the periodic probe's.
+    fn probe_now(&self) {
+        let Some(registry) = self.registry.clone() else { return };
+        let inputs = self.inputs.clone();
+        tokio::spawn(async move {
+            let _ = inputs.send(Input::Providers(registry.probe_all().await));
+        });
     }
 
     /// Probes every provider once more after `delay` (the periodic probe is slow); one such
@@ -964,6 +1054,28 @@ impl Owner {
 
 /// How soon the first probe again comes while no provider is there.
 const FIRST_REPROBE: Duration = Duration::from_secs(2);
+
+/// A job that finds no provider, and the probe made for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// No job is waiting for a probe.
+    Idle,
+    /// A probe is on its way; the job waits for it.
+    Probing,
+    /// The probe came back: the next job runs with what it found.
+    Looked,
+}
+
+/// Whether the local model's command slot holds the command prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Warmth {
+    /// Not yet (or the server went away since).
+    Cold,
+    /// The warm-up request is running; jobs wait for it.
+    Warming,
+    /// Done (or failed: then the first command reads the prefix itself).
+    Warm,
+}
 
 /// Whether `reply` refuses a request only until the flow is ready.
 fn not_ready(reply: &AssistantEvent) -> bool {

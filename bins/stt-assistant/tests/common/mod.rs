@@ -19,6 +19,7 @@ pub fn settings() -> Settings {
         max_tool_iterations: 4,
         confirmation_timeout: Duration::from_secs(1),
         max_tokens: 64,
+        command_answer_max_tokens: 64,
         temperature: 0.0,
         stream: true,
         prompt_budget: 4000,
@@ -38,6 +39,7 @@ pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> L
         api_key: None,
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(5),
+        slots: false,
     })
     .expect("a provider for the scripted server");
     Lane {
@@ -49,6 +51,13 @@ pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> L
         settings: Arc::new(settings),
         memory,
     }
+}
+
+/// Long-term memory in a file under `dir`.
+pub fn memory(dir: &std::path::Path) -> Memory {
+    let settings = stt_assistant::memory::Settings::new(dir.join("memory.sqlite"));
+    stt_assistant::memory::spawn(settings, stt_assistant::lane::Sink::new(|_| {}))
+        .expect("memory opens")
 }
 
 /// Runs `work` to its end (within 20 s); returns every report.

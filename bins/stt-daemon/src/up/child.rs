@@ -45,6 +45,8 @@ pub struct Spec {
     /// Its stdout is forwarded like its stderr, not dropped (llama-server writes part of its
     /// log there).
     pub stdout: bool,
+    /// Its CPU priority (`nice`), when not `up`'s own: the local model runs below whisper.
+    pub nice: Option<i32>,
 }
 
 /// A started child.
@@ -66,12 +68,12 @@ impl Spec {
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.args(&self.args).kill_on_drop(true);
         if self.terminal {
-            die_with_parent(&mut cmd, Signal::SIGTERM);
+            die_with_parent(&mut cmd, Signal::SIGTERM, None);
         } else {
             let stdin = if self.stdin { Stdio::inherit() } else { Stdio::null() };
             let stdout = if self.stdout { Stdio::piped() } else { Stdio::null() };
             cmd.stdin(stdin).stdout(stdout).stderr(Stdio::piped()).process_group(0);
-            die_with_parent(&mut cmd, Signal::SIGKILL);
+            die_with_parent(&mut cmd, Signal::SIGKILL, self.nice);
         }
         let mut child = cmd.spawn().map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot start '{}': {e}", self.program.display()))
@@ -141,12 +143,13 @@ impl Running {
     }
 }
 
-/// Asks the kernel to send `signal` to the child when `up` dies.
+/// Asks the kernel to send `signal` to the child when `up` dies, and gives the child the CPU
+/// priority `nice` when there is one.
 ///
 /// The death signal follows the thread that forked, so children must be started from a
 /// thread that lives as long as `up`: `up` runs a current-thread runtime on its main thread.
 #[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut tokio::process::Command, signal: Signal) {
+fn die_with_parent(cmd: &mut tokio::process::Command, signal: Signal, nice: Option<i32>) {
     let parent = nix::unistd::getpid();
     let hook = move || -> std::io::Result<()> {
         nix::sys::prctl::set_pdeathsig(signal)?;
@@ -154,11 +157,16 @@ fn die_with_parent(cmd: &mut tokio::process::Command, signal: Signal) {
         if nix::unistd::getppid() != parent {
             return Err(std::io::Error::from(nix::errno::Errno::ESRCH));
         }
+        if let Some(nice) = nice {
+            // SAFETY: a plain system call on this process, with no pointers.
+            // A priority that cannot be lowered is no reason not to start: it runs as is.
+            let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+        }
         Ok(())
     };
     // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe
-    // operations are allowed. It makes two system calls (prctl, getppid) and builds an
-    // `io::Error` from a raw errno, which does not allocate; it touches no lock.
+    // operations are allowed. It makes three system calls (prctl, getppid, setpriority) and
+    // builds an `io::Error` from a raw errno, which does not allocate; it touches no lock.
     unsafe {
         cmd.pre_exec(hook);
     }

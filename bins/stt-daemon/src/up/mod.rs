@@ -50,7 +50,7 @@ use tokio_util::sync::CancellationToken;
 use stt_app::CommonArgs;
 use stt_bus::{Link, Subscription};
 use stt_config::Config;
-use stt_proto::{AssistantEvent, Mode};
+use stt_proto::{AssistantEvent, ChatSession, Mode};
 
 use crate::UpArgs;
 use child::{Running, STOP_GRACE, Spec};
@@ -112,6 +112,7 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             terminal: false,
             stdin: args.input.as_deref() == Some(Path::new("-")),
             stdout: false,
+            nice: None,
         },
         probe: Probe::Daemon(daemon_socket),
         policy: RestartPolicy::default(),
@@ -128,6 +129,7 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             terminal: false,
             stdin: false,
             stdout: false,
+            nice: None,
         },
         probe: Probe::Assistant(assistant_socket.clone()),
         policy: RestartPolicy::default(),
@@ -144,6 +146,7 @@ async fn supervise(config: &Config, common: &CommonArgs, args: &UpArgs) -> anyho
             terminal: true,
             stdin: true,
             stdout: true,
+            nice: None,
         })
     } else {
         None
@@ -228,8 +231,15 @@ impl Up<'_> {
                      TUI, or `stt-ctl command-start` / `stt-ctl chat-toggle`)",
                     input.display()
                 ));
-                tokio::spawn(watch_for_arm(assistant_socket, wanted));
+                tokio::spawn(watch_for_arm(assistant_socket.clone(), wanted));
             }
+        }
+        if self.model.is_some() {
+            tokio::spawn(say_model_ready(
+                assistant_socket.clone(),
+                Arc::clone(&self.output),
+                tokio::time::Instant::now(),
+            ));
         }
         if let Some(spec) = tui {
             let running = spec.start(&self.output)?;
@@ -396,6 +406,36 @@ async fn watch_for_arm(assistant: PathBuf, wanted: watch::Sender<bool>) {
     }
 }
 
+/// Says once, on `output`, when the local model is ready for the first command: it answers,
+/// has loaded the model, and has read the command prompt into its cache (the assistant
+/// warms it and reports `loading` until then). Until then a command waits for it.
+async fn say_model_ready(assistant: PathBuf, output: Arc<Output>, since: tokio::time::Instant) {
+    let ready = |session: Option<&ChatSession>| {
+        session.is_some_and(|s| s.provider.as_deref() == Some("llamacpp") && !s.loading)
+    };
+    let mut link = Subscription::assistant(assistant.clone(), PEER, false);
+    loop {
+        let now_ready = match link.next().await {
+            Link::Up(_) => {
+                service::status(&assistant).await.is_some_and(|s| ready(s.chat.as_deref()))
+            }
+            Link::Event(AssistantEvent::ChatSession(session)) => ready(Some(&session)),
+            _ => false,
+        };
+        if now_ready {
+            output.line(
+                "up",
+                &format!(
+                    "the local model is ready ({:.1} s after stt was): it has read the command \
+                     prompt, so commands answer at full speed",
+                    since.elapsed().as_secs_f64()
+                ),
+            );
+            return;
+        }
+    }
+}
+
 /// llama-server's service, when [`model::decide`] says to run it; the decision is said on
 /// `output` either way. Nothing here fails `up`: without a local model the rest still runs.
 fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, LocalModel)> {
@@ -435,6 +475,7 @@ fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, Loc
             terminal: false,
             stdin: false,
             stdout: true,
+            nice: Some(model::NICE),
         },
         probe: Probe::Port(launch.port),
         policy: RestartPolicy::default(),

@@ -27,8 +27,22 @@ pub const LABEL: &str = "model";
 /// chatty and never wanted on the terminal.
 pub const LOG_NAME: &str = "llama-server.log";
 
-/// The context it is started with, in tokens: room for the assistant's prompt budget.
+/// The context of each slot, in tokens: room for the assistant's prompt budget
+/// (`[assistant].max_context_tokens`, 4096 by default).
 pub const CONTEXT: u32 = 4096;
+
+/// Its slots, each with its own context and prompt cache: commands run in one, everything
+/// else (chat, summaries, dreams) in the other, so background work never pushes the command
+/// prompt out of the cache (the assistant names the slot of each request).
+pub const SLOTS: u32 = 2;
+
+/// Its CPU priority (nice): below whisper's, so that on a small machine speech is still
+/// transcribed in real time while the model thinks.
+pub const NICE: i32 = 10;
+
+/// The most memory its prompt cache in RAM may take, in MiB (llama-server's default is
+/// 8 GiB): prompts a slot lets go of are kept there and restored when they come back.
+pub const CACHE_RAM_MIB: u32 = 256;
 
 /// How long "something already answers on the port" may take to find out (the llamacpp
 /// provider's own probe waits as long).
@@ -57,6 +71,8 @@ pub struct Facts {
     pub port: u16,
     /// Something accepts connections on `127.0.0.1:port` now.
     pub answers: bool,
+    /// The CPUs this process may run on.
+    pub cpus: usize,
     /// The program, or why there is none.
     pub program: Result<PathBuf, NoProgram>,
     /// The model file, or why there is none.
@@ -115,6 +131,8 @@ pub struct Launch {
     pub program: PathBuf,
     pub model: PathBuf,
     pub port: u16,
+    /// Threads for generating and for reading prompts: one per CPU.
+    pub threads: usize,
 }
 
 /// Whether to run the local model, the first "no" winning, in the order of [`Skip`].
@@ -135,7 +153,8 @@ pub fn decide(facts: &Facts) -> Decision {
         match (&facts.program, &facts.model) {
             (Ok(program), Ok(model)) => {
                 let (program, model) = (program.clone(), model.clone());
-                return Decision::Start(Launch { program, model, port: facts.port });
+                let threads = facts.cpus.max(1);
+                return Decision::Start(Launch { program, model, port: facts.port, threads });
             }
             (program, model) => Skip::Missing {
                 program: program.as_ref().err().cloned(),
@@ -157,6 +176,7 @@ pub fn facts(llm: &LlmConfig, env: &Env) -> Facts {
         endpoint: llm.endpoint.trim().to_owned(),
         port: llm.local_port,
         answers: answers(llm.local_port),
+        cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         program: find_program(&llm.local_server_program, env),
         model: find_model(&llm.local_model, env),
     }
@@ -226,18 +246,37 @@ fn is_executable(path: &Path) -> bool {
 }
 
 impl Launch {
-    /// `-m MODEL --host 127.0.0.1 --port PORT -c 4096 --jinja`: loopback only; `--jinja`
-    /// for the model's own chat template, which is what makes its tool calls parse. The
-    /// threads are llama-server's default (the machine's physical cores): the model and
-    /// whisper rarely work at once, since a command is sent only once it is transcribed.
+    /// `-m MODEL --host 127.0.0.1 --port PORT -c 8192 -np 2 --jinja -t N -tb N --poll 0
+    /// --cache-ram 256`: loopback only; [`SLOTS`] slots of [`CONTEXT`] tokens each; `--jinja`
+    /// for the model's own chat template, which is what makes its tool calls parse; a thread
+    /// per CPU, which sleep rather than spin while they wait (`--poll 0`: a spinning thread
+    /// takes a core whisper may need); a bounded prompt cache in RAM ([`CACHE_RAM_MIB`]). It
+    /// runs at [`NICE`].
     pub fn args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-m".into(), self.model.clone().into()];
-        for arg in ["--host", "127.0.0.1", "--port", &self.port.to_string()] {
-            args.push(arg.into());
-        }
-        for arg in ["-c", &CONTEXT.to_string(), "--jinja"] {
-            args.push(arg.into());
-        }
+        let threads = self.threads.to_string();
+        let context = (CONTEXT * SLOTS).to_string();
+        let (slots, cache) = (SLOTS.to_string(), CACHE_RAM_MIB.to_string());
+        let rest = [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &self.port.to_string(),
+            "-c",
+            &context,
+            "-np",
+            &slots,
+            "--jinja",
+            "-t",
+            &threads,
+            "-tb",
+            &threads,
+            "--poll",
+            "0",
+            "--cache-ram",
+            &cache,
+        ];
+        args.extend(rest.iter().map(OsString::from));
         args
     }
 }
@@ -325,6 +364,7 @@ mod tests {
             endpoint: String::new(),
             port: 9931,
             answers: false,
+            cpus: 2,
             program: Ok("/c/llama-server".into()),
             model: Ok("/m/q.gguf".into()),
         }
@@ -336,8 +376,12 @@ mod tests {
 
     #[test]
     fn the_first_no_wins_in_order() {
-        let launch =
-            Launch { program: "/c/llama-server".into(), model: "/m/q.gguf".into(), port: 9931 };
+        let launch = Launch {
+            program: "/c/llama-server".into(),
+            model: "/m/q.gguf".into(),
+            port: 9931,
+            threads: 2,
+        };
         let no_program = || Err(NoProgram::NotInstalled { cache: "/c/llama-server".into() });
         let no_model = || Err(NoModel::Missing("/m/q.gguf".into()));
         #[allow(clippy::type_complexity)]
@@ -493,13 +537,13 @@ mod tests {
 
     #[test]
     fn the_arguments_serve_the_model_on_loopback_with_its_template() {
-        let launch = Launch { program: "/l".into(), model: "/m/q.gguf".into(), port: 9931 };
+        let launch =
+            Launch { program: "/l".into(), model: "/m/q.gguf".into(), port: 9931, threads: 2 };
         let args: Vec<String> =
             launch.args().into_iter().map(|a| a.into_string().unwrap()).collect();
-        assert_eq!(
-            args,
-            ["-m", "/m/q.gguf", "--host", "127.0.0.1", "--port", "9931", "-c", "4096", "--jinja"]
-        );
+        let expected = "-m /m/q.gguf --host 127.0.0.1 --port 9931 -c 8192 -np 2 --jinja -t 2 -tb 2 \
+                        --poll 0 --cache-ram 256";
+        assert_eq!(args.join(" "), expected);
     }
 
     /// An executable file at `path`.

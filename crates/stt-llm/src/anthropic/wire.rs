@@ -341,6 +341,7 @@ mod tests {
             max_tokens: 256,
             temperature: 0.2,
             resume: None,
+            slot: None,
         };
         let body = serde_json::to_value(Request::new(model, &request)).unwrap();
         assert_eq!(body, expected);
@@ -473,6 +474,7 @@ mod tests {
             max_tokens: 8,
             temperature: 1.5,
             resume: None,
+            slot: None,
         };
         assert!((Request::new("m", &request).temperature - 1.0).abs() < f64::EPSILON);
     }

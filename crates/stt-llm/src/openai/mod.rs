@@ -65,7 +65,7 @@ impl Client {
         mut on_text: impl FnMut(&str),
     ) -> Result<Reply, LlmError> {
         let url = &self.endpoint().url;
-        let body = wire::Request::new(&self.endpoint().model, request);
+        let body = wire::Request::new(&self.endpoint().model, request, self.endpoint().slots);
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         let builder = self.auth(self.http.post_json(json, request.stream));

@@ -95,6 +95,9 @@ pub struct Request<'a> {
     pub stream_options: Option<StreamOptions>,
     pub max_tokens: u32,
     pub temperature: f64,
+    /// llama-server's slot (its own field, sent only to llama-server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_slot: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -103,8 +106,9 @@ pub struct StreamOptions {
 }
 
 impl<'a> Request<'a> {
-    /// The body of `request` for `model` (empty: the server's choice).
-    pub fn new(model: &'a str, request: &conversation::Request<'_>) -> Self {
+    /// The body of `request` for `model` (empty: the server's choice); `slots`: the server
+    /// is llama-server, which takes the request's slot.
+    pub fn new(model: &'a str, request: &conversation::Request<'_>, slots: bool) -> Self {
         Self {
             model,
             messages: request.messages.iter().map(Message::from_neutral).collect(),
@@ -113,6 +117,7 @@ impl<'a> Request<'a> {
             stream_options: request.stream.then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            id_slot: request.slot.filter(|_| slots),
         }
     }
 }
@@ -260,8 +265,10 @@ mod tests {
             max_tokens: 256,
             temperature: 0.2,
             resume: None,
+            slot: Some(1),
         };
-        let body = serde_json::to_value(Request::new("", &request)).unwrap();
+        // Another server is not sent llama-server's slot.
+        let body = serde_json::to_value(Request::new("", &request, false)).unwrap();
         assert_eq!(
             body,
             serde_json::json!({
@@ -276,6 +283,26 @@ mod tests {
                 "temperature": 0.2
             })
         );
+    }
+
+    #[test]
+    fn llama_server_is_told_the_slot_and_nothing_else_is() {
+        use crate::conversation as c;
+        let messages = [c::Message::user("hi")];
+        let request = c::Request {
+            messages: &messages,
+            tools: &[],
+            stream: false,
+            max_tokens: 8,
+            temperature: 0.0,
+            resume: None,
+            slot: Some(0),
+        };
+        let body = serde_json::to_value(Request::new("", &request, true)).unwrap();
+        assert_eq!(body["id_slot"], 0);
+        let unslotted = c::Request { slot: None, ..request };
+        let body = serde_json::to_value(Request::new("", &unslotted, true)).unwrap();
+        assert!(body.get("id_slot").is_none(), "{body}");
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! The command path against the scripted model: what a command sends (the same prefix every
+//! time, in its own llama-server slot), its answer capped once its tools have run, calls the
+//! model did not write whole never run, and the warm-up request that fills the cache.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use serde_json::{Value, json};
+use stt_assistant::llm::{self, Report, SLOT_COMMAND, SLOT_OTHER, Settings, Work};
+use stt_assistant::memory::Episode;
+use stt_llm::{Endpoint, Provider};
+use stt_proto::{AssistantEvent, ErrorCode};
+use stt_testkit::llm_server::{LlmServer, Script};
+
+fn command(text: &str, id: u64) -> Work {
+    Work::Command { text: text.into(), edited: false, episode: Episode::Command(id) }
+}
+
+/// The calls the job ran, as (tool, ok).
+fn results(reports: &[Report]) -> Vec<(String, bool)> {
+    reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Publish(AssistantEvent::ToolResult(t)) => Some((t.tool.clone(), t.ok)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The job's final answer line.
+fn answer(reports: &[Report]) -> Option<String> {
+    reports.iter().rev().find_map(|r| match r {
+        Report::Reply { text, partial: false, .. } => Some(text.clone()),
+        _ => None,
+    })
+}
+
+fn errors(reports: &[Report]) -> Vec<ErrorCode> {
+    reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Publish(AssistantEvent::Error(e)) => Some(e.code),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The system message and the tool list: what comes before the command's own words.
+fn prefix(request: &Value) -> (Value, Value) {
+    (request["messages"][0].clone(), request["tools"].clone())
+}
+
+/// A lane whose provider is a llama-server (requests name their slot).
+fn llama_lane(server: &LlmServer, settings: Settings) -> llm::Lane {
+    let client = Provider::new(Endpoint {
+        url: server.url(),
+        model: String::new(),
+        api_key: None,
+        connect_timeout: std::time::Duration::from_secs(2),
+        idle_timeout: std::time::Duration::from_secs(5),
+        slots: true,
+    })
+    .expect("a provider for the scripted server");
+    llm::Lane { client: Some(client), ..common::lane(server, settings, None) }
+}
+
+#[tokio::test]
+async fn every_command_sends_the_same_prefix_in_the_command_slot() {
+    let server = LlmServer::start();
+    let lane = llama_lane(&server, common::settings());
+    server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
+    server.push(Script::Text("It is noon.".into()));
+    common::run(&lane, command("what time is it", 1)).await;
+    server.push(Script::Text("I cannot do that.".into()));
+    common::run(&lane, command("order a pizza", 2)).await;
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    for request in &requests {
+        assert_eq!(prefix(request), prefix(&requests[0]));
+        assert_eq!(request["id_slot"], json!(SLOT_COMMAND), "{request}");
+    }
+    assert_eq!(requests[0]["messages"][0]["content"], "You run commands.");
+
+    // The warm-up request reads exactly that prefix, and asks for one token.
+    server.push(Script::Text("OK".into()));
+    let client = lane.client.clone().expect("a client");
+    llm::command::warm(&lane, &client).await.expect("the warm-up answers");
+    let warm = server.requests().pop().expect("the warm-up request");
+    assert_eq!(prefix(&warm), prefix(&requests[0]));
+    assert_eq!((warm["max_tokens"].clone(), warm["id_slot"].clone()), (json!(1), json!(0)));
+
+    // Chat goes to the other slot, and never to a server that has none.
+    server.push(Script::Text("Hello.".into()));
+    let chat = Work::Chat {
+        text: "Typed: hi".into(),
+        conversation: llm::Chat::default(),
+        system: None,
+        resume: None,
+        episode: Episode::Chat(3),
+    };
+    common::run(&lane, chat.clone()).await;
+    assert_eq!(server.requests().pop().expect("the chat request")["id_slot"], json!(SLOT_OTHER));
+    server.push(Script::Text("Hello.".into()));
+    common::run(&common::lane(&server, common::settings(), None), chat).await;
+    let plain = server.requests().pop().expect("the chat request");
+    assert!(plain.get("id_slot").is_none(), "{plain}");
+}
+
+#[tokio::test]
+async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
+    let server = LlmServer::start();
+    let settings =
+        Settings { max_tokens: 400, command_answer_max_tokens: 24, ..common::settings() };
+    let lane = common::lane(&server, settings, None);
+    server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
+    server.push(Script::Length("It is noon on Thursday. You also asked me once about".into()));
+    let reports = common::run(&lane, command("what time is it", 1)).await;
+
+    assert_eq!(results(&reports), [("get_datetime".to_owned(), true)]);
+    assert_eq!(answer(&reports).as_deref(), Some("It is noon on Thursday."));
+    // Cut at the answer's own cap: no error for it.
+    assert_eq!(errors(&reports), []);
+    let requests = server.requests();
+    assert_eq!(requests[0]["max_tokens"], 400, "before a tool: [assistant].max_tokens");
+    assert_eq!(requests[1]["max_tokens"], 24, "after: command_answer_max_tokens");
+
+    // With no sentence ended, it is kept and marked as cut.
+    server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
+    server.push(Script::Length("It is noon and".into()));
+    let reports = common::run(&lane, command("what time is it", 2)).await;
+    assert_eq!(answer(&reports).as_deref(), Some("It is noon and…"));
+
+    // A reply cut at max_tokens before any tool ran is still reported as cut off.
+    server.push(Script::Length("Well, let me think about that for a long while".into()));
+    let reports = common::run(&lane, command("tell me a story", 3)).await;
+    assert_eq!(errors(&reports), [ErrorCode::Truncated]);
+}
+
+#[tokio::test]
+async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
+    let server = LlmServer::start();
+    let lane = common::lane(&server, common::settings(), None);
+    // Cut off inside the label (the model hit its limit), then the schema echoed as the
+    // arguments, then a call the tool takes.
+    server.push(Script::ContentCall(
+        r#"<tool_call>{"name": "set_timer", "arguments": {"minutes": 5, "label": "te"#.into(),
+    ));
+    server.push(Script::ContentCall(
+        r#"{"name": "set_timer", "arguments": {"type": "object", "properties": {}}}"#.into(),
+    ));
+    server.push(Script::ContentCall(
+        r#"{"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}}"#.into(),
+    ));
+    server.push(Script::Text("A five-minute tea timer is set.".into()));
+    let reports = common::run(&lane, command("set a tea timer for five minutes", 1)).await;
+
+    // Only the whole call ran.
+    assert_eq!(results(&reports), [("set_timer".to_owned(), true)]);
+    let timers: Vec<_> = reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Timer { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(timers, ["tea"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    let told = |n: usize| {
+        let messages = requests[n]["messages"].as_array().expect("messages");
+        messages.last().expect("a message")["content"].as_str().unwrap_or_default().to_owned()
+    };
+    assert!(
+        told(1).contains("set_timer was not run") && told(1).contains("cut off"),
+        "{}",
+        told(1)
+    );
+    assert!(
+        told(2).contains("set_timer was not run") && told(2).contains("properties"),
+        "{}",
+        told(2)
+    );
+    assert_eq!(answer(&reports).as_deref(), Some("A five-minute tea timer is set."));
+}
+
+#[tokio::test]
+async fn a_command_with_memory_keeps_the_system_prompt_and_adds_its_context_to_the_turn() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let memory = common::memory(dir.path());
+    let server = LlmServer::start();
+    let lane = common::lane(&server, common::settings(), Some(memory));
+    server.push(Script::Text("Noon.".into()));
+    common::run(&lane, command("what time is it", 1)).await;
+    server.push(Script::Text("Nothing about that.".into()));
+    common::run(&lane, command("do you remember what I said about the dentist", 2)).await;
+    let requests = server.requests();
+    assert_eq!(requests[0]["messages"][0], requests[1]["messages"][0]);
+    assert_eq!(requests[1]["messages"][0]["content"], "You run commands.");
+    let turn = requests[1]["messages"][1]["content"].as_str().unwrap_or_default();
+    assert!(turn.contains("recall_memories") && turn.ends_with("about the dentist"), "{turn}");
+}
