@@ -187,6 +187,52 @@ fn slash_commands_work_with_no_provider_and_a_turn_says_how_to_get_one() {
 }
 
 #[test]
+fn a_local_server_started_after_the_assistant_answers_the_next_turn_warmed_up() {
+    // llama-server's port has nothing yet; no periodic probe, so only the turn looks again.
+    let sandbox = Sandbox::new();
+    let (port, dead) = (dead_port(), dead_port());
+    let url = |port: u16| format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let config = format!(
+        "[llm]\nprobe_interval_s = 0\nlocal_port = {dead}\n\
+         [llm.providers.ollama]\nendpoint = \"{}\"\n\
+         [llm.providers.lmstudio]\nendpoint = \"{}\"\n\
+         [llm.providers.llamacpp]\nendpoint = \"{}\"\n",
+        url(dead),
+        url(dead),
+        url(port)
+    );
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let (_assistant, seen) = assistant(&sandbox, None, &[]);
+    expect_within("the first probe found no model", DEADLINE, || {
+        match status(&sandbox)["llm_reachable"].as_bool() {
+            Some(false) => Ok(()),
+            other => Err(format!("llm_reachable {other:?}")),
+        }
+    });
+
+    // A person starts llama-server, and types at once.
+    let server = LlmServer::start_on(port);
+    server.push(Script::Text("OK".into()));
+    server.push(Script::Text("Hello from the server you just started.".into()));
+    send(&sandbox, "hello");
+    line_with(&seen, ChatRole::Assistant, &["Hello from the server you just started."]);
+    assert!(
+        messages(&seen).iter().all(|m| !m.text.contains("No model is available")),
+        "{:?}",
+        messages(&seen)
+    );
+    // The first request read the command prefix into the command slot, before the turn.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(
+        (requests[0]["max_tokens"].as_u64(), requests[0]["id_slot"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(requests[0]["tools"].to_string().contains("get_datetime"), "{}", requests[0]);
+    assert_eq!(requests[1]["id_slot"], 1, "chat runs in the other slot");
+}
+
+#[test]
 fn stop_keeps_the_partial_answer_and_frees_the_model_at_once() {
     let sandbox = Sandbox::new();
     let llm = LlmServer::start();

@@ -203,8 +203,10 @@ fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
          with status 1. Its last lines on stderr:\n"
             .to_owned(),
         format!(
-            "\n[up]     starting -m {} --host 127.0.0.1 --port {port} -c 4096 --jinja\n",
-            model.display()
+            "\n[up]     starting -m {} --host 127.0.0.1 --port {port} -c 8192 -np 2 --jinja -t {cpus} \
+             -tb {cpus} --poll 0 --cache-ram 256\n",
+            model.display(),
+            cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         ),
         "\n[up]     error: failed to load model\n".to_owned(),
         format!(
@@ -280,6 +282,16 @@ fn up_runs_the_local_model_the_assistant_finds_it_and_it_answers_a_turn() {
     let mut up = sandbox.spawn("stt-daemon", &["up"]);
     let (daemon, assistant) = up_children(&sandbox, &mut up);
     let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+    // Below whisper's priority, so speech stays real-time while it thinks.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.pid)).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let nice: i32 = after_name.split(' ').nth(16).unwrap().parse().unwrap();
+    assert_eq!(nice, 10, "{stat}");
+    // `up` says when the model has loaded and read the command prompt.
+    expect_within("up says the local model is ready", MODEL_DEADLINE, || {
+        let log = up.log();
+        if log.contains("[up] the local model is ready (") { Ok(()) } else { Err(log) }
+    });
     let seen = watch_attached(&sandbox, DEADLINE);
     let out = sandbox.run("stt-ctl", &["chat-send", "Say hello."]);
     assert_eq!(out.code, Some(0), "{out:?}");

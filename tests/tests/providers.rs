@@ -186,12 +186,17 @@ fn a_local_server_loading_its_model_is_shown_loading_and_turns_wait_for_it() {
     let out = sandbox.run("stt-ctl", &["command-execute"]);
     assert!(out.stderr.contains("the model is still loading"), "{out:?}");
     assert_eq!(sandbox.run("stt-ctl", &["command-cancel"]).code, Some(0));
+    // Once loaded, the server first reads the command prompt (the warm-up), then the turn.
+    llm.push(Script::Text("OK".into()));
     llm.push(Script::Text("Loaded and answering.".into()));
     assert_eq!(sandbox.run("stt-ctl", &["chat-send", "are you there"]).code, Some(0));
     // The turn waits in the queue, not failing against a server that would refuse it.
     assert!(llm.requests().is_empty(), "no request while loading");
     llm.set_loading(false);
     answered(&seen, "Loaded and answering.", DEADLINE);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests[0]["max_tokens"], 1, "the warm-up first: {}", requests[0]);
     let errors: Vec<_> = events(&seen)
         .into_iter()
         .filter(|e| match e {

@@ -1,5 +1,5 @@
 //! The assistant against a real local model: llama.cpp's `llama-server` with
-//! Qwen2.5-Coder-0.5B-Instruct, both installed by `scripts/fetch-llm` (which `scripts/setup`
+//! Qwen2.5-Coder-1.5B-Instruct, both installed by `scripts/fetch-llm` (which `scripts/setup`
 //! runs). The daemon transcribes a spoken "what time is it", `stt-ctl` arms and executes it,
 //! the model calls `get_datetime`, and its answer, in words, reaches a viewer.
 //!
@@ -181,6 +181,20 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
     let log = server.log();
     let timings: Vec<&str> = log.lines().filter(|l| l.contains("eval time =")).collect();
     eprintln!("model requests: {}\n{}", timings.len() / 2, timings.join("\n"));
+    // The answer, the last request's generation, is short: within the answer's cap
+    // ([assistant].command_answer_max_tokens, 64 by default).
+    let generated = timings
+        .iter()
+        .rev()
+        .find(|l| !l.contains("prompt eval"))
+        .and_then(|l| l.split('/').nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| {
+            panic!("no generation timing in llama-server's log:\n{}", tail(&log, 4000))
+        });
+    eprintln!("the answer's tokens: {generated}");
+    assert!(generated <= 64, "the answer took {generated} tokens: {answer:?}");
     eprintln!(
         "stt-assistant VmRSS: {:.1} MiB; llama-server VmRSS: {:.1} MiB",
         kib_to_mib(assistant_rss),

@@ -124,8 +124,9 @@ the keyboard. Answer briefly and plainly: replies are read on a small panel.";
 /// The default system prompt for command mode.
 pub const DEFAULT_COMMAND_SYSTEM_PROMPT: &str = "You carry out one spoken command on the user's \
 Linux desktop with the tools provided, then tell the user the outcome in one or two short \
-spoken sentences. The text is transcribed speech and may contain recognition mistakes: if no \
-tool does what was asked, say so instead of guessing.";
+spoken sentences. The text is transcribed speech and may contain recognition mistakes. You do \
+not know the date or the time: call get_datetime for them. If no tool does what was asked, say \
+that you cannot do it; never claim to have done what no tool did.";
 
 /// The default system prompt for summarising old chat turns.
 pub const DEFAULT_COMPACTION_SYSTEM_PROMPT: &str = "Summarise the conversation so far for your \

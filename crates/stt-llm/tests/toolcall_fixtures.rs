@@ -100,23 +100,13 @@ fn cases() -> Vec<Case> {
         ),
         case("one_brace_short", vec![("open_url", json!({"url": "https://example.org"}))], vec![]),
         case("one_brace_short_in_tag", vec![("set_timer", tea)], vec![]),
-        case(
-            "schema_echo",
-            vec![],
-            vec![(
-                "get_datetime",
-                "get_datetime was not run: 'properties', 'type' are not parameters of this tool \
-                 (it takes none)",
-            )],
-        ),
+        // The schema echoed as the arguments is dropped: get_datetime needs none, set_timer
+        // needs its minutes.
+        case("schema_echo", vec![("get_datetime", json!({}))], vec![]),
         case(
             "signature_echo",
             vec![],
-            vec![(
-                "set_timer",
-                "'properties', 'required', 'type' are not parameters of this tool (it takes \
-                 'label', 'minutes')",
-            )],
+            vec![("set_timer", "set_timer was not run: 'minutes' is required")],
         ),
         case("cut_in_string", vec![], vec![("open_url", CUT_OFF)]),
         case("cut_in_number", vec![], vec![("set_timer", CUT_OFF)]),

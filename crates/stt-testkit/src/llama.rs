@@ -80,7 +80,9 @@ impl Server {
             .arg("-m")
             .arg(model())
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["-t", "1", "-c", "4096", "-np", "1", "--jinja"])
+            // Two slots of 4096 tokens as `stt-daemon up` runs it (commands keep their own
+            // prompt cache), on one thread: the tests share a 2-core machine.
+            .args(["-t", "1", "-c", "8192", "-np", "2", "--jinja"])
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap_or_else(|e| panic!("{e}")))
             .stderr(out)

@@ -108,7 +108,14 @@ pub struct LlmServer {
 impl LlmServer {
     /// Starts on a free loopback port.
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        Self::start_on(0)
+    }
+
+    /// Starts on loopback `port` (0: a free one), as a server a person starts on a port the
+    /// assistant already looks at.
+    pub fn start_on(port: u16) -> Self {
+        let listener =
+            TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| panic!("bind {port}: {e}"));
         let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
         listener.set_nonblocking(true).unwrap_or_else(|e| panic!("nonblocking: {e}"));
         let shared = Arc::new(Shared::default());

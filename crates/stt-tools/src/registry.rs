@@ -164,7 +164,11 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
         (
             spec(
                 "get_datetime",
-                "The current local date, time, weekday and time zone.",
+                // Worded as an action the model takes: worded as a noun phrase ("The current
+                // local date, time, …"), the 1.5B model wrote it out as its answer, with a
+                // made-up date, instead of calling it (docs/PERFORMANCE.md, bench-llm).
+                "Look up today's date, the current local time and the weekday. You cannot know \
+                 them without calling this.",
                 json!({"type": "object", "properties": {}}),
                 SideEffect::ReadOnly,
                 false,

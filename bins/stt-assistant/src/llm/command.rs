@@ -36,6 +36,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
     let mut added: Vec<i64> = Vec::new();
     // The nodes of the memory tree explored so far (going down to another is progress).
     let mut explored: Vec<serde_json::Value> = Vec::new();
+    // Whether the model was told once that a call of its was not run.
+    let mut retried = false;
     for _ in 0..settings.max_tool_iterations.max(1) {
         // Once a tool has run, what comes is the answer (or one more short call): capped, so
         // a model that rambles after its result costs a few seconds, not half a minute.
@@ -60,8 +62,16 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
         let calls = batch(found.calls);
         if calls.is_empty() && !found.refused.is_empty() {
             // A call it did not write whole, or with arguments the tool does not take: run
-            // nothing, say why, and let it try again (within max_tool_iterations).
+            // nothing, say why, and let it try again, once.
             let reasons: Vec<&str> = found.refused.iter().map(|r| r.reason.as_str()).collect();
+            if retried {
+                return error(
+                    out,
+                    ErrorCode::ToolError,
+                    format!("the model's call could not be run: {}", reasons.join("; ")),
+                );
+            }
+            retried = true;
             messages.push(Message::assistant(&reply.content));
             messages.push(Message::user(format!(
                 "{}. Call the tool again with arguments it takes, or answer in words.",
@@ -210,11 +220,11 @@ fn answer(reply: &Reply, cap: Cap, out: &Sink<Report>) {
 /// `text` up to the end of its last whole sentence, or all of it and "…" when no sentence
 /// ended.
 fn whole_sentences(text: &str) -> String {
-    let ends = text.char_indices().filter(|&(i, c)| {
+    let mut ends = text.char_indices().filter(|&(i, c)| {
         matches!(c, '.' | '!' | '?' | '。')
             && text[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
     });
-    match ends.last() {
+    match ends.next_back() {
         Some((i, c)) => text[..i + c.len_utf8()].to_owned(),
         None if text.is_empty() => String::new(),
         None => format!("{}…", text.trim_end()),

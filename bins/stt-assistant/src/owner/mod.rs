@@ -616,6 +616,9 @@ impl Owner {
                 }
                 Look::Looked => self.look = Look::Idle,
             }
+        } else if self.look == Look::Looked {
+            // The probe found one: the next job that finds none looks again.
+            self.look = Look::Idle;
         }
         let Some(job) = self.queue.start_next() else {
             // Nothing waits: the model is free for the memory tree's summaries, then for a
