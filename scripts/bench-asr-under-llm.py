@@ -564,22 +564,6 @@ def home(path: str) -> str:
     return "~" + path[len(h):] if h not in ("", "/") and path.startswith(h + "/") else path
 
 
-def write_section(path: Path, body: str) -> None:
-    start, end = f"<!-- {SECTION}:start -->", f"<!-- {SECTION}:end -->"
-    text = path.read_text()
-    block = f"{start}\n{body}{end}"
-    if start in text and end in text:
-        pre, rest = text.split(start, 1)
-        _, post = rest.split(end, 1)
-        text = pre + block + post
-    elif AFTER in text:
-        pre, post = text.split(AFTER, 1)
-        text = pre + AFTER + "\n\n" + block + post
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 # --- main ------------------------------------------------------------------------------------
 
 
@@ -661,7 +645,7 @@ def main() -> None:
         for r in runs:
             print(f"   {r['scene']} r{r['round']}: {r['text'].get(c['n'])}", file=sys.stderr)
     if a.write:
-        write_section(Path(a.write), body)
+        asr.write_section(Path(a.write), body, SECTION, AFTER)
         log(f"wrote the {SECTION} section of {a.write}")
 
 

@@ -881,14 +881,19 @@ def report(a: argparse.Namespace, clips, ours: Ours, settings: list[str], auto_m
     return "\n".join(out) + "\n"
 
 
-def write_section(path: Path, body: str) -> None:
-    start, end = f"<!-- {SECTION}:start -->", f"<!-- {SECTION}:end -->"
+def write_section(path: Path, body: str, section: str = SECTION, after: str | None = None) -> None:
+    """Replaces `section`'s block in `path` with `body`; a new block goes right after the
+    marker `after` when the file has it, else at the end."""
+    start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
     text = path.read_text()
     block = f"{start}\n{body}{end}"
     if start in text and end in text:
         pre, rest = text.split(start, 1)
         _, post = rest.split(end, 1)
         text = pre + block + post
+    elif after is not None and after in text:
+        pre, post = text.split(after, 1)
+        text = pre + after + "\n\n" + block + post
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text)

@@ -123,7 +123,6 @@ async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, usize) 
         conversation: Chat::default(),
         system: None,
         resume: None,
-        slot: None,
         episode: Episode::Chat(1),
     };
     let reports = llm::run_to_end(lane, work).await;
