@@ -12,7 +12,9 @@
 //! 1. **a cold and a warm command.** "What time is it?" through the tool loop
 //!    (`llm::spawn` with `Work::Command`, as `run_to_end` does, the built-in tools, memory
 //!    off), the first command after the server started (nothing in its cache), then the same
-//!    command three times more (the median is reported). After the rest of the battery the
+//!    command until three runs have called the tool and answered (at most six; the median of
+//!    those three is reported, and the runs that made the time up or gave no answer are
+//!    counted). After the rest of the battery the
 //!    server is started again, the assistant's warm-up request (`llm::command::warm`: the
 //!    command prefix read into the command slot, which the assistant sends once llama-server
 //!    answers) is sent, and the command once more: the first command a person gives after
@@ -86,8 +88,10 @@ const END: &str = "<!-- bench-llm:end -->";
 const USAGE: &str = "usage: scripts/bench-llm [--model PATH.gguf]... [--url CHAT_COMPLETIONS_URL [--name LABEL]]...";
 /// The command timed cold and warm.
 const TIMED: &str = "What time is it?";
-/// Warm runs of it; the median is reported.
+/// Warm runs of it that called the tool; their median is reported.
 const WARM_RUNS: usize = 3;
+/// Warm runs at most, to have [`WARM_RUNS`] that called the tool and answered.
+const MAX_WARM_RUNS: usize = 6;
 /// How long llama-server may take to load a model.
 const LOAD_PATIENCE: Duration = Duration::from_secs(300);
 /// Who says the user's lines of chat: the daemon's prefix for a speaker it does not know.
@@ -1297,12 +1301,17 @@ impl Job {
     fn timed(&self) -> Timed {
         Timed {
             first_ms: self.first_token_ms(),
+            call_ms: self.ran.seen.iter().find_map(|(t, s)| {
+                matches!(s, Seen::Call { .. }).then(|| ms_between(self.ran.start, *t))
+            }),
             end_ms: self.ran.end_ms(),
             prompt: self.outputs.iter().map(|o| o.prompt_tokens).sum(),
             cached: self.outputs.iter().filter_map(|o| o.timings).map(|t| t.cache_n as u64).sum(),
             generated: self.outputs.iter().map(|o| o.completion_tokens).sum(),
             requests: self.outputs.len(),
             failed: self.failed(),
+            called: self.ran.calls().next().is_some(),
+            answer: self.ran.reply(),
         }
     }
 
@@ -1318,6 +1327,8 @@ impl Job {
 #[derive(Debug, Clone, Default)]
 struct Timed {
     first_ms: Option<f64>,
+    /// Start → the first tool call reported (what a viewer sees first).
+    call_ms: Option<f64>,
     end_ms: f64,
     prompt: u64,
     cached: u64,
@@ -1325,6 +1336,17 @@ struct Timed {
     requests: usize,
     /// Why it gave no answer (an error it reported, or none), if it gave none.
     failed: Option<String>,
+    /// Whether it called a tool ("What time is it?" should: answered without one, the
+    /// time is made up).
+    called: bool,
+    answer: String,
+}
+
+impl Timed {
+    /// Whether it called a tool and answered: a run whose time is a command's.
+    fn valid(&self) -> bool {
+        self.called && self.failed.is_none()
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1577,7 +1599,10 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
         figures.cold = Some(cold.timed());
     }
     let mut warm_log = Vec::new();
-    for _ in 0..WARM_RUNS {
+    // Runs that made the time up (or gave no answer) do not count towards the three.
+    while figures.warm.iter().filter(|t| t.valid()).count() < WARM_RUNS
+        && figures.warm.len() < MAX_WARM_RUNS
+    {
         let job = Job::command(runtime, &lane, proxy, TIMED);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         figures.warm.push(job.timed());
@@ -1776,17 +1801,27 @@ fn secs(ms: Option<f64>) -> String {
     ms.map_or_else(|| "—".to_owned(), |ms| format!("{:.2} s", ms / 1000.0))
 }
 
-/// The first token and the end of a command.
+/// The first token, the tool call and the end of a command.
 fn first_and_end(timed: Option<&Timed>) -> String {
     match timed {
-        Some(t) => format!("{} / {}{}", secs(t.first_ms), secs(Some(t.end_ms)), failed(t)),
+        Some(t) => format!(
+            "{} / {} / {}{}",
+            secs(t.first_ms),
+            secs(t.call_ms),
+            secs(Some(t.end_ms)),
+            failed(t)
+        ),
         None => "—".to_owned(),
     }
 }
 
-/// " (no answer)" when a command gave none.
+/// " (no answer)" when a command gave none, " (answered without a call)" when it made one up.
 fn failed(timed: &Timed) -> &'static str {
-    if timed.failed.is_some() { " (no answer)" } else { "" }
+    match (&timed.failed, timed.called) {
+        (Some(_), _) => " (no answer)",
+        (None, false) => " (answered without a call)",
+        (None, true) => "",
+    }
 }
 
 /// A command's requests and tokens.
@@ -1860,29 +1895,48 @@ fn table(targets: &[Target], all: &[Figures]) -> String {
         )
     });
     row("llama-server ready: spawn → `/health` 200", &|f| secs(f.load_s.map(|s| s * 1000.0)));
-    row("cold command (the first after start): first token / end", &|f| {
+    row("cold command (the first after start): first token / tool call shown / end", &|f| {
         first_and_end(f.cold.as_ref())
     });
     row("its requests and tokens", &|f| tokens(f.cold.as_ref()));
-    row("warm command, median of 3: first token / end", &|f| {
-        let first = median(f.warm.iter().filter_map(|t| t.first_ms).collect());
-        let end = median(f.warm.iter().map(|t| t.end_ms).collect());
+    row("warm command, median of 3: first token / tool call shown / end", &|f| {
+        // The runs that called the tool and answered, or all when none did.
+        let valid: Vec<&Timed> = f.warm.iter().filter(|t| t.valid()).collect();
+        let runs = if valid.is_empty() { f.warm.iter().collect() } else { valid.clone() };
+        let first = median(runs.iter().filter_map(|t| t.first_ms).collect());
+        let call = median(runs.iter().filter_map(|t| t.call_ms).collect());
+        let end = median(runs.iter().map(|t| t.end_ms).collect());
         let failed = f.warm.iter().filter(|t| t.failed.is_some()).count();
-        let failed =
-            if failed > 0 { format!(" ({failed} of them no answer)") } else { String::new() };
+        let uncalled = f.warm.iter().filter(|t| t.failed.is_none() && !t.called).count();
+        let mut others = Vec::new();
+        if uncalled > 0 {
+            others.push(format!("{uncalled} answered without a call"));
+        }
+        if failed > 0 {
+            others.push(format!("{failed} gave no answer"));
+        }
+        let others = others.join(", ");
+        let failed = match (valid.len(), others.is_empty()) {
+            (_, true) => String::new(),
+            (0, false) => format!(" (none of {} called the tool: {others})", f.warm.len()),
+            (n, false) => format!(" (the {n} that called the tool; besides, {others})"),
+        };
         if f.warm.is_empty() {
             "—".to_owned()
         } else {
-            format!("{} / {}{failed}", secs(first), secs(end))
+            format!("{} / {} / {}{failed}", secs(first), secs(call), secs(end))
         }
     });
-    row("its requests and tokens (the first warm run)", &|f| tokens(f.warm.first()));
-    row("after a restart: the warm-up request, then the first command: first token / end", &|f| {
-        match (f.warm_up_ms, &f.after_warm_up) {
+    row("its requests and tokens (the first warm run that called the tool)", &|f| {
+        tokens(f.warm.iter().find(|t| t.valid()).or(f.warm.first()))
+    });
+    row(
+        "after a restart: the warm-up request, then the first command (the same three)",
+        &|f| match (f.warm_up_ms, &f.after_warm_up) {
             (Some(w), Some(t)) => format!("{}, then {}", secs(Some(w)), first_and_end(Some(t))),
             _ => "—".to_owned(),
-        }
-    });
+        },
+    );
     row("the 13 commands of the tool part: median end (slowest)", &|f| {
         let slowest = f
             .tool_ends
@@ -1937,6 +1991,18 @@ fn misses(targets: &[Target], all: &[Figures]) -> String {
             parts.push(format!(
                 "*the timed command* \"{TIMED}\" gave no answer: {}",
                 why.join("; ")
+            ));
+        }
+        let timed = f.cold.iter().chain(&f.warm).chain(&f.after_warm_up);
+        let made_up: BTreeSet<String> = timed
+            .filter(|t| t.failed.is_none() && !t.called)
+            .map(|t| format!("\"{}\"", short(&t.answer, 60)))
+            .collect();
+        if !made_up.is_empty() {
+            let answers: Vec<String> = made_up.into_iter().collect();
+            parts.push(format!(
+                "*the timed command* \"{TIMED}\" answered without calling a tool: {}",
+                answers.join(", ")
             ));
         }
         let tools: Vec<String> = TOOL_CASES
@@ -2070,13 +2136,15 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          note given a new fact) on {} pairs, right when the rewrite has the new value and not \
          the old; {} more pairs whose fact changes nothing must keep the note.\n\
          - **times**: \"What time is it?\" through the same path (get_datetime, then the \
-         answer): the first after llama-server started (nothing in its cache), then 3 more (the \
-         median). After the battery the server is started again and sent the assistant's \
+         answer): the first after llama-server started (nothing in its cache), then more until 3 \
+         have called the tool and answered, at most 6 (the median of those 3). After the battery the server is started again and sent the assistant's \
          warm-up request (`command::warm`: the command prefix into its slot, as the assistant \
          does once llama-server answers), then the command: the first command after `stt-daemon \
          up`. First token: the first piece of text or of a call of any of the command's \
-         requests reaching a recording proxy between the lane and the server; end: the job's \
-         end. Tokens/s: llama-server's `timings`, summed over every request of the battery.\n\n\
+         requests reaching a recording proxy between the lane and the server (a model that \
+         writes its call as text streams it, though nobody sees it); tool call shown: the \
+         `tool_call` event, which a viewer shows; end: the answer, the job's end. A command \
+         that answered without calling `get_datetime` made the time up: it is flagged. Tokens/s: llama-server's `timings`, summed over every request of the battery.\n\n\
          {}\n**Misses.**\n\n{}{END}\n",
         stt_testkit::perf::today(),
         stt_testkit::perf::machine(),
