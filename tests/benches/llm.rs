@@ -33,11 +33,12 @@
 //!    message makes the 40 before it due; scored on what the tree keeps (the summary and its
 //!    fields) as the share of the facts kept (each a list of accepted spellings) and the count
 //!    contradicted: a fact whose old or wrong value is there without the right one, or a
-//!    number that the chat never said. A summary the tree could not use (cut off by
-//!    `compaction_max_tokens`, empty) keeps nothing.
+//!    number that the chat never said. A summary cut off by `compaction_max_tokens` keeps
+//!    what the tree keeps of it (its whole sentences before the first it repeats); one the
+//!    tree could not use (cut off before a whole sentence, empty) keeps nothing.
 //! 5. **corrections.** [`REWRITES`]: the dream's correction check (`llm::dream::replaces`: the
 //!    old note and the new fact, the model rewrites the note), right when the rewrite has the
-//!    new value and not the old; two pairs whose new fact corrects nothing must keep the note.
+//!    new value and not the old; four pairs whose new fact corrects nothing must keep the note.
 //!    Whether the dream itself would supersede the note is reported beside it.
 //!
 //! Every request goes through a small recording proxy in this process ([`Proxy`]), one
@@ -492,7 +493,7 @@ struct Rewrite {
     corrects: bool,
 }
 
-const REWRITES: [Rewrite; 9] = [
+const REWRITES: [Rewrite; 11] = [
     Rewrite {
         was: "The user's sister lives in Lisbon.",
         now: "The user's sister moved to Porto last month.",
@@ -554,6 +555,21 @@ const REWRITES: [Rewrite; 9] = [
         now: "The user started learning the piano.",
         new: &["piano"],
         old: &["peanut", "peanuts"],
+        corrects: false,
+    },
+    // Something else about the same person or thing: the note stands.
+    Rewrite {
+        was: "The user's sister lives in Lisbon.",
+        now: "The user's sister is a nurse.",
+        new: &["nurse"],
+        old: &["lisbon"],
+        corrects: false,
+    },
+    Rewrite {
+        was: "The user plays tennis on Saturdays.",
+        now: "The user's tennis partner is Marco.",
+        new: &["marco"],
+        old: &["saturdays", "saturday"],
         corrects: false,
     },
 ];
@@ -2130,8 +2146,8 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          its instruction and parsing) once a 41st message makes the 40 due; a fact is kept when \
          the summary and fields the tree stores have one of its spellings; contradicted: an old \
          value without the new one, or a number the chat never said. A summary cut off by \
-         `compaction_max_tokens` (256) is not used by the tree (it keeps an extract): it keeps \
-         nothing here.\n\
+         `compaction_max_tokens` (256) keeps its whole sentences before the first it repeats; \
+         with none, the tree keeps an extract, and it keeps nothing here.\n\
          - **corrections**: the dream's check (`dream::replaces`: the model rewrites an old \
          note given a new fact) on {} pairs, right when the rewrite has the new value and not \
          the old; {} more pairs whose fact changes nothing must keep the note.\n\

@@ -345,8 +345,10 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
         lisbon_learnt("sister in Lisbon", "The user's sister lives in Lisbon.").await;
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
-    // Copied from the log line with its speaker, as small models do.
-    let rewrite = |id: u32| json!({"id": id, "body": "Typed: The user's sister lives in Porto."});
+    // Copied from the log line with its speaker, as small models do, and the id written as a
+    // float (a whole number: the call parser and the tool take it).
+    let rewrite =
+        |id: u32| json!({"id": f64::from(id), "body": "Typed: The user's sister lives in Porto."});
     server.push(Script::ToolCalls(vec![("update_item".into(), rewrite(1))]));
     // Again, now that item 1 is archived: refused.
     let again = json!({"id": 1, "body": "My sister moved to Porto."});
@@ -510,6 +512,34 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
     let log = dreams(&memory).await;
     assert_eq!(log.matches("correction: ").count(), 1, "{log}");
     assert!(log.contains("correction: item 7 replaces item 6 (kept archived)"), "{log}");
+}
+
+/// What the 1.5B model saved once: a name and one word. Asked about the word alone ("Lisbon"),
+/// its rewrite ("Porto") kept nothing of the old note to show it was the same one.
+#[tokio::test]
+async fn a_fact_saved_as_a_name_and_a_word_is_checked_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let server = LlmServer::start();
+    let lane = lane(&server, memory.clone());
+    let said = [
+        (1, "My sister Ana lives in Lisbon.", "sister's city", "Lisbon"),
+        (2, "My sister Ana lives in Porto now.", "sister", "Porto now"),
+    ];
+    for (n, words, name, body) in said {
+        memory.turn(Episode::Chat(n), Role::User, Some("Typed"), "chat", words);
+        memory.close(Episode::Chat(n));
+        dream_round(&server, name, body);
+        if n > 1 {
+            server.push(Script::Text("sister's city: Porto".into()));
+        }
+        run(&lane, dream("idle")).await;
+    }
+    let requests = server.requests();
+    let asked = last_user(requests.last().unwrap());
+    assert_eq!(asked, "Old note: sister's city: Lisbon\nNew information: sister: Porto now");
+    let log = dreams(&memory).await;
+    assert!(log.contains("correction: item 2 replaces item 1 (kept archived)"), "{log}");
 }
 
 #[tokio::test]

@@ -153,6 +153,29 @@ async fn a_failed_summary_still_takes_its_stretch_out_of_the_context_and_says_so
 }
 
 #[tokio::test]
+async fn a_summary_that_loops_until_its_cap_keeps_what_it_said_before_the_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    reversed_decision(&memory);
+    let server = LlmServer::start();
+    server.push(Script::Length(
+        "SUMMARY: The user drives to Porto on Friday. The train was cancelled. The user drives \
+         to Porto on Friday. The train was cancelled. The user"
+            .into(),
+    ));
+    let lane = lane(&server, memory.clone());
+    let reports = run(&lane, Work::Tree { system: None }).await;
+    assert_eq!(more(&reports), Some(true));
+    let notes = notes(&reports);
+    assert!(notes[0].starts_with("context compacted: messages 1–4 summarized"), "{notes:?}");
+    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else { panic!() };
+    assert_eq!(
+        context.nodes[0].summary,
+        "The user drives to Porto on Friday. The train was cancelled."
+    );
+}
+
+#[tokio::test]
 async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());

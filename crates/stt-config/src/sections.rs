@@ -262,7 +262,8 @@ pub struct LlmConfig {
     pub probe_interval_s: u64,
     /// Ask for a streamed reply.
     pub stream: bool,
-    /// Sampling temperature, 0 to 2.
+    /// Sampling temperature of chat replies, 0 to 2 (commands, summaries and dreams sample
+    /// greedily).
     pub temperature: f64,
     /// `stt-daemon up` starts llama-server with the installed local model when the config
     /// names no provider or endpoint and nothing answers on `local_port`.

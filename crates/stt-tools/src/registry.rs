@@ -261,7 +261,8 @@ fn check_args(schema: &Value, args: &Value) -> Result<(), String> {
         let fits = match kind {
             "string" => value.is_string(),
             "number" => value.is_number(),
-            "integer" => value.is_i64() || value.is_u64(),
+            // A whole number written as a float (5.0) is an integer, as in JSON Schema.
+            "integer" => value.as_f64().is_some_and(|n| n.fract() == 0.0),
             "boolean" => value.is_boolean(),
             _ => true,
         };
@@ -369,6 +370,16 @@ fn tail(text: &str) -> String {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn an_integer_is_any_whole_number_as_the_call_parser_takes_it() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        for (n, fits) in
+            [(json!(5), true), (json!(5.0), true), (json!(5.5), false), (json!("5"), false)]
+        {
+            assert_eq!(check_args(&schema, &json!({"n": n})).is_ok(), fits, "{n}");
+        }
+    }
 
     fn command(name: &str, argv: &[&str], params: &[(&str, &str)]) -> ToolCommand {
         ToolCommand {

@@ -6,7 +6,7 @@
 
 use stt_llm::{Finish, Message, Provider, Request, Role};
 
-use super::{Chat, Lane, Report, SLOT_OTHER, Settings, complete, estimate_tokens};
+use super::{Chat, Lane, Report, SLOT_OTHER, Settings, complete, estimate_tokens, sentences};
 use crate::lane::Sink;
 
 /// Keeps the next request made of `chat` within the budget, as the module says.
@@ -111,10 +111,16 @@ async fn summarize(
         };
         let reply =
             complete(lane, client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
-        if reply.finish == Some(Finish::Length) {
-            return Err("the summary was cut off by [assistant].compaction_max_tokens".into());
-        }
-        let text = reply.content.trim();
+        // Cut off: its whole sentences before any repeat (a small model loops) still sum up.
+        let text = if reply.finish == Some(Finish::Length) {
+            sentences::before_the_loop(&reply.content).ok_or(
+                "the summary was cut off by [assistant].compaction_max_tokens before one whole \
+                 sentence",
+            )?
+        } else {
+            reply.content
+        };
+        let text = text.trim();
         if text.is_empty() {
             return Err("the summary came back empty".into());
         }

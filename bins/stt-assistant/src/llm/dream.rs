@@ -105,13 +105,36 @@ const EXTRACT: &str = "Extract facts the user states about themselves or their f
 /// How the model is asked whether a new fact corrects the nearest one held before it: to
 /// write the old note as it should read now. Small models miss a correction among a round's
 /// tools (the 0.5B one one try in three) and answer "no" to every yes-or-no question, but
-/// rewrite a note well; two examples show both outcomes.
+/// rewrite a note well. The examples show both outcomes: a new value for the same thing (a
+/// colour, a workplace, an age) and something else about the same thing, which leaves the
+/// note as it was. With one example of each, the 1.5B model copied every old note back
+/// (bench-llm: Lisbon, Leo's age, the meeting's time and the manager kept); told what a new
+/// value is, it wrote the new fact over notes it did not correct ("The user's sister is a
+/// nurse." for "lives in Lisbon"); both examples of "something else" are needed.
 const REWRITE: &str = "You keep a user's notes up to date. Given an old note and new \
-    information, write the old note as it should read now: changed if the new information \
-    makes it false, unchanged if both are true. Write only the note.";
-const REWRITE_EXAMPLES: [(&str, &str, &str); 2] = [
+    information, write the old note as it should read now. When the new information changes \
+    what the note says (a new place, time, number, age, name or price for the same thing), \
+    the note takes the new value. When it adds something else, even about the same person, \
+    the note stays exactly as it was. Write only the note.";
+const REWRITE_EXAMPLES: [(&str, &str, &str); 6] = [
     ("The user's car is red.", "The user painted the car blue.", "The user's car is blue."),
-    ("The user's car is red.", "The user's bike is blue.", "The user's car is red."),
+    (
+        "The user works at a bakery.",
+        "The user started a new job at the library.",
+        "The user works at the library.",
+    ),
+    (
+        "The user's daughter is 4.",
+        "The user's daughter had her fifth birthday.",
+        "The user's daughter is 5.",
+    ),
+    ("The user's car is red.", "The user's car has a flat tyre.", "The user's car is red."),
+    ("The user's daughter is 4.", "The user's daughter likes horses.", "The user's daughter is 4."),
+    (
+        "The user's brother lives in Rome.",
+        "The user's brother is a chef.",
+        "The user's brother lives in Rome.",
+    ),
 ];
 
 fn rewrite_question(was: &str, now: &str) -> String {

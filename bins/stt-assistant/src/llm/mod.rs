@@ -8,12 +8,14 @@
 //! - [`chat`]: a chat turn, streamed;
 //! - [`compact`]: keeping the conversation within the model's window;
 //! - [`dream`]: memory's consolidation, while nobody needs the model;
-//! - [`tree`]: chat's conversation from the memory tree, and the tree's summaries.
+//! - [`tree`]: chat's conversation from the memory tree, and the tree's summaries;
+//! - [`sentences`]: what is kept of a reply cut off or looping.
 
 pub mod chat;
 pub mod command;
 pub mod compact;
 pub mod dream;
+pub mod sentences;
 pub mod tree;
 
 use std::sync::Arc;

@@ -5,15 +5,16 @@
 //! sees it (the summaries so far and the messages that came *after* the stretch), then the
 //! stretch to summarize, wrapped in an instruction to record how things stand at the end of
 //! the conversation, not at the end of the stretch (a decision reversed later is recorded as
-//! reversed). A request that fails, comes back empty or is cut off writes a plain extract
-//! instead, so the stretch still leaves the context and nothing is lost (the tree keeps the
-//! messages word for word); a note says so either way.
+//! reversed). A summary cut off by its token cap keeps its whole sentences before the first
+//! it repeats. A request that fails, comes back empty or is cut off before one whole sentence
+//! writes a plain extract instead, so the stretch still leaves the context and nothing is lost
+//! (the tree keeps the messages word for word); a note says so either way.
 
 use stt_llm::{Finish, Message, Request};
 use stt_memory::Role;
 use stt_memory::tree::{Fields, Node, TreeContext, TreeJob, TreeMessage};
 
-use super::{Chat, Lane, Report, SLOT_OTHER, complete, estimate_tokens};
+use super::{Chat, Lane, Report, SLOT_OTHER, complete, estimate_tokens, sentences};
 use crate::lane::Sink;
 use crate::memory::{Answer, Ask, tree as memory_tree};
 
@@ -95,8 +96,21 @@ pub async fn run(lane: &Lane, system: &str, out: &Sink<Report>) {
         None => Err(lane.missing.clone()),
         Some(client) => match complete(lane, client, &request, out, |_| {}).await {
             Err(e) => Err(lane.explain(&e)),
+            // Cut off (a small model looping, most often): its whole sentences before the
+            // loop are a summary still; the tree keeps the messages word for word anyway.
             Ok(reply) if reply.finish == Some(Finish::Length) => {
-                Err("the summary was cut off by [assistant].compaction_max_tokens".into())
+                match sentences::before_the_loop(&reply.content).and_then(|t| parse(&t)) {
+                    Some(parsed) => {
+                        tracing::info!(
+                            "a tree summary reached [assistant].compaction_max_tokens: its \
+                             whole sentences before any repeat are kept"
+                        );
+                        Ok(parsed)
+                    }
+                    None => {
+                        Err("the summary was cut off by [assistant].compaction_max_tokens".into())
+                    }
+                }
             }
             Ok(reply) => parse(&reply.content).ok_or_else(|| "the summary came back empty".into()),
         },

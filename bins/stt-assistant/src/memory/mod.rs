@@ -852,16 +852,29 @@ fn rival(
         Err(MemoryError::NotFound { .. }) => return Ok(Answer::Missing(no_item(id))),
         found => found?,
     };
-    let query = Query { vector, limit: 5, log: false, ..Query::new(&item.body) };
+    let now = note(&item);
+    let query = Query { vector, limit: 5, log: false, ..Query::new(&now) };
     for hit in store.recall(&query)? {
         let Target::Item(other) = hit.target else { continue };
         if other.0 >= id.0 || hit.score < limits.min_score || hit.kind != Some(Kind::Knowledge) {
             continue;
         }
-        let was = store.item(other)?.body;
-        return Ok(Answer::Rival { old: other, was, now: item.body });
+        let was = note(&store.item(other)?);
+        return Ok(Answer::Rival { old: other, was, now });
     }
     Ok(Answer::Missing(format!("nothing item {} may correct", id.0)))
+}
+
+/// An item as a note the model can rewrite: its body, or its name and body when the body
+/// alone says too little to stand as one (the 1.5B model saved "sister's city" with the body
+/// "Lisbon"; rewritten as "Porto", no word of the old note was left to show it was the same).
+fn note(item: &stt_memory::Item) -> String {
+    let name = item.name.trim();
+    if name.is_empty() || stt_memory::text::content_words(&item.body).len() >= 3 {
+        item.body.clone()
+    } else {
+        format!("{name}: {}", item.body)
+    }
 }
 
 /// A dream round's text: the items the session may correct, then the session; the user's

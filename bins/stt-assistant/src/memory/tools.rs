@@ -314,8 +314,13 @@ fn ungrounded(call: &Call<'_>, body: &str) -> Option<Called> {
 pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
     let args = call.args;
     let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("");
+    // An id as a whole number in any JSON spelling: 7, 7.0 (the tool-call parser takes a
+    // whole float for an integer, as JSON Schema does) or "7".
+    let whole = |v: &Value| v.as_f64().filter(|n| n.fract() == 0.0).map(|n| n as i64);
     let int = |key: &str| {
-        args.get(key).and_then(|v| v.as_i64().or_else(|| v.as_str()?.trim().parse().ok()))
+        args.get(key).and_then(|v| {
+            v.as_i64().or_else(|| whole(v)).or_else(|| v.as_str()?.trim().parse().ok())
+        })
     };
     let ids = |key: &str| -> Vec<LogId> {
         let given: Vec<LogId> = args
@@ -323,7 +328,11 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|v| v.as_i64().or_else(|| v.as_str()?.trim_start_matches('L').parse().ok()))
+            .filter_map(|v| {
+                v.as_i64()
+                    .or_else(|| whole(v))
+                    .or_else(|| v.as_str()?.trim_start_matches('L').parse().ok())
+            })
             .map(LogId)
             .collect();
         if given.is_empty() {
