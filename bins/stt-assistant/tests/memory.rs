@@ -514,30 +514,40 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
     assert!(log.contains("correction: item 7 replaces item 6 (kept archived)"), "{log}");
 }
 
-/// What the 1.5B model saved once: a name and one word. Asked about the word alone ("Lisbon"),
-/// its rewrite ("Porto") kept nothing of the old note to show it was the same one.
+/// What the 1.5B model saved once: a name and a word ("sister's city", "Lisbon"). A word
+/// alone is refused now, and a body of two words is asked about with its name: asked about
+/// "Lisbon" alone, the model's rewrite ("Porto") kept nothing of the old note to show it was
+/// the same one.
 #[tokio::test]
-async fn a_fact_saved_as_a_name_and_a_word_is_checked_with_its_name() {
+async fn a_fact_saved_as_a_name_and_a_word_is_refused_and_two_words_go_with_the_name() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
     let lane = lane(&server, memory.clone());
+    // The first round's word is refused, with what to write instead; the model writes two.
+    let word = json!({"name": "sister's city", "body": "Lisbon"});
+    server.push(Script::ToolCalls(vec![("create_knowledge".into(), word)]));
     let said = [
-        (1, "My sister Ana lives in Lisbon.", "sister's city", "Lisbon"),
-        (2, "My sister Ana lives in Porto now.", "sister", "Porto now"),
+        (1, "My sister Ana lives in Lisbon.", "sister's city", "Lives in Lisbon"),
+        (2, "My sister Ana lives in Porto now.", "sister", "Lives in Porto"),
     ];
     for (n, words, name, body) in said {
         memory.turn(Episode::Chat(n), Role::User, Some("Typed"), "chat", words);
         memory.close(Episode::Chat(n));
         dream_round(&server, name, body);
         if n > 1 {
-            server.push(Script::Text("sister's city: Porto".into()));
+            server.push(Script::Text("sister's city: Lives in Porto".into()));
         }
         run(&lane, dream("idle")).await;
     }
+    let refused = &tool_messages(&server)[0];
+    assert!(refused.starts_with("'body' must be the fact as one whole sentence"), "{refused}");
     let requests = server.requests();
     let asked = last_user(requests.last().unwrap());
-    assert_eq!(asked, "Old note: sister's city: Lisbon\nNew information: sister: Porto now");
+    assert_eq!(
+        asked,
+        "Old note: sister's city: Lives in Lisbon\nNew information: sister: Lives in Porto"
+    );
     let log = dreams(&memory).await;
     assert!(log.contains("correction: item 2 replaces item 1 (kept archived)"), "{log}");
 }

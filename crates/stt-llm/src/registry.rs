@@ -731,8 +731,15 @@ impl Registry {
     /// `error`, from provider `id`, in words that name the fix.
     pub fn explain(&self, id: Id, model: &str, error: &LlmError) -> String {
         let fix = match error {
-            LlmError::Unreachable { .. } | LlmError::Timeout { .. } => match id.kind() {
+            LlmError::Unreachable { .. } => match id.kind() {
                 Kind::Local => format!("{}; or `/provider` to choose another", id.spec().get_it),
+                _ => "check the network, or `/provider` to choose another".to_owned(),
+            },
+            // It is there but slow: installing it is no fix.
+            LlmError::Timeout { .. } => match id.kind() {
+                Kind::Local => "the machine may be busy with other work: try again when it is \
+                    quieter, or `/provider` to choose another"
+                    .to_owned(),
                 _ => "check the network, or `/provider` to choose another".to_owned(),
             },
             LlmError::Status { status: 401 | 403, .. } => {
@@ -1113,11 +1120,19 @@ mod tests {
                 LlmError::Status { url: "u".into(), status: 429, body: "slow down".into() },
                 "slow down",
             ),
+            // There, but slow: the machine is busy; installing it again is no fix.
+            (
+                Id::LlamaCpp,
+                LlmError::Timeout { url: "u".into(), seconds: 120 },
+                "may be busy with other work",
+            ),
         ];
         for (id, error, needle) in cases {
             let text = r.explain(id, "x", &error);
             assert!(text.contains(needle), "{text:?} lacks {needle:?}");
         }
+        let slow = r.explain(Id::LlamaCpp, "", &LlmError::Timeout { url: "u".into(), seconds: 1 });
+        assert!(!slow.contains("fetch-llm"), "{slow}");
     }
 
     #[test]

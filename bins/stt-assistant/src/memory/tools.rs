@@ -459,6 +459,14 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             if body.is_empty() {
                 return Ok(Called::failed("give the fact in 'body'"));
             }
+            // A value alone is no fact: "Lisbon" under "sister's city" says nothing in recall
+            // on its own, and a later "Porto" cannot be seen to correct it.
+            if stt_memory::text::content_words(body).len() < 2 {
+                return Ok(Called::failed(format!(
+                    "'body' must be the fact as one whole sentence that says whose it is (for \
+                     example \"The user's sister lives in Lisbon.\"), not \"{body}\" alone"
+                )));
+            }
             // A type it does not know (a small model copies "object" from the schema) is
             // a fact: the fact is worth more than its label.
             let subtype = match text("type") {
