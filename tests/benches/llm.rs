@@ -2129,7 +2129,7 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          the end); the benchmark is `tests/benches/llm.rs`, whose tables hold every prompt, \
          expected answer and score. llama-server with the arguments `stt-daemon up` gives it \
          (`Launch::args`), though not at its nice level: `{}`; the assistant's code paths with the default config (`[llm].stream` on, \
-         temperature 0.2, `max_tokens` 512, `command_answer_max_tokens` 64, the default system \
+         chat at temperature 0.2 (commands, summaries and the dream's check greedy), `max_tokens` 512, `command_answer_max_tokens` 64, the default system \
          prompts), `id_slot` sent as to llama-server. The model's raw outputs are in \
          `target/bench-llm/<model>.json`.\n\n\
          - **tool choice**: {} spoken commands through the tool loop (`Work::Command`, the 5 \

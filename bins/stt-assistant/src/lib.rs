@@ -150,6 +150,7 @@ impl Settings {
                 idle: Duration::from_secs(config.memory.dream_idle_s),
                 max_interval: Duration::from_secs(config.memory.dream_max_interval_h * 3600),
                 min_sessions: config.memory.dream_min_sessions as usize,
+                on_local_model: config.memory.dream_on_local_model,
             },
             dream_max_steps: config.memory.dream_max_steps,
         })

@@ -404,6 +404,10 @@ pub struct MemoryConfig {
     pub dream_min_sessions: u32,
     /// Rounds of tool calls one dream may take.
     pub dream_max_steps: u32,
+    /// Dream on its own (`dream_idle_s`, `dream_max_interval_h`) when the model in use is the
+    /// local one (llama-server); `stt-ctl memory dream` runs one either way. Off by default:
+    /// on LoCoMo the local model's dreams lower recall (docs/MEMORY.md).
+    pub dream_on_local_model: bool,
     /// Keep chat in the memory tree: the conversation's context is its summaries and raw
     /// buffer (and survives a restart), in place of `[assistant]` compaction.
     pub tree: bool,
@@ -429,6 +433,7 @@ impl Default for MemoryConfig {
             dream_max_interval_h: 24,
             dream_min_sessions: 2,
             dream_max_steps: 40,
+            dream_on_local_model: false,
             tree: true,
             tree_raw_max: 60,
             tree_compress: 40,

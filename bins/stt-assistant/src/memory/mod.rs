@@ -171,6 +171,8 @@ pub struct DreamRules {
     pub max_interval: Duration,
     /// Pending sessions needed.
     pub min_sessions: usize,
+    /// Whether a dream starts on its own when the model in use is the local one.
+    pub on_local_model: bool,
 }
 
 /// Who said a chat turn, from its "Name: words" form (`None` when nobody knows).

@@ -281,6 +281,12 @@ pub struct Dreams {
     beats: u32,
 }
 
+/// Whether a dream may start on its own with `provider` in use: not on the local model
+/// unless `[memory].dream_on_local_model` says so (its dreams lowered recall on LoCoMo).
+fn dreams_on_its_own(rules: &DreamRules, provider: Option<stt_llm::registry::Id>) -> bool {
+    rules.on_local_model || provider != Some(stt_llm::registry::Id::LlamaCpp)
+}
+
 /// Heartbeats (seconds) between checks whether a dream is due.
 const CHECK_EVERY: u32 = 30;
 
@@ -362,12 +368,14 @@ impl Owner {
         });
     }
 
-    /// Whether nothing needs the model: no job, none queued, nobody in a command or chat.
+    /// Whether nothing needs the model: no job, none queued, nobody in a command or chat;
+    /// and the model in use may dream on its own.
     fn idle_for_dream(&self) -> bool {
         self.running.is_none()
             && self.queue.depth() == 0
             && self.core.mode() == stt_proto::Mode::Idle
             && self.lane.client.as_ref().is_some_and(stt_llm::Provider::supports_tools)
+            && dreams_on_its_own(&self.dreams.rules, self.active())
     }
 
     /// Memory said whether a dream is due.
@@ -428,5 +436,33 @@ impl Owner {
         tokio::spawn(async move {
             memory.ask(Ask::DreamEnd { status: status.into(), note: String::new() }).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use stt_llm::registry::Id;
+
+    use super::*;
+
+    #[test]
+    fn the_local_model_dreams_on_its_own_only_when_the_config_says_so() {
+        let rules = |on_local_model| DreamRules {
+            idle: Duration::from_secs(600),
+            max_interval: Duration::from_secs(3600),
+            min_sessions: 2,
+            on_local_model,
+        };
+        for (on_local, provider, dreams) in [
+            (false, Some(Id::LlamaCpp), false),
+            (true, Some(Id::LlamaCpp), true),
+            (false, Some(Id::Ollama), true),
+            (false, Some(Id::OpenAi), true),
+            (false, None, true),
+        ] {
+            assert_eq!(dreams_on_its_own(&rules(on_local), provider), dreams, "{provider:?}");
+        }
     }
 }
