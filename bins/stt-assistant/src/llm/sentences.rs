@@ -5,15 +5,18 @@ use std::collections::HashSet;
 
 use stt_memory::text::normalise;
 
-/// Where each sentence of `text` ends (the byte after it): at `.`, `!`, `?` or `。` followed
-/// by white space or the end, and at a line's end (a summary's labelled lines).
+/// Whether `c` at byte `i` of `text` closes a sentence: `.`, `!`, `?` or `。` followed by
+/// white space or the end ("3.50" and "10:15" go on).
+fn closes(text: &str, i: usize, c: char) -> bool {
+    matches!(c, '.' | '!' | '?' | '。')
+        && text[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
+}
+
+/// Where each sentence of `text` ends (the byte after it), and each line (a summary's
+/// labelled lines).
 fn ends(text: &str) -> impl Iterator<Item = usize> + '_ {
-    text.char_indices().filter_map(|(i, c)| {
-        let after = i + c.len_utf8();
-        let closes = matches!(c, '.' | '!' | '?' | '。')
-            && text[after..].chars().next().is_none_or(char::is_whitespace);
-        (closes || c == '\n').then_some(after)
-    })
+    text.char_indices()
+        .filter_map(|(i, c)| (closes(text, i, c) || c == '\n').then_some(i + c.len_utf8()))
 }
 
 /// A sentence without the label a line may open with ("SUMMARY: The work…"), so that a
@@ -37,10 +40,7 @@ fn unlabelled(sentence: &str) -> &str {
 /// `text` up to the end of its last whole sentence, or all of it and "…" when no sentence
 /// ended.
 pub fn whole_sentences(text: &str) -> String {
-    let last = text.char_indices().rfind(|&(i, c)| {
-        matches!(c, '.' | '!' | '?' | '。')
-            && text[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
-    });
+    let last = text.char_indices().rfind(|&(i, c)| closes(text, i, c));
     match last {
         Some((i, c)) => text[..i + c.len_utf8()].to_owned(),
         None if text.is_empty() => String::new(),
