@@ -12,8 +12,9 @@
 //! With `--real URL` (an OpenAI-compatible chat completions endpoint, e.g. llama-server on
 //! the installed small model) it measures something else: a fact told at turn 5 of a 200-turn
 //! chat (small talk otherwise), asked for at turn 200, over 5 runs with different facts; the
-//! answer can come only through the tree (memory's hints are off), so it shows whether the
-//! model's summaries kept the fact. A figure, not a gate.
+//! answer can come only through the tree (memory's hints are off): its summaries, or the
+//! fact's message brought back word for word for the question. The report says which. A
+//! figure, not a gate.
 //!
 //! Usage: `scripts/bench-tree [--turns N] [--write] [--real URL [--runs N]]` (`--write` puts
 //! the figures into docs/PERFORMANCE.md).
@@ -116,7 +117,9 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
 /// One chat turn as the assistant's loop runs it: the user's words into memory, the chat job,
 /// its answer into memory, then the tree's summaries until none is due. Returns the answer
 /// and how many summaries were written.
-async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, usize) {
+/// One chat turn and the summaries it made due: the answer, what memory reminded the model
+/// of (its notes), and how many summaries were written.
+async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, Vec<String>, usize) {
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", text);
     let work = Work::Chat {
         text: format!("Typed: {text}"),
@@ -134,12 +137,17 @@ async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, usize) 
             _ => None,
         })
         .unwrap_or_default();
+    let hinted = reports
+        .iter()
+        .filter_map(|r| if let Report::Hinted(notes) = r { Some(notes.clone()) } else { None })
+        .flatten()
+        .collect();
     memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
     let mut summaries = 0;
     loop {
         let reports = llm::run_to_end(lane, Work::Tree { system: None }).await;
         if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
-            return (answer, summaries);
+            return (answer, hinted, summaries);
         }
         summaries += 1;
     }
@@ -221,8 +229,10 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
     let mut report = format!(
         "{} runs of {} chat turns each on the model at {url} (replies of at most 64 tokens, \
          greedy), the default tree (60/40, 8 → 4); a fact told at turn 5, asked for at turn \
-         {}.\n\n| fact | asked | answer | the fact's word in the context | summaries written \
-         | time |\n|---|---|---|---|---:|---:|\n",
+         {}; memory's hints off, so the answer comes from the tree alone: its summaries and \
+         buffer, or its messages brought back word for word.\n\n| fact | asked | answer | \
+         the fact's word in a summary or the buffer | brought back | summaries written | \
+         time |\n|---|---|---|---|---|---:|---:|\n",
         args.runs.min(FACTS.len()),
         args.turns,
         args.turns
@@ -234,8 +244,9 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
         let settings = memory::Settings { hints: false, ..memory::Settings::new(db) };
         let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
         let lane = lane(url.to_owned(), 64, memory.clone());
-        let (answer, in_context, summaries) = runtime.block_on(async {
+        let (answer, in_context, recalled, summaries) = runtime.block_on(async {
             let mut summaries = 0;
+            let mut recalled = false;
             let mut answer = String::new();
             let mut in_context = false;
             for turn in 1..=args.turns {
@@ -254,12 +265,13 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
                         context.buffer.iter().map(|m| m.text.to_lowercase()).collect();
                     in_context = summaries.contains(key) || buffer.contains(key);
                 }
-                let (said, written) = chat_turn(&lane, &memory, &text).await;
+                let (said, hinted, written) = chat_turn(&lane, &memory, &text).await;
+                recalled = hinted.iter().any(|h| h.to_lowercase().contains(key));
                 answer = said;
                 summaries += written;
             }
             memory.stop().await;
-            (answer, in_context, summaries)
+            (answer, in_context, recalled, summaries)
         });
         let ok = answer.to_lowercase().contains(key);
         right += usize::from(ok);
@@ -269,11 +281,12 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
             if ok { "right" } else { "wrong" }
         );
         report.push_str(&format!(
-            "| {fact} | {question} | {} {} | {} | {summaries} | {:.0} s |
+            "| {fact} | {question} | {} {} | {} | {} | {summaries} | {:.0} s |
 ",
             if ok { "right:" } else { "wrong:" },
             answer.replace('|', "/").replace('\n', " "),
             if in_context { "yes" } else { "no" },
+            if recalled { "yes" } else { "no" },
             started.elapsed().as_secs_f64()
         ));
     }
@@ -284,6 +297,23 @@ Answered right: {right} of {}.
         args.runs.min(FACTS.len())
     ));
     report
+}
+
+/// The file name of the model an OpenAI-compatible server at `url` serves (its
+/// `GET /v1/models`, plain HTTP); `None` when it does not say.
+fn served_model(url: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (host, _) = rest.split_once('/')?;
+    let mut stream = std::net::TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET /v1/models HTTP/1.0\r\nHost: {host}\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let (_, body) = answer.split_once("\r\n\r\n")?;
+    let models: Value = serde_json::from_str(body).ok()?;
+    let id = models["data"][0]["id"].as_str()?;
+    Some(id.rsplit('/').next().unwrap_or(id).to_owned())
 }
 
 fn main() -> ExitCode {
@@ -306,10 +336,11 @@ fn main() -> ExitCode {
             let section = format!(
                 "{REAL_START}\n## A fact told early in a long chat, on a real model \
                  (`scripts/bench-tree --real`)\n\nMeasured {} on {}, with `scripts/bench-tree \
-                 --real {url} --write` against llama-server running the installed \
-                 qwen2.5-coder-0.5b-instruct (q4_k_m, `-c 4096 -t 2`).\n\n{report}{REAL_END}\n",
+                 --real {url} --write` against llama-server serving {} (the arguments \
+                 `stt-daemon up` gives it).\n\n{report}{REAL_END}\n",
                 perf::today(),
-                perf::machine()
+                perf::machine(),
+                served_model(url).unwrap_or_else(|| "the model at that URL".into())
             );
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/PERFORMANCE.md");
             perf::write_section(&path, REAL_START, REAL_END, &section).unwrap();
@@ -336,7 +367,7 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         for turn in 1..=args.turns {
             let text = said(turn);
-            summaries += chat_turn(&lane, &memory, &text).await.1;
+            summaries += chat_turn(&lane, &memory, &text).await.2;
             let sent = *sizes.lock().unwrap().last().unwrap();
             if turn == 1 {
                 without = sent;

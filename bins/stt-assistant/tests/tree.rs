@@ -257,3 +257,57 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
     assert!(results[1].1.contains("Goals: Get to Porto on Friday."), "{:?}", results[1]);
     assert!(!results[2].0 && results[2].1.contains("no node 7"), "{:?}", results[2]);
 }
+
+/// A number the summary dropped still answers a question about it: the turn is sent the
+/// message that said it, word for word, once it has left the context.
+#[tokio::test]
+async fn a_turn_brings_back_what_left_the_context_word_for_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let said = [
+        (Role::User, "Pack the blue suitcase; its lock code is 318."),
+        (Role::Assistant, "Noted: the blue suitcase."),
+        (Role::User, "And book a table for Friday."),
+        (Role::Assistant, "Booked for Friday."),
+        (Role::User, "Thanks."),
+        (Role::Assistant, "You're welcome."),
+    ];
+    for (role, text) in said {
+        let speaker = (role == Role::User).then_some("Typed");
+        memory.turn(Episode::Chat(1), role, speaker, "chat", text);
+    }
+    let server = LlmServer::start();
+    server.push(Script::Text("SUMMARY: A suitcase was packed and a table booked.".into()));
+    let lane = lane(&server, memory.clone());
+    assert_eq!(more(&run(&lane, Work::Tree { system: None }).await), Some(true));
+
+    let chat = |text: &str| Work::Chat {
+        text: format!("Typed: {text}"),
+        conversation: Chat::default(),
+        system: None,
+        resume: None,
+        episode: Episode::Chat(1),
+    };
+    server.push(Script::Text("318.".into()));
+    let reports = run(&lane, chat("What was the lock code of the suitcase?")).await;
+    let request = contents(&server.requests()[1]);
+    let (_, turn) = request.last().unwrap();
+    assert!(
+        turn.contains("Earlier in this conversation (")
+            && turn.contains("the user said: \"Pack the blue suitcase; its lock code is 318.\"")
+            && turn.ends_with("Typed: What was the lock code of the suitcase?"),
+        "{turn}"
+    );
+    let hinted: Vec<&String> = reports
+        .iter()
+        .filter_map(|r| if let Report::Hinted(notes) = r { Some(notes) } else { None })
+        .flatten()
+        .collect();
+    assert!(hinted.iter().any(|n| n.contains("brought back") && n.contains("318")), "{hinted:?}");
+
+    // A turn that shares no two words with it is sent nothing of it.
+    server.push(Script::Text("Sunny.".into()));
+    run(&lane, chat("How is the weather today?")).await;
+    let request = contents(&server.requests()[2]);
+    assert!(request.iter().all(|(_, t)| !t.contains("318")), "{request:?}");
+}

@@ -527,7 +527,8 @@ impl Store {
             tx.execute_batch(
                 "DELETE FROM links; DELETE FROM provenance; DELETE FROM items;
                  DELETE FROM log; DELETE FROM sessions; DELETE FROM vectors; DELETE FROM dreams;
-                 DELETE FROM log_fts; DELETE FROM tree_messages; DELETE FROM tree_nodes;",
+                 DELETE FROM log_fts; DELETE FROM tree_messages; DELETE FROM tree_fts;
+                 DELETE FROM tree_nodes;",
             )
             .map_err(sql)
         })?;

@@ -302,7 +302,8 @@ impl Store {
         self.conn
             .execute_batch(
                 "INSERT INTO log_fts(log_fts) VALUES ('optimize');
-                 INSERT INTO items_fts(items_fts) VALUES ('optimize');",
+                 INSERT INTO items_fts(items_fts) VALUES ('optimize');
+                 INSERT INTO tree_fts(tree_fts) VALUES ('optimize');",
             )
             .map_err(|e| self.err(e))?;
         self.conn

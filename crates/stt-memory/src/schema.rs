@@ -155,6 +155,18 @@ pub const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE tree_messages ADD COLUMN closed INTEGER NOT NULL DEFAULT 0;
     ",
+    // 4: the tree's messages by their words (rowid = seq), so a turn can bring back what
+    // was said word for word after it left the context.
+    r"
+    CREATE VIRTUAL TABLE tree_fts USING fts5(text, tokenize = 'porter unicode61');
+    INSERT INTO tree_fts(rowid, text) SELECT seq, text FROM tree_messages;
+    CREATE TRIGGER tree_fts_insert AFTER INSERT ON tree_messages BEGIN
+        INSERT INTO tree_fts(rowid, text) VALUES (new.seq, new.text);
+    END;
+    CREATE TRIGGER tree_fts_forget AFTER DELETE ON tree_messages BEGIN
+        DELETE FROM tree_fts WHERE rowid = old.seq;
+    END;
+    ",
 ];
 
 /// The version a fully migrated database has.

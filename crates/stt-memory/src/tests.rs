@@ -101,6 +101,27 @@ fn every_version_migrates() {
     }
 }
 
+/// A tree written before its messages were indexed is indexed by the migration.
+#[test]
+fn the_trees_messages_are_indexed_when_the_index_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        schema::migrate(&mut conn, 3).unwrap();
+        conn.execute(
+            "INSERT INTO tree_messages(at, role, text, closed) \
+             VALUES (1.0, 'user', 'My locker code is 4417.', 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let found = store.tree_recall("what was my locker code", 3).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].text, "My locker code is 4417.");
+}
+
 #[test]
 fn sessions_move_open_pending_processed() {
     let mut f = Fixture::new();

@@ -169,6 +169,26 @@ fn node_of(row: &Row<'_>) -> rusqlite::Result<Node> {
     })
 }
 
+/// The FTS5 query [`Store::tree_recall`] asks: any two of the text's content words (the first
+/// eight), or its one.
+fn recall_query(text: &str) -> Option<String> {
+    let words: Vec<String> = crate::text::content_words(text).into_iter().take(8).collect();
+    let quoted = |w: &String| format!("\"{w}\"");
+    match words.as_slice() {
+        [] => None,
+        [one] => Some(quoted(one)),
+        _ => {
+            let mut pairs = Vec::new();
+            for (i, a) in words.iter().enumerate() {
+                for b in &words[i + 1..] {
+                    pairs.push(format!("({} AND {})", quoted(a), quoted(b)));
+                }
+            }
+            Some(pairs.join(" OR "))
+        }
+    }
+}
+
 fn message_of(row: &Row<'_>) -> rusqlite::Result<TreeMessage> {
     let role: String = row.get(2)?;
     Ok(TreeMessage {
@@ -402,6 +422,37 @@ impl Store {
             .map_err(sql)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sql)
+    }
+
+    /// What was said earlier in the conversation that bears on `text`, word for word: at most
+    /// `limit` messages that have left the context (summarized, or closed with an earlier
+    /// conversation), best match first. A message must share two of `text`'s content words
+    /// (its only one, when it has one), by stem ("parked" answers "park"); a message that says
+    /// `text` again is left out.
+    pub fn tree_recall(&self, text: &str, limit: usize) -> Result<Vec<TreeMessage>> {
+        let Some(query) = recall_query(text) else { return Ok(Vec::new()) };
+        // Out of the context is older than the open buffer's first message.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT m.seq, m.at, m.role, m.speaker, m.text FROM tree_fts f \
+                 JOIN tree_messages m ON m.seq = f.rowid \
+                 WHERE tree_fts MATCH ?1 AND f.rowid < coalesce((SELECT min(seq) \
+                 FROM tree_messages WHERE node IS NULL AND closed = 0), 1 << 62) \
+                 ORDER BY bm25(tree_fts), m.seq DESC LIMIT ?2",
+            )
+            .map_err(sql)?;
+        let said = crate::text::normalise(text);
+        let found = stmt
+            .query_map(params![query, (limit + 2) as i64], message_of)
+            .map_err(sql)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sql)?;
+        Ok(found
+            .into_iter()
+            .filter(|m| crate::text::normalise(&m.text) != said)
+            .take(limit)
+            .collect())
     }
 
     /// The tree's counts.
@@ -641,6 +692,51 @@ mod tests {
         assert_eq!(store.tree_stats().unwrap().buffered, 1);
         assert_eq!(store.tree_close().unwrap(), 1);
         assert_eq!(store.tree_close().unwrap(), 0, "nothing left to close");
+    }
+
+    #[test]
+    fn what_left_the_context_comes_back_by_its_words() {
+        let (_dir, mut store) = store();
+        let said = [
+            "Give me a name for a grey cat.",
+            "Misty.",
+            "My locker code is 4417.",
+            "Noted.",
+            "I parked the car on level 3, in spot B12.",
+            "OK.",
+            "What is my locker code?",
+            "It is 4417.",
+        ];
+        for (n, text) in said.iter().enumerate() {
+            let role = if n % 2 == 0 { Role::User } else { Role::Assistant };
+            store.tree_push(role, None, text).unwrap();
+        }
+        let recall = |store: &Store, q: &str| -> Vec<String> {
+            store.tree_recall(q, 3).unwrap().into_iter().map(|m| m.text).collect()
+        };
+        assert!(recall(&store, "What is my locker code?").is_empty(), "all still in the context");
+        store.tree_compress(1, 6, "small talk", &Fields::default()).unwrap();
+        assert_eq!(recall(&store, "What is my locker code?"), ["My locker code is 4417."]);
+        assert_eq!(
+            recall(&store, "In which spot did I park the car?"),
+            ["I parked the car on level 3, in spot B12."],
+            "by stem"
+        );
+        assert!(recall(&store, "What colour is my car?").is_empty(), "one word of two");
+        assert!(recall(&store, "Is it raining?").is_empty());
+        // The same question asked before is no answer to it.
+        store.tree_compress(7, 8, "the code again", &Fields::default()).unwrap();
+        assert_eq!(recall(&store, "what is my locker code"), ["My locker code is 4417."]);
+        // An earlier conversation's messages are out of the context once it is closed.
+        store.tree_push(Role::User, None, "The wifi password is bluefalcon.").unwrap();
+        assert!(recall(&store, "wifi password?").is_empty());
+        store.tree_close().unwrap();
+        assert_eq!(recall(&store, "wifi password?"), ["The wifi password is bluefalcon."]);
+        store.forget_all().unwrap();
+        assert!(recall(&store, "wifi password?").is_empty(), "forgotten means gone");
+        let indexed: i64 =
+            store.conn.query_row("SELECT count(*) FROM tree_fts", [], |r| r.get(0)).unwrap();
+        assert_eq!(indexed, 0);
     }
 
     #[test]

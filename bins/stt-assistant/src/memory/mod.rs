@@ -991,6 +991,18 @@ fn context(
     if !used.is_empty() {
         store.reinforce(&used)?;
     }
+    // What this conversation said before it left the context: hints skip the session
+    // being spoken in, and a summary may have dropped the very number asked for.
+    if tree {
+        for message in store.tree_recall(text, 3)? {
+            let line = tree::recalled_line(&message);
+            reminders.push(format!(
+                "Earlier in this conversation ({}), {line}",
+                tools::when(message.at)
+            ));
+            notes.push(format!("memory: brought back from earlier in this conversation: {line}"));
+        }
+    }
     reminders.extend(hints.iter().map(|h| format!("From memory: {h}")));
     notes.extend(hints.iter().map(|h| format!("memory: reminded the model that {h}")));
     let open_count = intentions.len();

@@ -141,6 +141,21 @@ pub fn message_line(message: &TreeMessage) -> String {
     format!("{who}: {}", message.text)
 }
 
+/// A message brought back from the tree for a turn, as the model reads it: who said it and
+/// what, word for word (the first 300 characters).
+pub fn recalled_line(message: &TreeMessage) -> String {
+    let who = match (message.role, message.speaker.as_deref()) {
+        (Role::Assistant, _) => "you said".to_owned(),
+        (_, Some(who)) if !matches!(who, "Typed" | "Unknown") => format!("{who} said"),
+        _ => "the user said".to_owned(),
+    };
+    let mut text: String = message.text.chars().take(300).collect();
+    if text.len() < message.text.len() {
+        text.push('…');
+    }
+    format!("{who}: \"{text}\"")
+}
+
 /// The system prompt's section of what the conversation taught about the user: the fields
 /// of the newest node that has any (they grow from one summary to the next).
 pub fn learnt(store: &Store) -> stt_memory::Result<Option<String>> {
