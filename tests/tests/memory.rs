@@ -207,9 +207,13 @@ fn real_model(sandbox: &Sandbox, server: &Server, more: &str) {
 fn a_fact_told_in_chat_comes_back_in_a_new_conversation_after_a_restart() {
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());
-    real_model(&sandbox, &server, "");
+    // Dreams allowed on the local model, but none on its own (idle 0): `memory dreams`
+    // says only that none has run.
+    real_model(&sandbox, &server, "[memory]\ndream_idle_s = 0\ndream_on_local_model = true\n");
     let mut assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);
+    let dreams = memory(&sandbox, &["dreams"]);
+    assert_eq!(dreams["text"], "no dream has run yet", "{dreams}");
     assert_eq!(ctl(&sandbox, &["chat-send", "My sister Ana lives in Lisbon."]).code, Some(0));
     let first = chat_answer(&seen, 0, &assistant);
     eprintln!("first answer: {first:?}");
@@ -273,6 +277,11 @@ fn a_dream_on_the_real_model_is_stopped_by_speech_and_resumes() {
     });
     let dreams = memory(&sandbox, &["dreams"])["text"].as_str().unwrap().to_owned();
     assert!(dreams.contains("(asked, interrupted)"), "{dreams}");
+    // On the local model, dreams start only when asked (`[memory].dream_on_local_model`).
+    assert!(
+        dreams.starts_with("automatic dreams are off while the local model answers"),
+        "{dreams}"
+    );
 
     // Asked again, it goes on from where it stopped and finishes.
     memory(&sandbox, &["dream"]);
@@ -347,14 +356,19 @@ fn a_correction_on_the_real_model_replaces_the_fact_and_keeps_the_old_one_archiv
     let text = |e: &Value| e["text"].as_str().unwrap_or_default().to_owned();
     assert!(text(items[0]).contains("Porto"), "the correction comes first: {found}");
     assert!(items.iter().all(|e| !text(e).contains("Lisbon")), "Lisbon is out of recall: {found}");
-    // The new one says what it replaced, and the old one is kept, archived, with a link.
+    // A correction says what it replaced, and the old one is kept, archived, with a link.
+    // (The dream may also have noted the new city in a second item of its own: the link is
+    // on the one that replaced the fact, whichever comes first.)
     assert!(found["text"].as_str().unwrap().contains("(corrects an earlier"), "{found}");
-    let shown = memory(&sandbox, &["show", &items[0]["id"].to_string()]);
-    let shown = shown["text"].as_str().unwrap().to_owned();
-    let old = shown
-        .lines()
-        .find_map(|l| l.strip_prefix("supersedes: item "))
-        .unwrap_or_else(|| panic!("no link to the old fact: {shown}"));
+    let shown: Vec<String> = items
+        .iter()
+        .map(|e| memory(&sandbox, &["show", &e["id"].to_string()])["text"].as_str().unwrap().into())
+        .collect();
+    let (shown, old) = shown
+        .iter()
+        .find_map(|s| Some((s, s.lines().find_map(|l| l.strip_prefix("supersedes: item "))?)))
+        .unwrap_or_else(|| panic!("no link to the old fact: {shown:?}"));
+    assert!(shown.contains("Porto"), "{shown}");
     let old = memory(&sandbox, &["show", old])["text"].as_str().unwrap().to_owned();
     eprintln!("{shown}\n{old}");
     assert!(old.contains("Lisbon") && old.contains("archived: superseded"), "{old}");

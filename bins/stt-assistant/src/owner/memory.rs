@@ -79,9 +79,21 @@ impl Owner {
                 latency_ms: 0,
             });
         }
+        let mut answer = answer;
+        if matches!(request, MemoryRequest::Dreams { .. })
+            && let Answer::Done(text) = &mut answer
+            && !dreams_on_its_own(&self.dreams.rules, self.active())
+        {
+            *text = format!("{DREAMS_OFF}\n{text}");
+        }
         let _ = reply.send(reply_of(answer));
     }
 }
+
+/// What `memory dreams` says first while dreams do not start on their own.
+const DREAMS_OFF: &str = "automatic dreams are off while the local model answers (on it they \
+    lowered recall: docs/MEMORY.md); `stt-ctl memory dream` runs one now, and \
+    [memory].dream_on_local_model = true turns them on";
 
 /// What memory is asked for a request (`dream` aside).
 fn ask_of(request: &MemoryRequest) -> Result<Ask, String> {
