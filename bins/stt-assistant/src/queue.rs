@@ -8,6 +8,57 @@
 
 use std::collections::VecDeque;
 
+/// What a model job is for. Everything the loop does differently for a kind is asked of its
+/// row here (or matched on the kind, exhaustively), never inferred from what it is not: a kind
+/// added tomorrow is one variant and one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A person's spoken or typed command, through the tool loop.
+    Command,
+    /// A chat turn.
+    Chat,
+    /// The memory tree's next summary.
+    Tree,
+    /// Memory's consolidation.
+    Dream,
+}
+
+/// How the loop treats one kind of job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// Lower runs first.
+    pub priority: u8,
+    /// A person waits for it: its start and end count as activity (the quiet a dream waits
+    /// for starts over).
+    pub person: bool,
+    /// Someone speaking, arming a command or sending chat stops it (it goes on later).
+    pub yields: bool,
+}
+
+impl JobKind {
+    /// Every kind, in priority order.
+    pub const ALL: [JobKind; 4] = [JobKind::Command, JobKind::Chat, JobKind::Tree, JobKind::Dream];
+
+    /// This kind's row.
+    pub const fn rule(self) -> Rule {
+        match self {
+            JobKind::Command => Rule { priority: 0, person: true, yields: false },
+            JobKind::Chat => Rule { priority: 1, person: true, yields: false },
+            JobKind::Tree => Rule { priority: 2, person: false, yields: false },
+            JobKind::Dream => Rule { priority: 3, person: false, yields: true },
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JobKind::Command => "command",
+            JobKind::Chat => "chat",
+            JobKind::Tree => "tree",
+            JobKind::Dream => "dream",
+        }
+    }
+}
+
 /// One model call to make.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Job {
@@ -120,6 +171,25 @@ fn drop_oldest_chat(jobs: &mut VecDeque<Job>) -> Option<Job> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table, as a person reads it: commands before chat before background work; a
+    /// person waits on commands and chat only; only a dream gives way to someone speaking.
+    #[test]
+    fn each_kind_has_its_row() {
+        let rows: Vec<(&str, u8, bool, bool)> = JobKind::ALL
+            .iter()
+            .map(|k| (k.name(), k.rule().priority, k.rule().person, k.rule().yields))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("command", 0, true, false),
+                ("chat", 1, true, false),
+                ("tree", 2, false, false),
+                ("dream", 3, false, true),
+            ]
+        );
+    }
 
     fn chat(text: &str) -> Job {
         Job::Chat { text: text.into(), segs: vec![] }

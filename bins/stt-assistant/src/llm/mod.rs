@@ -32,6 +32,7 @@ use stt_tools::{ActionRecord, Registry};
 
 use crate::lane::Sink;
 use crate::memory::{self, Answer, Ask, Episode, Memory};
+use crate::queue::JobKind;
 
 /// The `[assistant]` settings jobs use.
 #[derive(Debug, Clone)]
@@ -142,6 +143,17 @@ pub enum Work {
     Tree { system: Option<String> },
 }
 
+impl Work {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            Work::Command { .. } => JobKind::Command,
+            Work::Chat { .. } => JobKind::Chat,
+            Work::Dream { .. } => JobKind::Dream,
+            Work::Tree { .. } => JobKind::Tree,
+        }
+    }
+}
+
 /// What a job tells the loop, in the order it happens.
 #[derive(Debug)]
 pub enum Report {
@@ -195,19 +207,13 @@ pub enum End {
 pub struct Handle {
     /// The `clear` epoch the job started in.
     pub epoch: u64,
-    /// Whether it is a chat turn (a `clear` stops those).
-    pub chat: bool,
-    /// Whether it is a dream (anyone's activity stops those).
-    pub dream: bool,
-    /// Whether it is a memory tree summary.
-    pub tree: bool,
+    pub kind: JobKind,
     cancel: CancellationToken,
 }
 
 impl Handle {
-    /// Whether it is a command (a person's request through the tool loop).
-    pub fn command(&self) -> bool {
-        !self.chat && !self.dream && !self.tree
+    pub fn is(&self, kind: JobKind) -> bool {
+        self.kind == kind
     }
 
     /// Stops the job at its next await; it then reports [`End::Cancelled`].
@@ -220,13 +226,7 @@ impl Handle {
 /// [`Report::Finished`].
 pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
     let cancel = CancellationToken::new();
-    let handle = Handle {
-        epoch,
-        chat: matches!(work, Work::Chat { .. }),
-        dream: matches!(work, Work::Dream { .. }),
-        tree: matches!(work, Work::Tree { .. }),
-        cancel: cancel.clone(),
-    };
+    let handle = Handle { epoch, kind: work.kind(), cancel: cancel.clone() };
     let lane = lane.clone();
     let job_out = out.clone();
     let job = tokio::spawn(

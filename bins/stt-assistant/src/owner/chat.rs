@@ -15,6 +15,7 @@ use stt_proto::{
 use super::{Input, Owner, Running, now};
 use crate::llm::{Chat, End, Work};
 use crate::memory::Episode;
+use crate::queue::JobKind;
 use crate::session::{self, Session, Tokens, Turn};
 use crate::slash::{self, Slash};
 
@@ -52,7 +53,7 @@ impl Owner {
 
     /// `chat_stop`: stops the reply streaming; what arrived is kept (see [`Self::chat_finished`]).
     pub(super) fn chat_stop(&mut self) -> AssistantEvent {
-        match self.running.as_mut().filter(|r| r.handle.chat) {
+        match self.running.as_mut().filter(|r| r.handle.is(JobKind::Chat)) {
             Some(running) => {
                 tracing::info!(job = running.job, "stopping the chat reply");
                 running.stopped = true;
@@ -249,7 +250,8 @@ impl Owner {
             Slash::Help => Ok(slash::HELP.to_owned()),
             Slash::New => {
                 self.epoch += 1;
-                if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
+                if let Some(running) = self.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
+                {
                     running.handle.cancel();
                 }
                 self.forget_session();

@@ -13,6 +13,7 @@ use stt_tools::ActionRecord;
 use super::{Input, Owner, now};
 use crate::llm::{End, Work};
 use crate::memory::{Answer, Ask, DreamRules, tools};
+use crate::queue::JobKind;
 
 /// A `memory` request memory has answered.
 #[derive(Debug)]
@@ -329,7 +330,7 @@ impl Owner {
         if !interrupt {
             return;
         }
-        if let Some(running) = self.running.as_ref().filter(|r| r.handle.dream) {
+        if let Some(running) = self.running.as_ref().filter(|r| r.handle.is(JobKind::Dream)) {
             tracing::info!(job = running.job, "someone needs the model: the dream stops");
             running.handle.cancel();
         }
@@ -337,7 +338,7 @@ impl Owner {
 
     /// `memory dream`: a dream starts as soon as the model is free; the reply says when.
     fn dream_asked(&mut self, reply: oneshot::Sender<AssistantEvent>) {
-        if self.running.as_ref().is_some_and(|r| r.handle.dream) {
+        if self.running.as_ref().is_some_and(|r| r.handle.is(JobKind::Dream)) {
             let _ = reply.send(AssistantEvent::MemoryOutput {
                 text: "a dream is already running (`stt-ctl memory dreams` shows its log)".into(),
                 entries: vec![],
@@ -407,8 +408,7 @@ impl Owner {
         if !tree || !std::mem::take(&mut self.tree_due) {
             return false;
         }
-        let id = self.next_job;
-        self.next_job += 1;
+        let id = self.job_id();
         self.lane.fallback = self.fallback(false);
         let work = Work::Tree { system: self.session.system.clone() };
         self.launch(id, work, &[], String::new());
@@ -421,8 +421,7 @@ impl Owner {
             return;
         }
         let Some(trigger) = self.dreams.asked.take() else { return };
-        let id = self.next_job;
-        self.next_job += 1;
+        let id = self.job_id();
         self.lane.fallback = self.fallback(true);
         let work = Work::Dream { trigger: trigger.clone(), max_steps: self.dreams.max_steps };
         self.launch(id, work, &[], String::new());

@@ -34,7 +34,7 @@ use crate::core::{Core, Effect, Outside};
 use crate::lane::Sink;
 use crate::llm::{self, Chat, End, Lane, Report, Work};
 use crate::memory::{Episode, Memory};
-use crate::queue::{InferenceQueue, Job};
+use crate::queue::{InferenceQueue, Job, JobKind};
 use crate::session::{self, Session, Tokens};
 use crate::timers::Timers;
 use crate::writer::{Failed, Writer};
@@ -551,7 +551,9 @@ impl Owner {
                     self.conversation = Chat::default();
                     self.forget_session();
                     // A chat turn in flight belongs to the conversation just forgotten.
-                    if let Some(running) = self.running.as_ref().filter(|r| r.handle.chat) {
+                    if let Some(running) =
+                        self.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
+                    {
                         running.handle.cancel();
                     }
                     // The model may be free to summarize what just left the context.
@@ -578,7 +580,9 @@ impl Owner {
                     self.writer.edit_speakers(SpeakerEditOp::Merge { speaker_id, into });
                 }
                 Effect::CancelCommand => {
-                    if let Some(running) = self.running.as_ref().filter(|r| r.handle.command()) {
+                    if let Some(running) =
+                        self.running.as_ref().filter(|r| r.handle.is(JobKind::Command))
+                    {
                         tracing::info!(job = running.job, "cancelling the running command");
                         running.handle.cancel();
                     }
@@ -628,8 +632,7 @@ impl Owner {
             }
             return;
         };
-        let id = self.next_job;
-        self.next_job += 1;
+        let id = self.job_id();
         let command = matches!(job, Job::Command { .. });
         self.lane.fallback = self.fallback(command);
         // A chat turn's words, as sent, for the session's display turns.
@@ -650,6 +653,13 @@ impl Owner {
         self.launch(id, work, &segs, question);
     }
 
+    /// The next job's id: the one place ids are given.
+    fn job_id(&mut self) -> u64 {
+        let id = self.next_job;
+        self.next_job += 1;
+        id
+    }
+
     /// Starts job `id` doing `work` (said in segments `segs`; `question`: a chat turn's words).
     fn launch(&mut self, id: u64, work: Work, segs: &[u64], question: String) {
         // Everything the job logs names it; this names its segments.
@@ -665,7 +675,7 @@ impl Owner {
             let _ = inputs.send(Input::Llm { job: id, report });
         });
         let handle = llm::spawn(&self.lane, work, self.epoch, span.clone(), out);
-        span.in_scope(|| tracing::debug!(chat = handle.chat, "job started"));
+        span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
         self.running = Some(Running {
             job: id,
             handle,
@@ -686,8 +696,8 @@ impl Owner {
         };
         let current = running.handle.epoch == self.epoch;
         // A `clear` came after this chat turn started: nothing of it is shown or kept.
-        let stale = running.handle.chat && !current;
-        let command = running.handle.command();
+        let stale = running.handle.is(JobKind::Chat) && !current;
+        let command = running.handle.is(JobKind::Command);
         match &report {
             Report::Publish(AssistantEvent::ToolCall(call)) if command => {
                 let line = format!("{}({})", call.tool, call.args);
@@ -790,17 +800,18 @@ impl Owner {
             self.core.confirmation_over(&call_id);
         }
         tracing::debug!(?end, "job over");
-        if running.handle.chat && running.handle.epoch == self.epoch {
+        if running.handle.is(JobKind::Chat) && running.handle.epoch == self.epoch {
             self.chat_finished(&running, end);
         }
-        if running.handle.dream {
+        if running.handle.is(JobKind::Dream) {
             self.dream_over(end);
-        } else if !running.handle.tree {
+        }
+        if running.handle.kind.rule().person {
             self.activity(false);
         }
         match end {
             End::Done => {}
-            End::Cancelled if running.handle.command() => {
+            End::Cancelled if running.handle.is(JobKind::Command) => {
                 self.note("command cancelled".into());
             }
             End::Cancelled => {}
@@ -809,7 +820,7 @@ impl Owner {
                 "the job failed on a bug in stt-assistant (see its log); the next one runs",
             ),
         }
-        if running.handle.command() {
+        if running.handle.is(JobKind::Command) {
             if let Some(memory) = &self.memory {
                 memory.close(Episode::Command(running.job));
             }
