@@ -74,6 +74,15 @@ pub enum Job {
     },
 }
 
+impl Job {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            Job::Command { .. } => JobKind::Command,
+            Job::Chat { .. } => JobKind::Chat,
+        }
+    }
+}
+
 /// The bounded queue in front of the worker.
 #[derive(Debug)]
 pub struct InferenceQueue {
@@ -112,13 +121,19 @@ impl InferenceQueue {
         if self.jobs.len() >= self.capacity {
             return Err(drop_oldest_chat(&mut self.jobs));
         }
+        self.insert(Job::Command { text, edited, segs });
+        Ok(())
+    }
+
+    /// Puts `job` after every job of its priority or a higher one (lower number).
+    fn insert(&mut self, job: Job) {
+        let priority = job.kind().rule().priority;
         let at = self
             .jobs
             .iter()
-            .position(|job| matches!(job, Job::Chat { .. }))
+            .position(|waiting| waiting.kind().rule().priority > priority)
             .unwrap_or(self.jobs.len());
-        self.jobs.insert(at, Job::Command { text, edited, segs });
-        Ok(())
+        self.jobs.insert(at, job);
     }
 
     /// Queues a chat turn; when full, the oldest waiting chat turn makes room (and is
@@ -131,7 +146,7 @@ impl InferenceQueue {
                 return Some(Job::Chat { text, segs });
             }
         }
-        self.jobs.push_back(Job::Chat { text, segs });
+        self.insert(Job::Chat { text, segs });
         dropped
     }
 

@@ -330,8 +330,9 @@ impl Owner {
         if !interrupt {
             return;
         }
-        if let Some(running) = self.running.as_ref().filter(|r| r.handle.is(JobKind::Dream)) {
-            tracing::info!(job = running.job, "someone needs the model: the dream stops");
+        if let Some(running) = self.running.as_ref().filter(|r| r.handle.kind.rule().yields) {
+            let kind = running.handle.kind.name();
+            tracing::info!(job = running.job, kind, "someone needs the model: the job stops");
             running.handle.cancel();
         }
     }
