@@ -277,5 +277,16 @@ fn clear_forgets_the_conversation_the_next_chat_turn_is_sent_with() {
         .filter_map(|m| m["content"].as_str())
         .collect();
     assert_eq!(turns.len(), 1, "{messages:?}");
-    assert!(!last.to_string().contains("Ana"), "{messages:?}");
+    // `clear` starts a new conversation, not a blank memory: what was said before comes back
+    // only as memory's reminder, word for word and marked as earlier.
+    let system: String = messages
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(!system.contains("Ana"), "{system}");
+    let turn = turns[0].strip_prefix("(Memory: Earlier (").unwrap_or(turns[0]);
+    let (reminder, said) = turn.split_once(")\n\n").unwrap_or(("", turn));
+    assert!(reminder.is_empty() || reminder.contains("\"my name is Ana\""), "{turn}");
+    assert!(!said.contains("Ana"), "{turn}");
 }

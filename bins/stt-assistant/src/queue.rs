@@ -1,7 +1,10 @@
-//! The inference queue: every model call goes through one worker, one at a time, because
-//! there is one model server. Commands jump ahead of chat turns; a full queue refuses a
-//! command (`busy`) and gives up its oldest waiting chat turn; leaving chat drops the chat
-//! turns still waiting.
+//! The inference queue: every model job goes through one worker, one at a time, because
+//! there is one model server. Jobs start by their kind's priority ([`JobKind::rule`]):
+//! commands, then chat turns, then background work (the memory tree's summaries, then
+//! dreams). A person's jobs wait in a bounded line: a full queue refuses a command (`busy`)
+//! and gives up its oldest waiting chat turn; leaving chat drops the chat turns still
+//! waiting. Background work recurs: each kind is wanted or not (at most one waits), and
+//! wanting it while it runs means one more run after.
 //!
 //! Plain data: the assistant's loop owns it, takes the next job when none is running and
 //! marks it done when the job reports back.
@@ -33,6 +36,8 @@ pub struct Rule {
     pub person: bool,
     /// Someone speaking, arming a command or sending chat stops it (it goes on later).
     pub yields: bool,
+    /// It calls tools: a provider it fails over to must run them too.
+    pub tools: bool,
 }
 
 impl JobKind {
@@ -42,10 +47,10 @@ impl JobKind {
     /// This kind's row.
     pub const fn rule(self) -> Rule {
         match self {
-            JobKind::Command => Rule { priority: 0, person: true, yields: false },
-            JobKind::Chat => Rule { priority: 1, person: true, yields: false },
-            JobKind::Tree => Rule { priority: 2, person: false, yields: false },
-            JobKind::Dream => Rule { priority: 3, person: false, yields: true },
+            JobKind::Command => Rule { priority: 0, person: true, yields: false, tools: true },
+            JobKind::Chat => Rule { priority: 1, person: true, yields: false, tools: false },
+            JobKind::Tree => Rule { priority: 2, person: false, yields: false, tools: false },
+            JobKind::Dream => Rule { priority: 3, person: false, yields: true, tools: true },
         }
     }
 
@@ -72,6 +77,12 @@ pub enum Job {
         text: String,
         segs: Vec<u64>,
     },
+    /// The memory tree's next summary, if one is due.
+    Tree,
+    /// A dream, and why (`asked`, `idle`, …).
+    Dream {
+        trigger: String,
+    },
 }
 
 impl Job {
@@ -79,6 +90,8 @@ impl Job {
         match self {
             Job::Command { .. } => JobKind::Command,
             Job::Chat { .. } => JobKind::Chat,
+            Job::Tree => JobKind::Tree,
+            Job::Dream { .. } => JobKind::Dream,
         }
     }
 }
@@ -86,24 +99,51 @@ impl Job {
 /// The bounded queue in front of the worker.
 #[derive(Debug)]
 pub struct InferenceQueue {
+    /// A person's jobs, in the order they start.
     jobs: VecDeque<Job>,
-    busy: bool,
+    /// Background work wanted, one job a kind at most.
+    background: Vec<Job>,
+    running: Option<JobKind>,
     capacity: usize,
 }
 
 impl InferenceQueue {
     pub fn new(capacity: usize) -> Self {
-        Self { jobs: VecDeque::new(), busy: false, capacity: capacity.max(1) }
+        Self {
+            jobs: VecDeque::new(),
+            background: Vec::new(),
+            running: None,
+            capacity: capacity.max(1),
+        }
     }
 
-    /// Jobs waiting (not counting the one running).
+    /// A person's jobs waiting (not counting the one running, nor background work).
     pub fn depth(&self) -> u32 {
         u32::try_from(self.jobs.len()).unwrap_or(u32::MAX)
     }
 
-    /// Whether a job is running.
+    /// Whether a job is running, of whatever kind.
     pub fn busy(&self) -> bool {
-        self.busy
+        self.running.is_some()
+    }
+
+    /// The kind of the job running.
+    pub fn running(&self) -> Option<JobKind> {
+        self.running
+    }
+
+    /// Background work is wanted: `job` runs when nothing of a higher priority waits. Wanted
+    /// again before it started, the first ask stands (a dream keeps its first trigger).
+    pub fn want(&mut self, job: Job) {
+        debug_assert!(!job.kind().rule().person, "a person's job is pushed, not wanted");
+        if !self.wanted(job.kind()) {
+            self.background.push(job);
+        }
+    }
+
+    /// Whether background work of `kind` waits.
+    pub fn wanted(&self, kind: JobKind) -> bool {
+        self.background.iter().any(|job| job.kind() == kind)
     }
 
     pub fn has_room(&self) -> bool {
@@ -162,19 +202,33 @@ impl InferenceQueue {
         before - self.jobs.len()
     }
 
-    /// The next job, if none is running; the worker is then busy until [`Self::done`].
-    pub fn start_next(&mut self) -> Option<Job> {
-        if self.busy {
+    /// The next job, if none is running: a person's first, then the background work of the
+    /// highest priority that `may` start now (the rest keeps waiting). The worker is then busy
+    /// until [`Self::done`].
+    pub fn start_next(&mut self, may: impl Fn(JobKind) -> bool) -> Option<Job> {
+        if self.running.is_some() {
             return None;
         }
-        let job = self.jobs.pop_front()?;
-        self.busy = true;
+        let job = match self.jobs.pop_front() {
+            Some(job) => job,
+            None => {
+                let at = self
+                    .background
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, job)| may(job.kind()))
+                    .min_by_key(|(_, job)| job.kind().rule().priority)
+                    .map(|(at, _)| at)?;
+                self.background.remove(at)
+            }
+        };
+        self.running = Some(job.kind());
         Some(job)
     }
 
     /// The running job finished.
     pub fn done(&mut self) {
-        self.busy = false;
+        self.running = None;
     }
 }
 
@@ -188,20 +242,24 @@ mod tests {
     use super::*;
 
     /// The table, as a person reads it: commands before chat before background work; a
-    /// person waits on commands and chat only; only a dream gives way to someone speaking.
+    /// person waits on commands and chat only; only a dream gives way to someone speaking;
+    /// commands and dreams call tools.
     #[test]
     fn each_kind_has_its_row() {
-        let rows: Vec<(&str, u8, bool, bool)> = JobKind::ALL
+        let rows: Vec<(&str, u8, bool, bool, bool)> = JobKind::ALL
             .iter()
-            .map(|k| (k.name(), k.rule().priority, k.rule().person, k.rule().yields))
+            .map(|k| {
+                let r = k.rule();
+                (k.name(), r.priority, r.person, r.yields, r.tools)
+            })
             .collect();
         assert_eq!(
             rows,
             [
-                ("command", 0, true, false),
-                ("chat", 1, true, false),
-                ("tree", 2, false, false),
-                ("dream", 3, false, true),
+                ("command", 0, true, false, true),
+                ("chat", 1, true, false, false),
+                ("tree", 2, false, false, false),
+                ("dream", 3, false, true, true),
             ]
         );
     }
@@ -216,7 +274,7 @@ mod tests {
 
     fn drain(queue: &mut InferenceQueue) -> Vec<Job> {
         let mut jobs = Vec::new();
-        while let Some(job) = queue.start_next() {
+        while let Some(job) = queue.start_next(|_| true) {
             jobs.push(job);
             queue.done();
         }
@@ -267,16 +325,42 @@ mod tests {
     }
 
     #[test]
+    fn background_work_waits_for_a_persons_jobs_and_runs_by_priority() {
+        let mut queue = InferenceQueue::new(2);
+        queue.want(Job::Dream { trigger: "idle".into() });
+        queue.want(Job::Tree);
+        queue.want(Job::Dream { trigger: "asked".into() });
+        queue.push_chat("a".into(), vec![]);
+        assert_eq!(queue.depth(), 1, "background work is not a person's to count");
+        // A dream may not start (someone is around): the tree goes, and the dream waits.
+        assert_eq!(queue.start_next(|_| true), Some(chat("a")));
+        queue.done();
+        assert_eq!(queue.start_next(|kind| kind != JobKind::Dream), Some(Job::Tree));
+        assert_eq!(queue.running(), Some(JobKind::Tree));
+        // Wanted again while it runs: one more run after.
+        queue.want(Job::Tree);
+        queue.done();
+        assert_eq!(queue.start_next(|kind| kind != JobKind::Dream), Some(Job::Tree));
+        queue.done();
+        assert_eq!(queue.start_next(|kind| kind != JobKind::Dream), None);
+        assert!(!queue.busy());
+        assert_eq!(queue.start_next(|_| true), Some(Job::Dream { trigger: "idle".into() }));
+        assert!(queue.busy(), "a dream holds the model like any job");
+        queue.done();
+        assert!(!queue.wanted(JobKind::Dream));
+    }
+
+    #[test]
     fn the_worker_is_busy_between_start_and_done_and_runs_one_job_at_a_time() {
         let mut queue = InferenceQueue::new(2);
         queue.push_chat("a".into(), vec![]);
         queue.push_chat("b".into(), vec![]);
         assert!(!queue.busy());
-        assert_eq!(queue.start_next(), Some(chat("a")));
+        assert_eq!(queue.start_next(|_| true), Some(chat("a")));
         assert!(queue.busy());
-        assert_eq!(queue.start_next(), None, "one job at a time");
+        assert_eq!(queue.start_next(|_| true), None, "one job at a time");
         queue.done();
         assert!(!queue.busy());
-        assert_eq!(queue.start_next(), Some(chat("b")));
+        assert_eq!(queue.start_next(|_| true), Some(chat("b")));
     }
 }

@@ -293,7 +293,7 @@ async fn a_turn_brings_back_what_left_the_context_word_for_word() {
     let request = contents(&server.requests()[1]);
     let (_, turn) = request.last().unwrap();
     assert!(
-        turn.contains("Earlier in this conversation (")
+        turn.contains("(Memory: Earlier (")
             && turn.contains("the user said: \"Pack the blue suitcase; its lock code is 318.\"")
             && turn.ends_with("Typed: What was the lock code of the suitcase?"),
         "{turn}"

@@ -991,16 +991,13 @@ fn context(
     if !used.is_empty() {
         store.reinforce(&used)?;
     }
-    // What this conversation said before it left the context: hints skip the session
-    // being spoken in, and a summary may have dropped the very number asked for.
+    // What was said before it left the context, word for word: hints skip the session being
+    // spoken in, and a summary may have dropped the very number asked for.
     if tree {
         for message in store.tree_recall(text, 3)? {
             let line = tree::recalled_line(&message);
-            reminders.push(format!(
-                "Earlier in this conversation ({}), {line}",
-                tools::when(message.at)
-            ));
-            notes.push(format!("memory: brought back from earlier in this conversation: {line}"));
+            reminders.push(format!("Earlier ({}), {line}", tools::when(message.at)));
+            notes.push(format!("memory: brought back what was said earlier: {line}"));
         }
     }
     reminders.extend(hints.iter().map(|h| format!("From memory: {h}")));

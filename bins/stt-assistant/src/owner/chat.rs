@@ -91,7 +91,7 @@ impl Owner {
             self.remember(episode, stt_memory::Role::Assistant, None, &running.answer);
         }
         // The turn grew the memory tree's buffer: it may want a summary.
-        self.tree_due = true;
+        self.tree_may_be_due();
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
             let elapsed = now().saturating_duration_since(running.started);
@@ -169,7 +169,7 @@ impl Owner {
     fn close_tree(&mut self) {
         if let Some(memory) = self.memory.as_ref().filter(|m| m.tree()) {
             memory.tell(crate::memory::Ask::TreeClose);
-            self.tree_due = true;
+            self.queue.want(crate::queue::Job::Tree);
         }
     }
 

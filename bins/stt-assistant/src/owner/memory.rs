@@ -13,7 +13,7 @@ use stt_tools::ActionRecord;
 use super::{Input, Owner, now};
 use crate::llm::{End, Work};
 use crate::memory::{Answer, Ask, DreamRules, tools};
-use crate::queue::JobKind;
+use crate::queue::{Job, JobKind};
 
 /// A `memory` request memory has answered.
 #[derive(Debug)]
@@ -282,8 +282,6 @@ fn describe_item(item: &Item) -> String {
 pub struct Dreams {
     rules: DreamRules,
     max_steps: u32,
-    /// A dream to start as soon as the model is free, and why.
-    asked: Option<String>,
     /// `memory dream` requests waiting for the dream to start.
     waiting: Vec<oneshot::Sender<AssistantEvent>>,
     /// A check whether one is due is on its way.
@@ -308,17 +306,11 @@ impl Dreams {
         Dreams {
             rules,
             max_steps,
-            asked: None,
             waiting: Vec::new(),
             checking: false,
             last_activity: now,
             beats: 0,
         }
-    }
-
-    /// A dream is wanted (`trigger`: why) as soon as the model is free.
-    pub fn ask(&mut self, trigger: &str) {
-        self.asked.get_or_insert_with(|| trigger.to_owned());
     }
 }
 
@@ -353,7 +345,7 @@ impl Owner {
             )));
             return;
         }
-        self.dreams.ask("asked");
+        self.queue.want(Job::Dream { trigger: "asked".into() });
         self.dreams.waiting.push(reply);
         self.start_next();
     }
@@ -397,35 +389,21 @@ impl Owner {
         self.dreams.checking = false;
         if let Some(trigger) = trigger.filter(|_| self.idle_for_dream()) {
             tracing::info!(%trigger, "a dream is due");
-            self.dreams.ask(&trigger);
+            self.queue.want(Job::Dream { trigger });
             self.start_next();
         }
     }
 
-    /// Starts the memory tree's next summary if one may be due (the model is free: the
-    /// caller checked); whether it did.
-    pub(super) fn start_tree(&mut self) -> bool {
-        let tree = self.memory.as_ref().is_some_and(crate::memory::Memory::tree);
-        if !tree || !std::mem::take(&mut self.tree_due) {
-            return false;
+    /// The memory tree may want a summary (its buffer grew or was closed): a job looks once
+    /// the model is free.
+    pub(super) fn tree_may_be_due(&mut self) {
+        if self.memory.as_ref().is_some_and(crate::memory::Memory::tree) {
+            self.queue.want(Job::Tree);
         }
-        let id = self.job_id();
-        self.lane.fallback = self.fallback(false);
-        let work = Work::Tree { system: self.session.system.clone() };
-        self.launch(id, work, &[], String::new());
-        true
     }
 
-    /// Starts the dream asked for, if any (the model is free: the caller checked).
-    pub(super) fn start_dream(&mut self) {
-        if self.memory.is_none() {
-            return;
-        }
-        let Some(trigger) = self.dreams.asked.take() else { return };
-        let id = self.job_id();
-        self.lane.fallback = self.fallback(true);
-        let work = Work::Dream { trigger: trigger.clone(), max_steps: self.dreams.max_steps };
-        self.launch(id, work, &[], String::new());
+    /// The work of the dream starting now (`trigger`: why); whoever asked for it is told.
+    pub(super) fn dream_work(&mut self, trigger: String) -> Work {
         for reply in self.dreams.waiting.drain(..) {
             let _ = reply.send(AssistantEvent::MemoryOutput {
                 text: format!(
@@ -434,6 +412,7 @@ impl Owner {
                 entries: vec![],
             });
         }
+        Work::Dream { trigger, max_steps: self.dreams.max_steps }
     }
 
     /// The dream job ended: one that did not finish is recorded as interrupted (what it

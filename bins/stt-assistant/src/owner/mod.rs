@@ -164,8 +164,6 @@ pub struct Owner {
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
     dreams: memory::Dreams,
-    /// The memory tree may want a summary: a job looks once the model is free.
-    tree_due: bool,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -178,9 +176,14 @@ impl Owner {
         if let Some(note) = note {
             tracing::info!("{note}");
         }
+        let mut queue = parts.queue;
+        if parts.memory.as_ref().is_some_and(Memory::tree) {
+            // A summary left due by the last run is written first.
+            queue.want(Job::Tree);
+        }
         Self {
             core: parts.core,
-            queue: parts.queue,
+            queue,
             lane: parts.lane,
             running: None,
             next_job: 1,
@@ -210,8 +213,6 @@ impl Owner {
             capture_ambient: parts.capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(parts.dream_rules, parts.dream_max_steps, now()),
-            // A summary left due by the last run is written first.
-            tree_due: true,
         }
     }
 
@@ -624,17 +625,17 @@ impl Owner {
             // The probe found one: the next job that finds none looks again.
             self.look = Look::Idle;
         }
-        let Some(job) = self.queue.start_next() else {
-            // Nothing waits: the model is free for the memory tree's summaries, then for a
-            // dream, if one is asked for.
-            if !self.start_tree() {
-                self.start_dream();
-            }
-            return;
+        // Background work needs memory (and the tree, for its summaries).
+        let memory = self.memory.as_ref();
+        let tree = memory.is_some_and(Memory::tree);
+        let may = |kind: JobKind| match kind {
+            JobKind::Command | JobKind::Chat => true,
+            JobKind::Tree => tree,
+            JobKind::Dream => memory.is_some(),
         };
+        let Some(job) = self.queue.start_next(may) else { return };
         let id = self.job_id();
-        let command = matches!(job, Job::Command { .. });
-        self.lane.fallback = self.fallback(command);
+        self.lane.fallback = self.fallback(job.kind().rule().tools);
         // A chat turn's words, as sent, for the session's display turns.
         let (work, segs, question) = match job {
             Job::Command { text, edited, segs } => {
@@ -649,6 +650,10 @@ impl Owner {
                 self.remember(episode, stt_memory::Role::User, who, crate::memory::words_of(&text));
                 (work, segs, text)
             }
+            Job::Tree => {
+                (Work::Tree { system: self.session.system.clone() }, vec![], String::new())
+            }
+            Job::Dream { trigger } => (self.dream_work(trigger), vec![], String::new()),
         };
         self.launch(id, work, &segs, question);
     }
@@ -772,8 +777,9 @@ impl Owner {
                 }
             }
             Report::Hinted(_) => {}
-            Report::DreamNow => self.dreams.ask("asked"),
-            Report::TreeMore(more) => self.tree_due |= more,
+            Report::DreamNow => self.queue.want(Job::Dream { trigger: "asked".into() }),
+            Report::TreeMore(true) => self.tree_may_be_due(),
+            Report::TreeMore(false) => {}
             Report::Conversation(chat) => {
                 if current {
                     self.session.set_chat(&chat);
@@ -836,13 +842,13 @@ impl Owner {
     }
 
     /// With `[llm].failover`, the provider a job's request goes to when the one in use fails
-    /// before its first word: the next live one (that runs tools, for a `command`).
-    fn fallback(&self, command: bool) -> Option<(Id, Provider)> {
+    /// before its first word: the next live one (that runs tools, for a job that calls them).
+    fn fallback(&self, tools: bool) -> Option<(Id, Provider)> {
         let registry = self.registry.as_ref().filter(|r| r.settings().failover)?;
         registry.fallbacks(&self.providers, self.active()?).into_iter().find_map(|id| {
             let probed = self.providers.iter().find(|p| p.id == id)?;
             let provider = registry.provider(probed, "").ok()?;
-            (!command || provider.supports_tools()).then_some((id, provider))
+            (!tools || provider.supports_tools()).then_some((id, provider))
         })
     }
 
