@@ -560,10 +560,8 @@ impl Dreamer {
         use stt_assistant::llm::{self, Report, Work};
         use stt_assistant::memory::{self, Episode};
         let started = Instant::now();
-        let settings = memory::Settings {
-            tree: Some(stt_memory::tree::TreeRules::default()),
-            ..memory::Settings::new(db.into())
-        };
+        // The default tree.
+        let settings = memory::Settings::new(db.into());
         let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
         let lane = stt_assistant::llm::Lane { memory: Some(handle.clone()), ..self.lane.clone() };
         let mut requests = 0;

@@ -326,7 +326,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rules = TreeRules::default();
+    let rules = memory::tree_rules(&stt_config::MemoryConfig::default()).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     if let Some(url) = &args.real {

@@ -178,11 +178,7 @@ fn memory_settings(config: &Config) -> anyhow::Result<Option<memory::Settings>> 
             min_score: m.recall_min_score as f32,
         },
         hints: m.hints,
-        tree: m.tree.then_some(stt_memory::tree::TreeRules {
-            raw_max: m.tree_raw_max as usize,
-            compress: m.tree_compress as usize,
-            fanout_max: m.tree_fanout_max as usize,
-        }),
+        tree: memory::tree_rules(m),
     }))
 }
 

@@ -56,13 +56,19 @@ impl Settings {
             embedder: None,
             limits: Limits { top_k: d.recall_top_k as usize, min_score: d.recall_min_score as f32 },
             hints: d.hints,
-            tree: Some(stt_memory::tree::TreeRules {
-                raw_max: d.tree_raw_max as usize,
-                compress: d.tree_compress as usize,
-                fanout_max: d.tree_fanout_max as usize,
-            }),
+            tree: tree_rules(&d),
         }
     }
+}
+
+/// The memory tree's sizes from `[memory]` (checked when the config was read); `None` when
+/// `tree` is off.
+pub fn tree_rules(m: &stt_config::MemoryConfig) -> Option<stt_memory::tree::TreeRules> {
+    m.tree.then_some(stt_memory::tree::TreeRules {
+        raw_max: m.tree_raw_max as usize,
+        compress: m.tree_compress as usize,
+        fanout_max: m.tree_fanout_max as usize,
+    })
 }
 
 /// What the lane tells the loop.
@@ -743,10 +749,10 @@ impl Lane {
                 Ok(Answer::Failed(tree::OFF.into()))
             }
             Ask::TreeContext => store.tree_context().map(Answer::Tree),
-            Ask::TreeDue => {
-                let rules = self.tree.unwrap_or_default();
-                store.tree_due(&rules).map(Answer::TreeDue)
-            }
+            Ask::TreeDue => match self.tree {
+                Some(rules) => store.tree_due(&rules).map(Answer::TreeDue),
+                None => Ok(Answer::Failed(tree::OFF.into())),
+            },
             Ask::TreeWrite { job, summary, fields } => tree::write(store, &job, &summary, &fields),
             Ask::TreeClose => store
                 .tree_close()
