@@ -76,7 +76,7 @@ use tokio::runtime::Runtime;
 use tracing::Span;
 
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, Lane, Report, Work};
+use stt_assistant::llm::{self, Chat, JobEnv, Report, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode};
 use stt_daemon::up::model::Launch;
 use stt_llm::{Endpoint, Provider};
@@ -1118,7 +1118,7 @@ impl Base {
     }
 
     /// A lane on the model at `url` (`slots`: llama-server's `id_slot` is sent).
-    fn lane(&self, url: &str, slots: bool, memory: Option<memory::Memory>) -> Lane {
+    fn env(&self, url: &str, slots: bool, memory: Option<memory::Memory>) -> JobEnv {
         let client = Provider::new(Endpoint {
             url: url.to_owned(),
             model: String::new(),
@@ -1128,12 +1128,12 @@ impl Base {
             slots,
         })
         .unwrap_or_else(|e| panic!("a client for {url}: {e}"));
-        Lane {
+        JobEnv {
             client: Some(client),
             fallback: None,
             missing: "no model".into(),
             providers: None,
-            registry: Arc::clone(&self.tools),
+            tools: Arc::clone(&self.tools),
             settings: Arc::clone(&self.settings),
             memory,
         }
@@ -1233,7 +1233,7 @@ impl Ran {
 
 /// Runs `work` on `lane` to its end (`llm::run_to_end`, but answering a confirmation with
 /// no at once, and each report timed).
-async fn run(lane: &Lane, work: Work) -> Ran {
+async fn run(env: &JobEnv, work: Work) -> Ran {
     let start = Instant::now();
     let seen: Arc<Mutex<Vec<(Instant, Seen)>>> = Arc::default();
     let (done_tx, done) = tokio::sync::oneshot::channel();
@@ -1268,7 +1268,7 @@ async fn run(lane: &Lane, work: Work) -> Ran {
             let _ = tx.send(());
         }
     });
-    let _handle = llm::spawn(lane, work, 0, Span::none(), out);
+    let _handle = llm::spawn(env, work, 0, Span::none(), out);
     // The job always ends with `Finished`; a dropped sender means it is gone all the same.
     let _ = done.await;
     let seen = std::mem::take(&mut *lock(&seen));
@@ -1284,16 +1284,16 @@ struct Job {
 }
 
 impl Job {
-    fn run(runtime: &Runtime, lane: &Lane, proxy: Option<&Proxy>, work: Work) -> Self {
-        let ran = runtime.block_on(run(lane, work));
+    fn run(runtime: &Runtime, env: &JobEnv, proxy: Option<&Proxy>, work: Work) -> Self {
+        let ran = runtime.block_on(run(env, work));
         let outputs = proxy.map(Proxy::take).unwrap_or_default();
         Self { ran, outputs }
     }
 
-    fn command(runtime: &Runtime, lane: &Lane, proxy: Option<&Proxy>, said: &str) -> Self {
+    fn command(runtime: &Runtime, env: &JobEnv, proxy: Option<&Proxy>, said: &str) -> Self {
         let work =
             Work::Command { text: said.to_owned(), edited: false, episode: Episode::Command(1) };
-        Self::run(runtime, lane, proxy, work)
+        Self::run(runtime, env, proxy, work)
     }
 
     /// Start → the first streamed token of any of its requests.
@@ -1604,12 +1604,12 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     let proxy = url.starts_with("http://").then(|| Proxy::start(&url));
     let lane_url = proxy.as_ref().map_or_else(|| url.clone(), |p| p.url.clone());
     let slots = server.is_some();
-    let lane = base.lane(&lane_url, slots, None);
+    let env = base.env(&lane_url, slots, None);
     let proxy = proxy.as_ref();
 
     // 1. The first command, then the same again.
     eprintln!("bench-llm: {label}: cold and warm commands…");
-    let cold = Job::command(runtime, &lane, proxy, TIMED);
+    let cold = Job::command(runtime, &env, proxy, TIMED);
     figures.timings.extend(cold.outputs.iter().filter_map(|o| o.timings));
     if server.is_some() {
         figures.cold = Some(cold.timed());
@@ -1619,7 +1619,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     while figures.warm.iter().filter(|t| t.valid()).count() < WARM_RUNS
         && figures.warm.len() < MAX_WARM_RUNS
     {
-        let job = Job::command(runtime, &lane, proxy, TIMED);
+        let job = Job::command(runtime, &env, proxy, TIMED);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         figures.warm.push(job.timed());
         warm_log.push(job.json());
@@ -1631,7 +1631,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     let mut tools_log = Vec::new();
     for case in &TOOL_CASES {
         eprintln!("bench-llm: {label}: command {:?}…", case.said);
-        let job = Job::command(runtime, &lane, proxy, case.said);
+        let job = Job::command(runtime, &env, proxy, case.said);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         let score = score_tools(case, &job, &base.offered);
         eprintln!("  → {} ({})", score.calls, score.score);
@@ -1655,7 +1655,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
             resume: None,
             episode: Episode::Chat(1),
         };
-        let job = Job::run(runtime, &lane, proxy, work);
+        let job = Job::run(runtime, &env, proxy, work);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         let answer = job.ran.reply();
         let right = holds(&answer, words);
@@ -1685,7 +1685,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
             memory.turn(episode, Role::Assistant, None, "chat", assistant);
         }
         memory.turn(episode, Role::User, Some(SPEAKER), "chat", chat.next);
-        let summary_lane = base.lane(&lane_url, slots, Some(memory.clone()));
+        let summary_lane = base.env(&lane_url, slots, Some(memory.clone()));
         let job = Job::run(runtime, &summary_lane, proxy, Work::Tree { system: None });
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         let nodes = runtime.block_on(async {
@@ -1739,11 +1739,11 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
 
     // 5. Corrections, by the dream's own check.
     let mut rewrites_log = Vec::new();
-    let client = lane.client.clone().unwrap_or_else(|| panic!("the lane has a client"));
+    let client = env.client.clone().unwrap_or_else(|| panic!("the env has a client"));
     for rewrite in &REWRITES {
         let start = Instant::now();
         let verdict = runtime.block_on(llm::dream::replaces(
-            &lane,
+            &env,
             &client,
             rewrite.was,
             rewrite.now,
@@ -1782,15 +1782,15 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
         eprintln!("bench-llm: {label}: restart, warm-up request, first command…");
         let server = Llama::start(path, dir, &format!("{label}-again"));
         let proxy = Proxy::start(&server.url());
-        let lane = base.lane(&proxy.url, true, None);
-        let client = lane.client.clone().unwrap_or_else(|| panic!("the lane has a client"));
+        let env = base.env(&proxy.url, true, None);
+        let client = env.client.clone().unwrap_or_else(|| panic!("the env has a client"));
         let started = Instant::now();
-        if let Err(e) = runtime.block_on(llm::command::warm(&lane, &client)) {
+        if let Err(e) = runtime.block_on(llm::command::warm(&env, &client)) {
             eprintln!("bench-llm: {label}: the warm-up request failed: {e}");
         }
         figures.warm_up_ms = Some(ms_between(started, Instant::now()));
         let warm_up: Vec<Value> = proxy.take().iter().map(|o| o.json(started)).collect();
-        let job = Job::command(runtime, &lane, Some(&proxy), TIMED);
+        let job = Job::command(runtime, &env, Some(&proxy), TIMED);
         figures.after_warm_up = Some(job.timed());
         log["after_warm_up"] = json!({"warm_up": warm_up, "first_command": job.json()});
     }
@@ -2157,7 +2157,7 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          warm-up request (`command::warm`: the command prefix into its slot, as the assistant \
          does once llama-server answers), then the command: the first command after `stt-daemon \
          up`. First token: the first piece of text or of a call of any of the command's \
-         requests reaching a recording proxy between the lane and the server (a model that \
+         requests reaching a recording proxy between the env and the server (a model that \
          writes its call as text streams it, though nobody sees it); tool call shown: the \
          `tool_call` event, which a viewer shows; end: the answer, the job's end. A command \
          that answered without calling `get_datetime` made the time up: it is flagged. Tokens/s: llama-server's `timings`, summed over every request of the battery.\n\n\

@@ -428,7 +428,7 @@ fn scale(
 /// `--dream`: the assistant's memory and LLM lanes, on the provider the config chooses.
 struct Dreamer {
     rt: tokio::runtime::Runtime,
-    lane: stt_assistant::llm::Lane,
+    env: stt_assistant::llm::JobEnv,
     name: String,
     model: String,
 }
@@ -460,16 +460,16 @@ impl Dreamer {
         let probed = found.iter().find(|p| p.id == id).ok_or("the provider was not probed")?;
         let client = registry.provider(probed, "").map_err(|e| registry.explain(id, "", &e))?;
         let model = client.model().to_owned();
-        let lane = stt_assistant::llm::Lane {
+        let env = stt_assistant::llm::JobEnv {
             client: Some(client),
             fallback: None,
             missing: String::new(),
             providers: Some((registry, id)),
-            registry: std::sync::Arc::new(stt_tools::Registry::new(&[])?),
+            tools: std::sync::Arc::new(stt_tools::Registry::new(&[])?),
             settings: std::sync::Arc::new(settings.lane),
             memory: None,
         };
-        Ok(Dreamer { rt, lane, name: id.to_string(), model })
+        Ok(Dreamer { rt, env, name: id.to_string(), model })
     }
 
     /// Dreams over the store at `db` until no session is pending (or a dream gets nowhere),
@@ -483,7 +483,7 @@ impl Dreamer {
         let settings =
             memory::Settings { embedder: Some(embedder), ..memory::Settings::new(db.into()) };
         let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
-        let lane = stt_assistant::llm::Lane { memory: Some(handle.clone()), ..self.lane.clone() };
+        let env = stt_assistant::llm::JobEnv { memory: Some(handle.clone()), ..self.env.clone() };
         let stats = |m: &memory::Memory| match self.rt.block_on(m.ask(Ask::Stats)) {
             Answer::Stats(s) => s,
             other => panic!("memory: {other:?}"),
@@ -501,7 +501,7 @@ impl Dreamer {
             });
             let work = Work::Dream { trigger: "bench".into(), max_steps: 200 };
             self.rt.block_on(async {
-                llm::spawn(&lane, work, 0, tracing::Span::none(), out);
+                llm::spawn(&env, work, 0, tracing::Span::none(), out);
             });
             for report in rx.iter() {
                 match report {
@@ -563,7 +563,7 @@ impl Dreamer {
         // The default tree.
         let settings = memory::Settings::new(db.into());
         let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
-        let lane = stt_assistant::llm::Lane { memory: Some(handle.clone()), ..self.lane.clone() };
+        let env = stt_assistant::llm::JobEnv { memory: Some(handle.clone()), ..self.env.clone() };
         let mut requests = 0;
         for turn in &conv.turns {
             handle.turn(
@@ -579,7 +579,7 @@ impl Dreamer {
                     let _ = tx.send(r);
                 });
                 self.rt.block_on(async {
-                    llm::spawn(&lane, Work::Tree { system: None }, 0, tracing::Span::none(), out);
+                    llm::spawn(&env, Work::Tree { system: None }, 0, tracing::Span::none(), out);
                 });
                 let mut more = false;
                 for report in rx.iter() {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, End, Lane, Report, Settings, Work, estimate_tokens};
+use stt_assistant::llm::{self, Chat, End, JobEnv, Report, Settings, Work, estimate_tokens};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
 use stt_llm::{Endpoint, Provider};
 use stt_memory::tree::{Fields, TreeJob, TreeRules, TreeStats};
@@ -77,7 +77,7 @@ fn respond(request: &Value, sizes: &Mutex<Vec<usize>>) -> Script {
 }
 
 /// A lane on the model at `url` (chat completions), answering in at most `max_tokens`.
-fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
+fn env(url: String, max_tokens: u32, memory: Memory) -> JobEnv {
     let client = Provider::new(Endpoint {
         url,
         model: String::new(),
@@ -103,12 +103,12 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
         compaction_system_prompt: "Summarize.".into(),
         trim_block_turns: 2,
     };
-    Lane {
+    JobEnv {
         client: Some(client),
         fallback: None,
         missing: String::new(),
         providers: None,
-        registry: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
+        tools: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
         settings: Arc::new(settings),
         memory: Some(memory),
     }
@@ -119,7 +119,7 @@ fn lane(url: String, max_tokens: u32, memory: Memory) -> Lane {
 /// and how many summaries were written.
 /// One chat turn and the summaries it made due: the answer, what memory reminded the model
 /// of (its notes), and how many summaries were written.
-async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, Vec<String>, usize) {
+async fn chat_turn(env: &JobEnv, memory: &Memory, text: &str) -> (String, Vec<String>, usize) {
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", text);
     let work = Work::Chat {
         text: format!("Typed: {text}"),
@@ -128,7 +128,7 @@ async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, Vec<Str
         resume: None,
         episode: Episode::Chat(1),
     };
-    let reports = llm::run_to_end(lane, work).await;
+    let reports = llm::run_to_end(env, work).await;
     assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
     let answer = reports
         .iter()
@@ -145,7 +145,7 @@ async fn chat_turn(lane: &Lane, memory: &Memory, text: &str) -> (String, Vec<Str
     memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
     let mut summaries = 0;
     loop {
-        let reports = llm::run_to_end(lane, Work::Tree { system: None }).await;
+        let reports = llm::run_to_end(env, Work::Tree { system: None }).await;
         if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
             return (answer, hinted, summaries);
         }
@@ -243,7 +243,7 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
         let db = dir.join(format!("real-{n}.db"));
         let settings = memory::Settings { hints: false, ..memory::Settings::new(db) };
         let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
-        let lane = lane(url.to_owned(), 64, memory.clone());
+        let env = env(url.to_owned(), 64, memory.clone());
         let (answer, in_context, recalled, summaries) = runtime.block_on(async {
             let mut summaries = 0;
             let mut recalled = false;
@@ -265,7 +265,7 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
                         context.buffer.iter().map(|m| m.text.to_lowercase()).collect();
                     in_context = summaries.contains(key) || buffer.contains(key);
                 }
-                let (said, hinted, written) = chat_turn(&lane, &memory, &text).await;
+                let (said, hinted, written) = chat_turn(&env, &memory, &text).await;
                 recalled = hinted.iter().any(|h| h.to_lowercase().contains(key));
                 answer = said;
                 summaries += written;
@@ -354,9 +354,9 @@ fn main() -> ExitCode {
     let seen = Arc::clone(&sizes);
     server.respond_with(move |request| respond(request, &seen));
     let settings =
-        memory::Settings { tree: Some(rules), ..memory::Settings::new(dir.path().join("lane.db")) };
+        memory::Settings { tree: Some(rules), ..memory::Settings::new(dir.path().join("env.db")) };
     let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
-    let lane = lane(server.url(), 512, memory.clone());
+    let env = env(server.url(), 512, memory.clone());
     let started = Instant::now();
     let mut samples = Vec::new();
     // What the request would be without the tree (or any compaction): the first one, which
@@ -367,7 +367,7 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         for turn in 1..=args.turns {
             let text = said(turn);
-            summaries += chat_turn(&lane, &memory, &text).await.2;
+            summaries += chat_turn(&env, &memory, &text).await.2;
             let sent = *sizes.lock().unwrap().last().unwrap();
             if turn == 1 {
                 without = sent;
@@ -389,7 +389,7 @@ fn main() -> ExitCode {
     let lanes_s = started.elapsed().as_secs_f64();
     let sizes = sizes.lock().unwrap().clone();
     let max_sent = sizes.iter().copied().max().unwrap_or(0);
-    let store = Store::open(&dir.path().join("lane.db")).unwrap();
+    let store = Store::open(&dir.path().join("env.db")).unwrap();
     let stats = store.tree_stats().unwrap();
     let want = expected(2 * args.turns as i64, &rules);
     if stats != want {

@@ -315,7 +315,7 @@ pub async fn serve(
         Parts {
             core,
             queue: InferenceQueue::new(settings.inference_queue_size),
-            lane: llm::Lane {
+            env: llm::JobEnv {
                 client: None,
                 fallback: None,
                 missing: if registry.is_some() {
@@ -324,7 +324,7 @@ pub async fn serve(
                     "no executor configured: [llm].enabled is false".to_owned()
                 },
                 providers: None,
-                registry: Arc::new(tools),
+                tools: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
                 memory: memory.clone(),
             },

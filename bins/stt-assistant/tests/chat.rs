@@ -10,42 +10,42 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, Lane, Report, Settings, estimate_tokens};
+use stt_assistant::llm::{self, Chat, JobEnv, Report, Settings, estimate_tokens};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_testkit::llm_server::{LlmServer, Script};
 
 const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;
 
-fn lane(server: &LlmServer) -> Lane {
+fn env(server: &LlmServer) -> JobEnv {
     let settings = Settings {
         max_tool_iterations: 3,
         prompt_budget: BUDGET,
         compaction_system_prompt: SUMMARIZE.into(),
         ..common::settings()
     };
-    common::lane(server, settings, None)
+    common::env(server, settings, None)
 }
 
 /// What the assistant's loop does with a chat job's reports, for one conversation: keeps
 /// the conversation each turn leaves, and everything else it was told.
 struct Conversation {
-    lane: Lane,
+    env: JobEnv,
     chat: Chat,
     reports: Arc<Mutex<Vec<Report>>>,
 }
 
 impl Conversation {
     fn new(server: &LlmServer) -> Self {
-        Self { lane: lane(server), chat: Chat::default(), reports: Arc::default() }
+        Self { env: env(server), chat: Chat::default(), reports: Arc::default() }
     }
 
     async fn turn(&mut self, text: &str) {
         let reports = Arc::clone(&self.reports);
         let out = Sink::new(move |r| reports.lock().unwrap().push(r));
         let turn =
-            llm::chat::Turn { text, system: &self.lane.settings.chat_system_prompt, resume: None };
-        llm::chat::turn(&self.lane, turn, self.chat.clone(), &out).await;
+            llm::chat::Turn { text, system: &self.env.settings.chat_system_prompt, resume: None };
+        llm::chat::turn(&self.env, turn, self.chat.clone(), &out).await;
         let left = self.reports.lock().unwrap().iter().rev().find_map(|r| match r {
             Report::Conversation(chat) => Some(chat.clone()),
             _ => None,

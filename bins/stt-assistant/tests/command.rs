@@ -52,7 +52,7 @@ fn prefix(request: &Value) -> (Value, Value) {
 }
 
 /// A lane whose provider is a llama-server (requests name their slot).
-fn llama_lane(server: &LlmServer, settings: Settings) -> llm::Lane {
+fn llama_lane(server: &LlmServer, settings: Settings) -> llm::JobEnv {
     let client = Provider::new(Endpoint {
         url: server.url(),
         model: String::new(),
@@ -62,18 +62,18 @@ fn llama_lane(server: &LlmServer, settings: Settings) -> llm::Lane {
         slots: true,
     })
     .expect("a provider for the scripted server");
-    llm::Lane { client: Some(client), ..common::lane(server, settings, None) }
+    llm::JobEnv { client: Some(client), ..common::env(server, settings, None) }
 }
 
 #[tokio::test]
 async fn every_command_sends_the_same_prefix_in_the_command_slot() {
     let server = LlmServer::start();
-    let lane = llama_lane(&server, common::settings());
+    let env = llama_lane(&server, common::settings());
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Text("It is noon.".into()));
-    common::run(&lane, command("what time is it", 1)).await;
+    common::run(&env, command("what time is it", 1)).await;
     server.push(Script::Text("I cannot do that.".into()));
-    common::run(&lane, command("order a pizza", 2)).await;
+    common::run(&env, command("order a pizza", 2)).await;
 
     let requests = server.requests();
     assert_eq!(requests.len(), 3, "{requests:?}");
@@ -85,8 +85,8 @@ async fn every_command_sends_the_same_prefix_in_the_command_slot() {
 
     // The warm-up request reads exactly that prefix, and asks for one token.
     server.push(Script::Text("OK".into()));
-    let client = lane.client.clone().expect("a client");
-    llm::command::warm(&lane, &client).await.expect("the warm-up answers");
+    let client = env.client.clone().expect("a client");
+    llm::command::warm(&env, &client).await.expect("the warm-up answers");
     let warm = server.requests().pop().expect("the warm-up request");
     assert_eq!(prefix(&warm), prefix(&requests[0]));
     assert_eq!((warm["max_tokens"].clone(), warm["id_slot"].clone()), (json!(1), json!(0)));
@@ -100,10 +100,10 @@ async fn every_command_sends_the_same_prefix_in_the_command_slot() {
         resume: None,
         episode: Episode::Chat(3),
     };
-    common::run(&lane, chat.clone()).await;
+    common::run(&env, chat.clone()).await;
     assert_eq!(server.requests().pop().expect("the chat request")["id_slot"], json!(SLOT_OTHER));
     server.push(Script::Text("Hello.".into()));
-    common::run(&common::lane(&server, common::settings(), None), chat).await;
+    common::run(&common::env(&server, common::settings(), None), chat).await;
     let plain = server.requests().pop().expect("the chat request");
     assert!(plain.get("id_slot").is_none(), "{plain}");
 }
@@ -113,10 +113,10 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
     let server = LlmServer::start();
     let settings =
         Settings { max_tokens: 400, command_answer_max_tokens: 24, ..common::settings() };
-    let lane = common::lane(&server, settings, None);
+    let env = common::env(&server, settings, None);
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Length("It is noon on Thursday. You also asked me once about".into()));
-    let reports = common::run(&lane, command("what time is it", 1)).await;
+    let reports = common::run(&env, command("what time is it", 1)).await;
 
     assert_eq!(results(&reports), [("get_datetime".to_owned(), true)]);
     assert_eq!(answer(&reports).as_deref(), Some("It is noon on Thursday."));
@@ -129,19 +129,19 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
     // With no sentence ended, it is kept and marked as cut.
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Length("It is noon and".into()));
-    let reports = common::run(&lane, command("what time is it", 2)).await;
+    let reports = common::run(&env, command("what time is it", 2)).await;
     assert_eq!(answer(&reports).as_deref(), Some("It is noon and…"));
 
     // A reply cut at max_tokens before any tool ran is still reported as cut off.
     server.push(Script::Length("Well, let me think about that for a long while".into()));
-    let reports = common::run(&lane, command("tell me a story", 3)).await;
+    let reports = common::run(&env, command("tell me a story", 3)).await;
     assert_eq!(errors(&reports), [ErrorCode::Truncated]);
 }
 
 #[tokio::test]
 async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
     let server = LlmServer::start();
-    let lane = common::lane(&server, common::settings(), None);
+    let env = common::env(&server, common::settings(), None);
     // Cut off inside the label (the model hit its limit), then a call the tool takes.
     server.push(Script::ContentCall(
         r#"<tool_call>{"name": "set_timer", "arguments": {"minutes": 5, "label": "te"#.into(),
@@ -150,7 +150,7 @@ async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
         r#"{"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}}"#.into(),
     ));
     server.push(Script::Text("A five-minute tea timer is set.".into()));
-    let reports = common::run(&lane, command("set a tea timer for five minutes", 1)).await;
+    let reports = common::run(&env, command("set a tea timer for five minutes", 1)).await;
 
     // Only the whole call ran.
     assert_eq!(results(&reports), [("set_timer".to_owned(), true)]);
@@ -178,7 +178,7 @@ async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
     let echo = r#"{"name": "set_timer", "arguments": {"type": "object", "properties": {}}}"#;
     server.push(Script::ContentCall(echo.into()));
     server.push(Script::ContentCall(echo.into()));
-    let reports = common::run(&lane, command("set a timer", 2)).await;
+    let reports = common::run(&env, command("set a timer", 2)).await;
     assert_eq!(results(&reports), []);
     assert_eq!(errors(&reports), [ErrorCode::ToolError]);
     assert_eq!(server.requests().len(), 5);
@@ -189,11 +189,11 @@ async fn a_command_with_memory_keeps_the_system_prompt_and_adds_its_context_to_t
     let dir = tempfile::tempdir().expect("a temp dir");
     let memory = common::memory(dir.path());
     let server = LlmServer::start();
-    let lane = common::lane(&server, common::settings(), Some(memory));
+    let env = common::env(&server, common::settings(), Some(memory));
     server.push(Script::Text("Noon.".into()));
-    common::run(&lane, command("what time is it", 1)).await;
+    common::run(&env, command("what time is it", 1)).await;
     server.push(Script::Text("Nothing about that.".into()));
-    common::run(&lane, command("do you remember what I said about the dentist", 2)).await;
+    common::run(&env, command("do you remember what I said about the dentist", 2)).await;
     let requests = server.requests();
     assert_eq!(requests[0]["messages"][0], requests[1]["messages"][0]);
     assert_eq!(requests[1]["messages"][0]["content"], "You run commands.");

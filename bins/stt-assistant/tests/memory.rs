@@ -13,14 +13,14 @@ use common::run;
 
 use serde_json::{Value, json};
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{self, Chat, End, Lane, Report, Work};
+use stt_assistant::llm::{self, Chat, End, JobEnv, Report, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
 use stt_memory::Role;
 use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
 
-fn lane(server: &LlmServer, memory: Memory) -> Lane {
-    common::lane(server, common::settings(), Some(memory))
+fn env(server: &LlmServer, memory: Memory) -> JobEnv {
+    common::env(server, common::settings(), Some(memory))
 }
 
 fn open(dir: &std::path::Path) -> Memory {
@@ -73,9 +73,9 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
         json!({"query": "where does my sister live"}),
     )]));
     server.push(Script::Text("Your sister lives in Lisbon.".into()));
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     let work = command("do you remember where my sister lives", 7);
-    let reports = run(&lane, work).await;
+    let reports = run(&env, work).await;
 
     let results = tool_results(&reports);
     assert_eq!(results.len(), 1, "{results:?}");
@@ -100,18 +100,18 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
     let first_user = requests[0]["messages"][1]["content"].as_str().unwrap();
     assert!(first_user.contains("call recall_memories only when the user asks"), "{first_user}");
     assert!(first_user.ends_with("do you remember where my sister lives"), "{first_user}");
-    assert_eq!(system_of(&requests[0]), lane.settings.command_system_prompt);
+    assert_eq!(system_of(&requests[0]), env.settings.command_system_prompt);
     // The result reached the model.
     let second = requests[1]["messages"].to_string();
     assert!(second.contains("Lisbon"), "{second}");
 
     // Nothing in "what time is it" asks memory: its tools are not offered, nor its rules.
     server.push(Script::Text("Noon.".into()));
-    run(&lane, command("what time is it", 8)).await;
+    run(&env, command("what time is it", 8)).await;
     let request = server.requests().pop().unwrap();
     let tools = request["tools"].to_string();
     assert!(tools.contains("get_datetime") && !tools.contains("recall_memories"), "{tools}");
-    assert_eq!(system_of(&request), lane.settings.command_system_prompt);
+    assert_eq!(system_of(&request), env.settings.command_system_prompt);
     assert!(!last_user(&request).contains("recall_memories"));
 }
 
@@ -120,7 +120,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
 
     server.push(Script::ToolCalls(vec![(
         "add_intention".into(),
@@ -128,7 +128,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     )]));
     server.push(Script::Text("I will ask.".into()));
     let work = command("when I mention the dentist, ask how it went", 1);
-    let results = tool_results(&run(&lane, work).await);
+    let results = tool_results(&run(&env, work).await);
     assert!(results[0].1 && results[0].2.starts_with("intention "), "{results:?}");
     let id: i64 =
         results[0].2.trim_start_matches("intention ").split(' ').next().unwrap().parse().unwrap();
@@ -142,10 +142,10 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
         resume: None,
         episode: Episode::Chat(2),
     };
-    run(&lane, chat("Typed: how is the weather")).await;
+    run(&env, chat("Typed: how is the weather")).await;
     // With the cue: the turn itself reminds the model.
     server.push(Script::Text("How did it go?".into()));
-    let reports = run(&lane, chat("Typed: I was at the dentist today")).await;
+    let reports = run(&env, chat("Typed: I was at the dentist today")).await;
     let noted: Vec<&String> = reports
         .iter()
         .filter_map(|r| if let Report::Hinted(notes) = r { Some(notes) } else { None })
@@ -159,7 +159,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     );
     // Once per conversation: the next turn with the cue is not reminded again.
     server.push(Script::Text("Right.".into()));
-    run(&lane, chat("Typed: the dentist was fine")).await;
+    run(&env, chat("Typed: the dentist was fine")).await;
     assert!(!last_user(server.requests().last().unwrap()).contains("(Memory:"));
     let requests = server.requests();
     let (plain, cued) = (&requests[2], &requests[3]);
@@ -177,7 +177,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": id}))]));
     server.push(Script::Text("Done.".into()));
     let work = command("I asked about the dentist", 3);
-    let results = tool_results(&run(&lane, work).await);
+    let results = tool_results(&run(&env, work).await);
     assert_eq!(results[0], ("complete_intention".into(), true, format!("intention {id} is done")));
     let Answer::Context(context) = memory
         .ask(Ask::Context { text: "the dentist again".into(), episode: None, speaker: None })
@@ -255,8 +255,8 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
     server.push(Script::Text("done".into()));
     // A round that saved no fact reads what the user said once more, for facts as lines.
     server.push(Script::Text("No facts.".into()));
-    let lane = lane(&server, memory.clone());
-    let reports = run(&lane, dream("asked")).await;
+    let env = env(&server, memory.clone());
+    let reports = run(&env, dream("asked")).await;
 
     let s = stats(&memory).await;
     assert_eq!((s.pending_sessions, s.active_items), (0, 2), "{s:?}");
@@ -301,30 +301,30 @@ struct Learnt {
     _dir: tempfile::TempDir,
     memory: Memory,
     server: LlmServer,
-    lane: Lane,
+    env: JobEnv,
 }
 
 async fn lisbon_learnt(name: &str, body: &str) -> Learnt {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "My sister lives in Lisbon.");
     memory.close(Episode::Chat(1));
     dream_round(&server, name, body);
-    run(&lane, dream("idle")).await;
-    Learnt { _dir: dir, memory, server, lane }
+    run(&env, dream("idle")).await;
+    Learnt { _dir: dir, memory, server, env }
 }
 
 #[tokio::test]
 async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
-    let Learnt { _dir, memory, server, lane } =
+    let Learnt { _dir, memory, server, env } =
         lisbon_learnt("sister's city", "The user's sister lives in Lisbon.").await;
 
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
     dream_round(&server, "sister's city", "The user's sister lives in Porto.");
-    run(&lane, dream("idle")).await;
+    run(&env, dream("idle")).await;
     // The round showed the model what it may correct.
     let shown = last_user(&server.requests()[2]);
     assert!(shown.contains("Already remembered") && shown.contains("Lisbon"), "{shown}");
@@ -341,7 +341,7 @@ async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
 
 #[tokio::test]
 async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
-    let Learnt { _dir, memory, server, lane } =
+    let Learnt { _dir, memory, server, env } =
         lisbon_learnt("sister in Lisbon", "The user's sister lives in Lisbon.").await;
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", "My sister moved to Porto.");
     memory.close(Episode::Chat(2));
@@ -354,7 +354,7 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
     let again = json!({"id": 1, "body": "My sister moved to Porto."});
     server.push(Script::ToolCalls(vec![("update_item".into(), again)]));
     server.push(Script::Text("done".into()));
-    run(&lane, dream("asked")).await;
+    run(&env, dream("asked")).await;
 
     let results = tool_messages(&server);
     assert_eq!(results[1], "item 2 replaces item 1 (the old text is kept, archived)");
@@ -375,7 +375,7 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
 /// the dream log, and ended the round with no fact saved. The user's lines are read again.
 #[tokio::test]
 async fn a_round_that_saves_no_fact_reads_the_users_lines_again_and_finds_the_correction() {
-    let Learnt { _dir, memory, server, lane } =
+    let Learnt { _dir, memory, server, env } =
         lisbon_learnt("sister's city", "My sister Ana lives in Lisbon.").await;
     let words = "My sister Ana lives in Porto now.";
     memory.turn(Episode::Chat(2), Role::User, Some("Typed"), "chat", words);
@@ -386,7 +386,7 @@ async fn a_round_that_saves_no_fact_reads_the_users_lines_again_and_finds_the_co
     // Under a topic of its own: the rewrite of the old note decides.
     server.push(Script::Text(format!("FACT where Ana lives: {words}")));
     server.push(Script::Text("My sister Ana lives in Porto.".into()));
-    run(&lane, dream("asked")).await;
+    run(&env, dream("asked")).await;
 
     let results = tool_messages(&server);
     assert!(results[1].starts_with("this conversation never says lisbon"), "{results:?}");
@@ -423,7 +423,7 @@ fn tool_messages(server: &LlmServer) -> Vec<String> {
 
 #[tokio::test]
 async fn a_remembered_fact_copied_into_a_conversation_that_does_not_say_it_is_refused() {
-    let Learnt { _dir, memory, server, lane } =
+    let Learnt { _dir, memory, server, env } =
         lisbon_learnt("sister's city", "My sister lives in Lisbon.").await;
     // Said again, it is strengthened; copied from the list of what memory holds, refused.
     for (n, words) in [(2, "Yes, my sister lives in Lisbon."), (3, "My sister lives in Porto now.")]
@@ -431,7 +431,7 @@ async fn a_remembered_fact_copied_into_a_conversation_that_does_not_say_it_is_re
         memory.turn(Episode::Chat(n), Role::User, Some("Typed"), "chat", words);
         memory.close(Episode::Chat(n));
         dream_round(&server, "sister", "My sister lives in Lisbon.");
-        run(&lane, dream("asked")).await;
+        run(&env, dream("asked")).await;
     }
     let requests = server.requests();
     let results: Vec<String> = requests
@@ -451,7 +451,7 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     // Other things memory holds, so that words weigh as they do in a real store.
     for fact in [
         "The user's dog is called Rex.",
@@ -482,7 +482,7 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
         if n > 1 {
             server.push(Script::Text("The user's sister lives in Porto.".into()));
         }
-        run(&lane, dream("idle")).await;
+        run(&env, dream("idle")).await;
     }
     let requests = server.requests();
     // The first fact had nothing to correct: no question. Then one per new fact.
@@ -523,7 +523,7 @@ async fn a_fact_saved_as_a_name_and_a_word_is_refused_and_two_words_go_with_the_
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     // The first round's word is refused, with what to write instead; the model writes two.
     let word = json!({"name": "sister's city", "body": "Lisbon"});
     server.push(Script::ToolCalls(vec![("create_knowledge".into(), word)]));
@@ -538,7 +538,7 @@ async fn a_fact_saved_as_a_name_and_a_word_is_refused_and_two_words_go_with_the_
         if n > 1 {
             server.push(Script::Text("sister's city: Lives in Porto".into()));
         }
-        run(&lane, dream("idle")).await;
+        run(&env, dream("idle")).await;
     }
     let refused = &tool_messages(&server)[0];
     assert!(refused.starts_with("'body' must be the fact as one whole sentence"), "{refused}");
@@ -560,11 +560,11 @@ async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
     let server = LlmServer::start();
     dream_round(&server, "sister's city", "The user's sister lives in Lisbon.");
     server.push(Script::Hang);
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     let reports: Arc<Mutex<Vec<Report>>> = Arc::default();
     let keep = Arc::clone(&reports);
     let out = Sink::new(move |r| keep.lock().unwrap().push(r));
-    let handle = llm::spawn(&lane, dream("idle"), 0, tracing::Span::none(), out);
+    let handle = llm::spawn(&env, dream("idle"), 0, tracing::Span::none(), out);
     until("the second round's request", || server.requests().len() == 3).await;
     // Someone speaks: the loop cancels the dream and records it as interrupted.
     handle.cancel();
@@ -578,7 +578,7 @@ async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
     assert!(dreams(&memory).await.contains("(idle, interrupted)"));
 
     server.push(Script::Text("done".into()));
-    run(&lane, dream("idle")).await;
+    run(&env, dream("idle")).await;
     let resumed = last_user(server.requests().last().unwrap());
     assert!(
         resumed.contains("I fixed the bike today.") && !resumed.contains("Lisbon."),
@@ -599,9 +599,9 @@ async fn a_burst_of_calls_runs_once_and_a_new_intention_is_not_ended_at_once() {
     server.push(Script::ToolCalls(vec![add.clone(), add.clone(), add]));
     server.push(Script::ToolCalls(vec![("complete_intention".into(), json!({"id": 1}))]));
     server.push(Script::Text("I will remind you.".into()));
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     let work = command("remind me to book the service when I mention the car", 1);
-    let results = tool_results(&run(&lane, work).await);
+    let results = tool_results(&run(&env, work).await);
     assert_eq!(results.len(), 2, "{results:?}");
     assert_eq!(results[0].0, "add_intention");
     assert_eq!(
@@ -642,8 +642,8 @@ async fn a_dream_takes_facts_written_as_lines_too() {
             .into(),
     ));
     server.push(Script::Text("done".into()));
-    let lane = lane(&server, memory.clone());
-    run(&lane, dream("asked")).await;
+    let env = env(&server, memory.clone());
+    run(&env, dream("asked")).await;
     let Answer::Items(items) = memory
         .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
         .await
@@ -674,9 +674,9 @@ async fn a_tools_result_can_cue_an_intention() {
     let server = LlmServer::start();
     server.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
     server.push(Script::Text("It is the afternoon.".into()));
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     let work = command("what time is it", 1);
-    let reports = run(&lane, work).await;
+    let reports = run(&env, work).await;
     // With an intention open, the tools that end one are offered.
     let first = server.requests()[0]["tools"].to_string();
     assert!(first.contains("complete_intention"), "{first}");

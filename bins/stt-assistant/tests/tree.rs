@@ -9,15 +9,15 @@ mod common;
 use common::run;
 use serde_json::Value;
 use stt_assistant::lane::Sink;
-use stt_assistant::llm::{Chat, Lane, Report, Settings, Work};
+use stt_assistant::llm::{Chat, JobEnv, Report, Settings, Work};
 use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
 use stt_memory::Role;
 use stt_memory::tree::TreeRules;
 use stt_testkit::llm_server::{LlmServer, Script};
 
-fn lane(server: &LlmServer, memory: Memory) -> Lane {
+fn env(server: &LlmServer, memory: Memory) -> JobEnv {
     let settings = Settings { compaction_max_tokens: 120, ..common::settings() };
-    common::lane(server, settings, Some(memory))
+    common::env(server, settings, Some(memory))
 }
 
 /// A store whose tree compresses 4 of 6 buffered messages and merges 2 of 4 nodes.
@@ -78,8 +78,8 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
     reversed_decision(&memory);
     let server = LlmServer::start();
     server.push(Script::Text(SUMMARY.into()));
-    let lane = lane(&server, memory.clone());
-    let reports = run(&lane, Work::Tree { system: None }).await;
+    let env = env(&server, memory.clone());
+    let reports = run(&env, Work::Tree { system: None }).await;
     assert_eq!(more(&reports), Some(true));
     assert_eq!(notes(&reports), ["context compacted: messages 1–4 summarized in the memory tree"]);
 
@@ -100,7 +100,7 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
     assert_eq!(nodes[0].fields.profile, "", "none is no profile");
 
     // Nothing more is due: the next job asks the model nothing.
-    let reports = run(&lane, Work::Tree { system: None }).await;
+    let reports = run(&env, Work::Tree { system: None }).await;
     assert_eq!(more(&reports), Some(false));
     assert_eq!(server.requests().len(), 1);
 
@@ -115,7 +115,7 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
         resume: None,
         episode: Episode::Chat(1),
     };
-    run(&lane, work).await;
+    run(&env, work).await;
     let request = contents(&server.requests()[1]);
     let roles: Vec<&str> = request.iter().map(|(r, _)| r.as_str()).collect();
     assert_eq!(roles, ["system", "system", "user", "assistant", "user"], "{request:?}");
@@ -133,8 +133,8 @@ async fn a_failed_summary_still_takes_its_stretch_out_of_the_context_and_says_so
     reversed_decision(&memory);
     let server = LlmServer::start();
     server.push(Script::Length("SUMMARY: The user booked".into()));
-    let lane = lane(&server, memory.clone());
-    let reports = run(&lane, Work::Tree { system: None }).await;
+    let env = env(&server, memory.clone());
+    let reports = run(&env, Work::Tree { system: None }).await;
     assert_eq!(more(&reports), Some(true));
     let notes = notes(&reports);
     assert_eq!(notes.len(), 1);
@@ -163,8 +163,8 @@ async fn a_summary_that_loops_until_its_cap_keeps_what_it_said_before_the_loop()
          to Porto on Friday. The train was cancelled. The user"
             .into(),
     ));
-    let lane = lane(&server, memory.clone());
-    let reports = run(&lane, Work::Tree { system: None }).await;
+    let env = env(&server, memory.clone());
+    let reports = run(&env, Work::Tree { system: None }).await;
     assert_eq!(more(&reports), Some(true));
     let notes = notes(&reports);
     assert!(notes[0].starts_with("context compacted: messages 1–4 summarized"), "{notes:?}");
@@ -180,18 +180,18 @@ async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() 
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
     let server = LlmServer::start();
-    let lane = lane(&server, memory.clone());
+    let env = env(&server, memory.clone());
     // Four short conversations, each closed by a new one: four nodes, then one merge.
     for n in 1..=4 {
         memory.turn(Episode::Chat(n), Role::User, None, "chat", &format!("topic {n}"));
         memory.turn(Episode::Chat(n), Role::Assistant, None, "chat", "ok");
         memory.tell(Ask::TreeClose);
         server.push(Script::Text(format!("SUMMARY: We spoke of topic {n}.")));
-        let reports = run(&lane, Work::Tree { system: None }).await;
+        let reports = run(&env, Work::Tree { system: None }).await;
         assert_eq!(more(&reports), Some(true));
     }
     server.push(Script::Text("SUMMARY: Topics 1 and 2.".into()));
-    run(&lane, Work::Tree { system: None }).await;
+    run(&env, Work::Tree { system: None }).await;
     let merge = contents(&server.requests()[4]);
     let last = &merge.last().unwrap().1;
     assert!(last.contains("- We spoke of topic 1.\n- We spoke of topic 2."), "{last}");
@@ -221,8 +221,8 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
     reversed_decision(&memory);
     let server = LlmServer::start();
     server.push(Script::Text(SUMMARY.into()));
-    let lane = lane(&server, memory.clone());
-    run(&lane, Work::Tree { system: None }).await;
+    let env = env(&server, memory.clone());
+    run(&env, Work::Tree { system: None }).await;
 
     let explore = |args: serde_json::Value| {
         Script::ToolCalls(vec![(memory::tools::EXPLORE_TREE.into(), args)])
@@ -236,7 +236,7 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
         edited: false,
         episode: Episode::Command(1),
     };
-    let reports = run(&lane, work).await;
+    let reports = run(&env, work).await;
     let offered = server.requests()[1]["tools"].to_string();
     assert!(offered.contains(memory::tools::EXPLORE_TREE), "{offered}");
     let results: Vec<(bool, String)> = reports
@@ -278,8 +278,8 @@ async fn a_turn_brings_back_what_left_the_context_word_for_word() {
     }
     let server = LlmServer::start();
     server.push(Script::Text("SUMMARY: A suitcase was packed and a table booked.".into()));
-    let lane = lane(&server, memory.clone());
-    assert_eq!(more(&run(&lane, Work::Tree { system: None }).await), Some(true));
+    let env = env(&server, memory.clone());
+    assert_eq!(more(&run(&env, Work::Tree { system: None }).await), Some(true));
 
     let chat = |text: &str| Work::Chat {
         text: format!("Typed: {text}"),
@@ -289,7 +289,7 @@ async fn a_turn_brings_back_what_left_the_context_word_for_word() {
         episode: Episode::Chat(1),
     };
     server.push(Script::Text("318.".into()));
-    let reports = run(&lane, chat("What was the lock code of the suitcase?")).await;
+    let reports = run(&env, chat("What was the lock code of the suitcase?")).await;
     let request = contents(&server.requests()[1]);
     let (_, turn) = request.last().unwrap();
     assert!(
@@ -307,7 +307,7 @@ async fn a_turn_brings_back_what_left_the_context_word_for_word() {
 
     // A turn that shares no two words with it is sent nothing of it.
     server.push(Script::Text("Sunny.".into()));
-    run(&lane, chat("How is the weather today?")).await;
+    run(&env, chat("How is the weather today?")).await;
     let request = contents(&server.requests()[2]);
     assert!(request.iter().all(|(_, t)| !t.contains("318")), "{request:?}");
 }

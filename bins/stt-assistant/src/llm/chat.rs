@@ -6,7 +6,7 @@
 use stt_llm::{Finish, Message, Request, Resume};
 use stt_proto::ErrorCode;
 
-use super::{Chat, Lane, Report, SLOT_OTHER, compact, complete, error};
+use super::{Chat, JobEnv, Report, SLOT_OTHER, compact, complete, error};
 use crate::lane::Sink;
 
 /// What a turn sends.
@@ -21,14 +21,14 @@ pub struct Turn<'a> {
 
 /// Sends a turn after `conversation`. Failures land in the conversation pane as text that
 /// names the fix; an answer cut off mid-stream is kept, flagged as stopped.
-pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sink<Report>) {
-    let Some(client) = &lane.client else {
-        return out.send(Report::Failed(lane.missing.clone()));
+pub async fn turn(env: &JobEnv, turn: Turn<'_>, mut conversation: Chat, out: &Sink<Report>) {
+    let Some(client) = &env.client else {
+        return out.send(Report::Failed(env.missing.clone()));
     };
-    let settings = &lane.settings;
+    let settings = &env.settings;
     // With the memory tree, the conversation is the tree's, kept within the window by its
     // summaries (written after the turn); this request only has to fit.
-    match super::tree::conversation(lane).await {
+    match super::tree::conversation(env).await {
         Some(tree) => {
             conversation = tree;
             conversation.turns.push(Message::user(turn.text));
@@ -36,7 +36,7 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
         }
         None => {
             conversation.turns.push(Message::user(turn.text));
-            compact::compact(lane, client, &mut conversation, out).await;
+            compact::compact(env, client, &mut conversation, out).await;
         }
     }
     out.send(Report::Conversation(conversation.clone()));
@@ -54,7 +54,7 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
     let stream = |piece: &str| {
         out.send(Report::Reply { text: piece.to_owned(), partial: true, stopped: false });
     };
-    let (answer, truncated, stopped) = match complete(lane, client, &request, out, stream).await {
+    let (answer, truncated, stopped) = match complete(env, client, &request, out, stream).await {
         Ok(reply) => {
             if let Some(usage) = reply.usage {
                 out.send(Report::Usage(usage));
@@ -65,10 +65,10 @@ pub async fn turn(lane: &Lane, turn: Turn<'_>, mut conversation: Chat, out: &Sin
             (reply.content, reply.finish == Some(Finish::Length), false)
         }
         Err(e) if !e.partial().is_empty() => {
-            out.send(Report::Failed(lane.explain(&e)));
+            out.send(Report::Failed(env.explain(&e)));
             (e.partial().to_owned(), false, true)
         }
-        Err(e) => return out.send(Report::Failed(lane.explain(&e))),
+        Err(e) => return out.send(Report::Failed(env.explain(&e))),
     };
     out.send(Report::Reply { text: answer.clone(), partial: false, stopped });
     if truncated {

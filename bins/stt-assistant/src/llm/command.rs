@@ -12,7 +12,7 @@ use stt_tools::ActionRecord;
 use stt_tools::registry::Outcome;
 
 use super::{
-    Lane, Report, SLOT_COMMAND, SLOT_OTHER, complete, error, no_client, recall, sentences,
+    JobEnv, Report, SLOT_COMMAND, SLOT_OTHER, complete, error, no_client, recall, sentences,
 };
 use crate::lane::Sink;
 use crate::memory::{self, Answer, Ask, Episode, tools as memory_tools};
@@ -24,8 +24,8 @@ use crate::memory::{self, Answer, Ask, Episode, tools as memory_tools};
 const COMMAND_TEMPERATURE: f64 = 0.0;
 
 /// Runs `text` (typed over, when `edited`) through the tool loop.
-pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &Sink<Report>) {
-    let Some(client) = &lane.client else { return no_client(lane, out) };
+pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: &Sink<Report>) {
+    let Some(client) = &env.client else { return no_client(env, out) };
     if !client.supports_tools() {
         // The loop refuses such a command before it is queued; this guards a switch since.
         return error(
@@ -34,9 +34,9 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
             "the provider in use is chat-only: commands need one with tool calls (`/providers`)",
         );
     }
-    let settings = &lane.settings;
-    let prompt = recall(lane, &settings.command_system_prompt, text, episode, true, out).await;
-    let tools = tools(lane, prompt.memory_tools, prompt.intentions > 0);
+    let settings = &env.settings;
+    let prompt = recall(env, &settings.command_system_prompt, text, episode, true, out).await;
+    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0);
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -59,11 +59,11 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
             resume: None,
             slot: Some(SLOT_COMMAND),
         };
-        let reply = match complete(lane, client, &request, out, |_| {}).await {
+        let reply = match complete(env, client, &request, out, |_| {}).await {
             Ok(reply) => reply,
-            Err(e) => return error(out, ErrorCode::LlmError, lane.explain(&e)),
+            Err(e) => return error(out, ErrorCode::LlmError, env.explain(&e)),
         };
-        let found = calls_of(lane, &reply);
+        let found = calls_of(env, &reply);
         for refused in &found.refused {
             tracing::info!(tool = %refused.name, "{}", refused.reason);
         }
@@ -98,7 +98,7 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
                 && (call.name != memory_tools::EXPLORE_TREE || explored.contains(&call.arguments))
         };
         if calls.iter().any(again) {
-            return report(lane, client, text, &ran, out).await;
+            return report(env, client, text, &ran, out).await;
         }
         explored.extend(
             calls
@@ -108,8 +108,8 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
         );
         messages.push(Message::calls(calls.clone()));
         for call in calls {
-            let result = run_call(lane, &call, text, edited, &mut added, out).await;
-            let result = after_tool(lane, &call.name, result, episode, out).await;
+            let result = run_call(env, &call, text, edited, &mut added, out).await;
+            let result = after_tool(env, &call.name, result, episode, out).await;
             ran.push((call.name.clone(), result.clone()));
             messages.push(Message::tool(call.id.clone(), result));
         }
@@ -128,9 +128,9 @@ pub async fn run(lane: &Lane, text: &str, edited: bool, episode: Episode, out: &
 /// starts with (the registry's tools; memory's come after them when a command is offered
 /// them), into its command slot: one request with an empty turn and `max_tokens` 1. The next
 /// command then has only its own words to read. Returns what the request cost.
-pub async fn warm(lane: &Lane, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
-    let messages = [Message::system(&lane.settings.command_system_prompt), Message::user("")];
-    let tools = tools(lane, false, false);
+pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
+    let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
+    let tools = tools(env, false, false);
     let request = Request {
         messages: &messages,
         tools: &tools,
@@ -146,16 +146,16 @@ pub async fn warm(lane: &Lane, client: &Provider) -> Result<stt_llm::Usage, stt_
 /// The tools a command may call: the registry's, and memory's when it is on and `memory`
 /// (those that end an intention only while one is open: every schema costs a small model's
 /// attention).
-fn tools(lane: &Lane, memory: bool, intentions: bool) -> Vec<ToolSpec> {
-    let tree = lane.memory.as_ref().is_some_and(crate::memory::Memory::tree);
+fn tools(env: &JobEnv, memory: bool, intentions: bool) -> Vec<ToolSpec> {
+    let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
         (intentions
             || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION].contains(name))
             && (tree || *name != memory_tools::EXPLORE_TREE)
     });
     let offered: Vec<&str> = offered.collect();
-    let memory = lane.memory.as_ref().filter(|_| memory).map(|_| memory_tools::specs(&offered));
-    lane.registry
+    let memory = env.memory.as_ref().filter(|_| memory).map(|_| memory_tools::specs(&offered));
+    env.tools
         .specs()
         .chain(memory.iter().flatten())
         .map(|spec| ToolSpec {
@@ -167,11 +167,11 @@ fn tools(lane: &Lane, memory: bool, intentions: bool) -> Vec<ToolSpec> {
 }
 
 /// The spec of the tool `name`, from the registry or memory's.
-fn spec_of(lane: &Lane, name: &str) -> Option<stt_tools::registry::ToolSpec> {
-    if let Some(spec) = lane.registry.get(name) {
+fn spec_of(env: &JobEnv, name: &str) -> Option<stt_tools::registry::ToolSpec> {
+    if let Some(spec) = env.tools.get(name) {
         return Some(spec.clone());
     }
-    lane.memory.as_ref()?;
+    env.memory.as_ref()?;
     memory_tools::ASSISTANT.contains(&name).then(|| memory_tools::specs(&[name]).pop()).flatten()
 }
 
@@ -229,7 +229,7 @@ fn answer(reply: &Reply, cap: Cap, out: &Sink<Report>) {
 /// results go in as plain text: with the calls in the conversation, a small model keeps
 /// writing calls.
 async fn report(
-    lane: &Lane,
+    env: &JobEnv,
     client: &Provider,
     text: &str,
     ran: &[(String, String)],
@@ -243,34 +243,34 @@ async fn report(
         "\nNow tell the user the outcome in one or two short spoken sentences. Plain words \
          only, no JSON, no tool calls.",
     );
-    let messages = [Message::system(&lane.settings.command_system_prompt), Message::user(prompt)];
+    let messages = [Message::system(&env.settings.command_system_prompt), Message::user(prompt)];
     let request = Request {
         messages: &messages,
         tools: &[],
-        stream: lane.settings.stream,
-        max_tokens: Cap::Answer.tokens(&lane.settings),
+        stream: env.settings.stream,
+        max_tokens: Cap::Answer.tokens(&env.settings),
         temperature: COMMAND_TEMPERATURE,
         resume: None,
         // Not the command slot: without the tools this prompt would push the command
         // prefix out of its cache.
         slot: Some(SLOT_OTHER),
     };
-    match complete(lane, client, &request, out, |_| {}).await {
+    match complete(env, client, &request, out, |_| {}).await {
         Ok(reply) => answer(&reply, Cap::Answer, out),
-        Err(e) => error(out, ErrorCode::LlmError, lane.explain(&e)),
+        Err(e) => error(out, ErrorCode::LlmError, env.explain(&e)),
     }
 }
 
 /// A tool's result with what memory associates with it (a hint, an intention its words
 /// cue), as after a person's turn; memory's own tools bring nothing more.
 async fn after_tool(
-    lane: &Lane,
+    env: &JobEnv,
     tool: &str,
     result: String,
     episode: Episode,
     out: &Sink<Report>,
 ) -> String {
-    let Some(memory) = lane.memory.as_ref().filter(|_| !memory_tools::is_memory_tool(tool)) else {
+    let Some(memory) = env.memory.as_ref().filter(|_| !memory_tools::is_memory_tool(tool)) else {
         return result;
     };
     let ask = Ask::Context { text: result.clone(), episode: Some(episode), speaker: None };
@@ -308,12 +308,12 @@ const MAX_CALLS: usize = 4;
 
 /// The calls in a reply: the provider's, or else JSON calls in the text, those it did not
 /// write whole or with arguments its tool takes refused (never run).
-fn calls_of(lane: &Lane, reply: &Reply) -> stt_llm::Found {
+fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
     if !reply.tool_calls.is_empty() {
         return stt_llm::Found { calls: reply.tool_calls.clone(), refused: Vec::new() };
     }
-    let memory = lane.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
-    let specs: Vec<_> = lane.registry.specs().chain(memory.iter().flatten()).collect();
+    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
+    let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).collect();
     let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
     stt_llm::find_calls(&reply.content, schema_of)
 }
@@ -322,12 +322,12 @@ fn calls_of(lane: &Lane, reply: &Reply) -> stt_llm::Found {
 /// intentions this command added, which it may not end in the same breath (a small model
 /// adds one, then "completes" it at once).
 async fn run_memory_tool(
-    lane: &Lane,
+    env: &JobEnv,
     call: &Call,
     added: &mut Vec<i64>,
     out: &Sink<Report>,
 ) -> Outcome {
-    let Some(memory) = &lane.memory else {
+    let Some(memory) = &env.memory else {
         return Outcome::Done { ok: false, result: "memory is off ([memory].enabled)".into() };
     };
     let ends = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
@@ -363,14 +363,14 @@ async fn run_memory_tool(
 
 /// Runs one call (after confirmation when the tool needs it); returns what the model is told.
 async fn run_call(
-    lane: &Lane,
+    env: &JobEnv,
     call: &Call,
     text: &str,
     edited: bool,
     added: &mut Vec<i64>,
     out: &Sink<Report>,
 ) -> String {
-    let Some(spec) = spec_of(lane, &call.name) else {
+    let Some(spec) = spec_of(env, &call.name) else {
         let result = format!("there is no tool named '{}'", call.name);
         out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
             call_id: call.id.clone(),
@@ -394,7 +394,7 @@ async fn run_call(
         let (answer, answered) = oneshot::channel();
         out.send(Report::Confirm { call_id: call.id.clone(), answer });
         let allowed = matches!(
-            tokio::time::timeout(lane.settings.confirmation_timeout, answered).await,
+            tokio::time::timeout(env.settings.confirmation_timeout, answered).await,
             Ok(Ok(true))
         );
         out.send(Report::ConfirmOver { call_id: call.id.clone() });
@@ -404,10 +404,10 @@ async fn run_call(
     };
     let outcome = if confirmed == Some(false) {
         Outcome::Done { ok: false, result: "the user did not allow this action".into() }
-    } else if lane.registry.contains(&call.name) {
-        lane.registry.run(&call.name, &call.arguments).await
+    } else if env.tools.contains(&call.name) {
+        env.tools.run(&call.name, &call.arguments).await
     } else {
-        run_memory_tool(lane, call, added, out).await
+        run_memory_tool(env, call, added, out).await
     };
     if let Outcome::Timer { after, label, .. } = &outcome {
         out.send(Report::Timer { after: *after, label: label.clone() });

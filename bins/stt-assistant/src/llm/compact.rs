@@ -6,12 +6,12 @@
 
 use stt_llm::{Finish, Message, Provider, Request, Role};
 
-use super::{Chat, Lane, Report, SLOT_OTHER, Settings, complete, estimate_tokens, sentences};
+use super::{Chat, JobEnv, Report, SLOT_OTHER, Settings, complete, estimate_tokens, sentences};
 use crate::lane::Sink;
 
 /// Keeps the next request made of `chat` within the budget, as the module says.
-pub async fn compact(lane: &Lane, client: &Provider, chat: &mut Chat, out: &Sink<Report>) {
-    let settings = &lane.settings;
+pub async fn compact(env: &JobEnv, client: &Provider, chat: &mut Chat, out: &Sink<Report>) {
+    let settings = &env.settings;
     let system = settings.chat_system_prompt.clone();
     let budget = settings.prompt_budget as usize;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
@@ -21,7 +21,7 @@ pub async fn compact(lane: &Lane, client: &Provider, chat: &mut Chat, out: &Sink
     }
     let keep = (settings.compaction_keep_turns as usize).min(chat.turns.len().saturating_sub(1));
     let evicted: Vec<Message> = chat.turns[..chat.turns.len() - keep].to_vec();
-    match summarize(lane, client, chat.summary.as_deref(), &evicted, out).await {
+    match summarize(env, client, chat.summary.as_deref(), &evicted, out).await {
         Ok(summary) => {
             chat.summary = Some(summary);
             chat.turns.drain(..evicted.len());
@@ -61,13 +61,13 @@ pub fn fit(settings: &Settings, chat: &mut Chat, system: &str, out: &Sink<Report
 
 /// Folds `evicted` into `previous` in chunks that each fit the budget.
 async fn summarize(
-    lane: &Lane,
+    env: &JobEnv,
     client: &Provider,
     previous: Option<&str>,
     evicted: &[Message],
     out: &Sink<Report>,
 ) -> Result<String, String> {
-    let settings = &lane.settings;
+    let settings = &env.settings;
     if evicted.is_empty() {
         return Err("nothing old enough to summarize".into());
     }
@@ -110,7 +110,7 @@ async fn summarize(
             slot: Some(SLOT_OTHER),
         };
         let reply =
-            complete(lane, client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
+            complete(env, client, &request, out, |_| {}).await.map_err(|e| e.to_string())?;
         // Cut off: its whole sentences before any repeat (a small model loops) still sum up.
         let text = if reply.finish == Some(Finish::Length) {
             sentences::before_the_loop(&reply.content).ok_or(

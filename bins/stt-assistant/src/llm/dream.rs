@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use stt_llm::{Message, Provider, Request, ToolSpec};
 use stt_memory::text::content_words;
 
-use super::{Lane, Report, SLOT_OTHER, complete};
+use super::{JobEnv, Report, SLOT_OTHER, complete};
 use crate::lane::Sink;
 use crate::memory::{Answer, Ask, tools as memory_tools};
 
@@ -160,7 +160,7 @@ fn corrects(was: &str, rewrite: &str, now: &str) -> bool {
 
 /// Whether the model judges `now` to correct `was`.
 pub async fn replaces(
-    lane: &Lane,
+    env: &JobEnv,
     client: &Provider,
     was: &str,
     now: &str,
@@ -181,7 +181,7 @@ pub async fn replaces(
         resume: None,
         slot: Some(SLOT_OTHER),
     };
-    match complete(lane, client, &request, out, |_| {}).await {
+    match complete(env, client, &request, out, |_| {}).await {
         Ok(reply) => {
             let yes = corrects(was, &reply.content, now);
             tracing::debug!(rewrite = %reply.content, was, now, yes, "dream correction check");
@@ -192,10 +192,10 @@ pub async fn replaces(
 }
 
 /// Runs a dream (`trigger`: why it started) of at most `max_steps` model requests.
-pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>) {
-    let Some(memory) = &lane.memory else { return };
-    let Some(client) = &lane.client else {
-        return out.send(Report::Note(format!("memory: no dream: {}", lane.missing)));
+pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>) {
+    let Some(memory) = &env.memory else { return };
+    let Some(client) = &env.client else {
+        return out.send(Report::Note(format!("memory: no dream: {}", env.missing)));
     };
     if !client.supports_tools() {
         return out.send(Report::Note(
@@ -250,7 +250,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                     super::estimate_tokens(&m.content) + super::estimate_tokens(&calls)
                 })
                 .sum();
-            if schemas + used > lane.settings.prompt_budget as usize {
+            if schemas + used > env.settings.prompt_budget as usize {
                 tracing::info!(tokens = schemas + used, "a dream round outgrew the prompt budget");
                 break;
             }
@@ -259,15 +259,15 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 messages: &messages,
                 tools: &tools,
                 stream: false,
-                max_tokens: lane.settings.max_tokens,
+                max_tokens: env.settings.max_tokens,
                 temperature: DREAM_TEMPERATURE,
                 resume: None,
                 slot: Some(SLOT_OTHER),
             };
-            let reply = match complete(lane, client, &request, out, |_| {}).await {
+            let reply = match complete(env, client, &request, out, |_| {}).await {
                 Ok(reply) => reply,
                 Err(e) => {
-                    let why = lane.explain(&e);
+                    let why = env.explain(&e);
                     let end = Ask::DreamEnd { status: "failed".into(), note: why.clone() };
                     memory.ask(end).await;
                     return out.send(Report::Note(format!("memory: the dream failed: {why}")));
@@ -330,12 +330,12 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 messages: &messages,
                 tools: &[],
                 stream: false,
-                max_tokens: lane.settings.max_tokens,
+                max_tokens: env.settings.max_tokens,
                 temperature: DREAM_TEMPERATURE,
                 resume: None,
                 slot: Some(SLOT_OTHER),
             };
-            if let Ok(reply) = complete(lane, client, &request, out, |_| {}).await {
+            if let Ok(reply) = complete(env, client, &request, out, |_| {}).await {
                 tracing::debug!(content = %reply.content, "dream extraction");
                 for call in fact_lines(&reply.content, steps, &said) {
                     let ask = Ask::Tool { name: call.name, args: call.arguments };
@@ -356,7 +356,7 @@ pub async fn run(lane: &Lane, trigger: &str, max_steps: u32, out: &Sink<Report>)
                 continue;
             };
             steps += 1;
-            if replaces(lane, client, &was, &now, out).await
+            if replaces(env, client, &was, &now, out).await
                 && let Answer::Done(_) = memory.ask(Ask::Supersede { new, old }).await
             {
                 changes += 1;

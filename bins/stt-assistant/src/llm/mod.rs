@@ -59,9 +59,10 @@ pub struct Settings {
     pub trim_block_turns: u32,
 }
 
-/// What every job may use: the model, the tools, the settings. Read-only, cheap to clone.
+/// What a model job runs with: the model, the tools, the settings, memory. Read-only, cheap
+/// to clone: the loop hands each job its own.
 #[derive(Debug, Clone)]
-pub struct Lane {
+pub struct JobEnv {
     /// The provider in use; `None` when there is none.
     pub client: Option<Provider>,
     /// With `[llm].failover`: the next live provider, for a request whose provider fails
@@ -72,13 +73,14 @@ pub struct Lane {
     /// The provider registry and which of its providers `client` is, to word failures
     /// with their fix; `None` when `[llm].enabled` is false.
     pub providers: Option<(registry::Registry, Id)>,
-    pub registry: Arc<Registry>,
+    /// The tools a command may call (memory's come from `memory`).
+    pub tools: Arc<Registry>,
     pub settings: Arc<Settings>,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<Memory>,
 }
 
-impl Lane {
+impl JobEnv {
     /// `e` in words that name the fix for the provider in use.
     pub fn explain(&self, e: &LlmError) -> String {
         match &self.providers {
@@ -224,33 +226,33 @@ impl Handle {
 
 /// Starts `work` in `epoch`, logging in `span`; its reports go to `out`, ending with
 /// [`Report::Finished`].
-pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
+pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
     let cancel = CancellationToken::new();
     let handle = Handle { epoch, kind: work.kind(), cancel: cancel.clone() };
-    let lane = lane.clone();
+    let env = env.clone();
     let job_out = out.clone();
     let job = tokio::spawn(
         async move {
             match work {
                 Work::Command { text, edited, episode } => {
-                    command::run(&lane, &text, edited, episode, &job_out).await;
+                    command::run(&env, &text, edited, episode, &job_out).await;
                 }
                 Work::Chat { text, conversation, system, resume, episode } => {
-                    let system = system.as_deref().unwrap_or(&lane.settings.chat_system_prompt);
-                    let prompt = recall(&lane, system, &text, episode, false, &job_out).await;
+                    let system = system.as_deref().unwrap_or(&env.settings.chat_system_prompt);
+                    let prompt = recall(&env, system, &text, episode, false, &job_out).await;
                     let turn = chat::Turn {
                         text: &prompt.text,
                         system: &prompt.system,
                         resume: resume.as_deref(),
                     };
-                    chat::turn(&lane, turn, conversation, &job_out).await;
+                    chat::turn(&env, turn, conversation, &job_out).await;
                 }
                 Work::Dream { trigger, max_steps } => {
-                    dream::run(&lane, &trigger, max_steps, &job_out).await;
+                    dream::run(&env, &trigger, max_steps, &job_out).await;
                 }
                 Work::Tree { system } => {
-                    let system = system.as_deref().unwrap_or(&lane.settings.chat_system_prompt);
-                    tree::run(&lane, system, &job_out).await;
+                    let system = system.as_deref().unwrap_or(&env.settings.chat_system_prompt);
+                    tree::run(&env, system, &job_out).await;
                 }
             }
         }
@@ -280,7 +282,7 @@ pub fn spawn(lane: &Lane, work: Work, epoch: u64, span: Span, out: Sink<Report>)
 
 /// Runs `work` to its end on its own (no loop: for benchmarks and tests) and returns every
 /// report, [`Report::Finished`] last.
-pub async fn run_to_end(lane: &Lane, work: Work) -> Vec<Report> {
+pub async fn run_to_end(env: &JobEnv, work: Work) -> Vec<Report> {
     let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (done_tx, done) = oneshot::channel();
     let done_tx = std::sync::Mutex::new(Some(done_tx));
@@ -295,7 +297,7 @@ pub async fn run_to_end(lane: &Lane, work: Work) -> Vec<Report> {
             let _ = tx.send(());
         }
     });
-    let _handle = spawn(lane, work, 0, Span::none(), out);
+    let _handle = spawn(env, work, 0, Span::none(), out);
     // The job always ends with `Finished`; a dropped sender means it is gone all the same.
     let _ = done.await;
     std::mem::take(&mut *reports.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
@@ -304,7 +306,7 @@ pub async fn run_to_end(lane: &Lane, work: Work) -> Vec<Report> {
 /// One request to the model, reporting whether it answered. With a fallback (`[llm].failover`),
 /// a request that fails before its first word is sent once more to the fallback, with a note.
 async fn complete(
-    lane: &Lane,
+    env: &JobEnv,
     client: &Provider,
     request: &Request<'_>,
     out: &Sink<Report>,
@@ -317,11 +319,11 @@ async fn complete(
     );
     // The request reports its own failure to viewers; only the state changes here.
     out.send(Report::Reachable(reachable));
-    match (outcome, &lane.fallback) {
+    match (outcome, &env.fallback) {
         (Err(e), Some((id, fallback))) if e.before_first_token() => {
             out.send(Report::Note(format!(
                 "{}; trying {id} instead ([llm].failover)",
-                lane.explain(&e)
+                env.explain(&e)
             )));
             fallback.complete(request, on_text).await.inspect_err(|_| {
                 tracing::warn!(provider = %id, "the failover provider failed too");
@@ -368,7 +370,7 @@ const DISCIPLINE_TOOLS: &str = "You remember earlier conversations: call recall_
 /// before `text` instead. This turn's reminders (intentions due or cued, hints) go before
 /// `text` either way. Without memory, or when it does not answer, both go as they are.
 async fn recall(
-    lane: &Lane,
+    env: &JobEnv,
     system: &str,
     text: &str,
     episode: Episode,
@@ -381,7 +383,7 @@ async fn recall(
         intentions: 0,
         memory_tools: false,
     };
-    let Some(memory) = &lane.memory else { return plain };
+    let Some(memory) = &env.memory else { return plain };
     let speaker = memory::speaker_of(text).map(str::to_owned);
     let words = memory::words_of(text).to_owned();
     let ask = Ask::Context { text: words.clone(), episode: Some(episode), speaker };
@@ -436,6 +438,6 @@ fn error(out: &Sink<Report>, code: ErrorCode, message: impl Into<String>) {
     out.send(Report::Publish(AssistantEvent::Error(ErrorMsg::new(code, message))));
 }
 
-fn no_client(lane: &Lane, out: &Sink<Report>) {
-    error(out, ErrorCode::NoExecutor, lane.missing.clone());
+fn no_client(env: &JobEnv, out: &Sink<Report>) {
+    error(out, ErrorCode::NoExecutor, env.missing.clone());
 }

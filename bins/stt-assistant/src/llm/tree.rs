@@ -14,7 +14,7 @@ use stt_llm::{Finish, Message, Request};
 use stt_memory::Role;
 use stt_memory::tree::{Fields, Node, TreeContext, TreeJob, TreeMessage};
 
-use super::{Chat, Lane, Report, SLOT_OTHER, complete, estimate_tokens, sentences};
+use super::{Chat, JobEnv, Report, SLOT_OTHER, complete, estimate_tokens, sentences};
 use crate::lane::Sink;
 use crate::memory::{Answer, Ask, tree as memory_tree};
 
@@ -30,8 +30,8 @@ const INSTRUCTION: &str = "[Memory upkeep, not a message from the user] Summariz
 /// The conversation chat's model is given from the tree: the summaries, then the buffer, but
 /// the user's newest message (the turn being sent, which the caller adds with what memory
 /// reminds it of). `None` when the tree is off or memory does not answer.
-pub async fn conversation(lane: &Lane) -> Option<Chat> {
-    let memory = lane.memory.as_ref()?;
+pub async fn conversation(env: &JobEnv) -> Option<Chat> {
+    let memory = env.memory.as_ref()?;
     let Answer::Tree(TreeContext { nodes, mut buffer }) = memory.ask(Ask::TreeContext).await else {
         return None;
     };
@@ -57,8 +57,8 @@ fn turns(messages: &[TreeMessage]) -> Vec<Message> {
 /// Does the tree's next summary, if one is due: one request at most, so a person's turn
 /// waits for no more than this one. Reports [`Report::TreeMore`] with whether it wrote one
 /// (then another may be due).
-pub async fn run(lane: &Lane, system: &str, out: &Sink<Report>) {
-    let Some(memory) = &lane.memory else { return out.send(Report::TreeMore(false)) };
+pub async fn run(env: &JobEnv, system: &str, out: &Sink<Report>) {
+    let Some(memory) = &env.memory else { return out.send(Report::TreeMore(false)) };
     let Answer::TreeDue(Some(job)) = memory.ask(Ask::TreeDue).await else {
         return out.send(Report::TreeMore(false));
     };
@@ -81,21 +81,21 @@ pub async fn run(lane: &Lane, system: &str, out: &Sink<Report>) {
             nodes.iter().rev().find(|n| !n.fields.is_empty()).map(|n| n.fields.clone()),
         ),
     };
-    let messages = request(lane, system, &context, &job, &segment);
+    let messages = request(env, system, &context, &job, &segment);
     let request = Request {
         messages: &messages,
         tools: &[],
         stream: false,
-        max_tokens: lane.settings.compaction_max_tokens,
+        max_tokens: env.settings.compaction_max_tokens,
         temperature: 0.0,
         resume: None,
         slot: Some(SLOT_OTHER),
     };
-    let client = lane.client.as_ref();
+    let client = env.client.as_ref();
     let written = match client {
-        None => Err(lane.missing.clone()),
-        Some(client) => match complete(lane, client, &request, out, |_| {}).await {
-            Err(e) => Err(lane.explain(&e)),
+        None => Err(env.missing.clone()),
+        Some(client) => match complete(env, client, &request, out, |_| {}).await {
+            Err(e) => Err(env.explain(&e)),
             // Cut off (a small model looping, most often): its whole sentences before the
             // loop are a summary still; the tree keeps the messages word for word anyway.
             Ok(reply) if reply.finish == Some(Finish::Length) => {
@@ -160,13 +160,13 @@ pub async fn run(lane: &Lane, system: &str, out: &Sink<Report>) {
 /// comes last), made to fit the prompt budget by dropping the oldest messages after the
 /// stretch, then shortening the stretch.
 fn request(
-    lane: &Lane,
+    env: &JobEnv,
     system: &str,
     context: &TreeContext,
     job: &TreeJob,
     segment: &str,
 ) -> Vec<Message> {
-    let budget = lane.settings.prompt_budget as usize;
+    let budget = env.settings.prompt_budget as usize;
     let (nodes, after): (Vec<Node>, Vec<TreeMessage>) = match job {
         TreeJob::Compress(messages) => {
             let last = messages.last().map_or(0, |m| m.seq);

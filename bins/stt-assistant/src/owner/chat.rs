@@ -126,14 +126,14 @@ impl Owner {
     pub(super) fn chat_session(&self) -> ChatSession {
         let usage =
             |t: Tokens| TokenUsage { prompt: t.prompt, completion: t.completion, cached: t.cached };
-        let endpoint = match &self.lane.client {
+        let endpoint = match &self.env.client {
             Some(Provider::Cli(cli)) => cli.cli().program().to_owned(),
             Some(client) => host(&client.target()).to_owned(),
             None => String::new(),
         };
         ChatSession {
             provider: self.active().map(|id| id.to_string()),
-            model: self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
+            model: self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             endpoint,
             loading: self.model_loading(),
             turns: u32::try_from(self.session.turns.len()).unwrap_or(u32::MAX),
@@ -201,9 +201,9 @@ impl Owner {
     ) {
         let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
         let Some(probed) = probed else {
-            self.lane.client = None;
-            self.lane.missing = registry.none_live(found);
-            self.lane.providers = None;
+            self.env.client = None;
+            self.env.missing = registry.none_live(found);
+            self.env.providers = None;
             self.publish_session();
             return;
         };
@@ -216,14 +216,14 @@ impl Owner {
                 if let Some(old) = before.filter(|old| *old != id) {
                     self.note(format!("now using {id} ({old} is not there any more)"));
                 }
-                self.lane.client = Some(provider);
+                self.env.client = Some(provider);
             }
             Err(e) => {
-                self.lane.client = None;
-                self.lane.missing = registry.explain(id, &model, &e);
+                self.env.client = None;
+                self.env.missing = registry.explain(id, &model, &e);
             }
         }
-        self.lane.providers = Some((registry.clone(), id));
+        self.env.providers = Some((registry.clone(), id));
         if !same {
             let had = self.session.provider.is_some();
             self.session.switch_provider(id.as_str(), "");
@@ -294,11 +294,11 @@ impl Owner {
     }
 
     fn switch_model(&mut self, name: &str) -> Result<String, String> {
-        let (registry, id) = self.lane.providers.clone().ok_or_else(no_provider)?;
+        let (registry, id) = self.env.providers.clone().ok_or_else(no_provider)?;
         let probed = self.probed(id);
         let provider =
             registry.provider(&probed, name).map_err(|e| registry.explain(id, name, &e))?;
-        self.lane.client = Some(provider);
+        self.env.client = Some(provider);
         name.clone_into(&mut self.session.model);
         self.save_session();
         self.publish_session();
@@ -310,8 +310,8 @@ impl Owner {
         let probed = self.probed(id);
         let provider = registry.provider(&probed, "").map_err(|e| registry.explain(id, "", &e))?;
         let target = provider.target();
-        self.lane.client = Some(provider);
-        self.lane.providers = Some((registry, id));
+        self.env.client = Some(provider);
+        self.env.providers = Some((registry, id));
         self.session.switch_provider(id.as_str(), "");
         self.conversation = self.session.chat();
         self.close_tree();
@@ -360,12 +360,12 @@ impl Owner {
                 tokio::spawn(async move { send(SlashDone::Probed(registry.probe_all().await)) });
             }
             SlashJob::Models => {
-                let Some((registry, id)) = self.lane.providers.clone() else {
+                let Some((registry, id)) = self.env.providers.clone() else {
                     return send(SlashDone::Text(Err(no_provider())));
                 };
                 let probed = self.probed(id);
                 let current =
-                    self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
+                    self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
                 tokio::spawn(async move {
                     let text = match registry.models(&probed).await {
                         Ok(models) if models.is_empty() => {

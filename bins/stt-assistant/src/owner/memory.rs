@@ -338,10 +338,10 @@ impl Owner {
             });
             return;
         }
-        if self.lane.client.is_none() {
+        if self.env.client.is_none() {
             let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(
                 ErrorCode::NoExecutor,
-                format!("a dream needs the model: {}", self.lane.missing),
+                format!("a dream needs the model: {}", self.env.missing),
             )));
             return;
         }
@@ -380,7 +380,7 @@ impl Owner {
         self.running.is_none()
             && self.queue.depth() == 0
             && self.core.mode() == stt_proto::Mode::Idle
-            && self.lane.client.as_ref().is_some_and(stt_llm::Provider::supports_tools)
+            && self.env.client.as_ref().is_some_and(stt_llm::Provider::supports_tools)
             && dreams_on_its_own(&self.dreams.rules, self.active())
     }
 

@@ -32,7 +32,7 @@ use stt_tools::SpeakerRecord;
 
 use crate::core::{Core, Effect, Outside};
 use crate::lane::Sink;
-use crate::llm::{self, Chat, End, Lane, Report, Work};
+use crate::llm::{self, Chat, End, JobEnv, Report, Work};
 use crate::memory::{Episode, Memory};
 use crate::queue::{InferenceQueue, Job, JobKind};
 use crate::session::{self, Session, Tokens};
@@ -69,7 +69,7 @@ pub enum Input {
 pub struct Parts {
     pub core: Core,
     pub queue: InferenceQueue,
-    pub lane: Lane,
+    pub env: JobEnv,
     pub writer: Writer,
     pub publisher: Publisher,
     /// Connections subscribed as viewers, counted by the control server.
@@ -123,7 +123,7 @@ struct Running {
 pub struct Owner {
     core: Core,
     queue: InferenceQueue,
-    lane: Lane,
+    env: JobEnv,
     running: Option<Running>,
     next_job: u64,
     /// Bumped by every `clear`: what a chat job of an older epoch reports is dropped.
@@ -184,7 +184,7 @@ impl Owner {
         Self {
             core: parts.core,
             queue,
-            lane: parts.lane,
+            env: parts.env,
             running: None,
             next_job: 1,
             epoch: 0,
@@ -502,10 +502,10 @@ impl Owner {
             stt_healthy,
             stt_detail,
             llm_enabled: self.registry.is_some(),
-            llm_endpoint: self.lane.client.as_ref().map(Provider::target).unwrap_or_default(),
+            llm_endpoint: self.env.client.as_ref().map(Provider::target).unwrap_or_default(),
             llm_reachable: self.reachable,
             llm_provider: self.active().map(|id| id.to_string()),
-            llm_model: self.lane.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
+            llm_model: self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             inference_queue: self.queue.depth(),
             inference_busy: self.queue.busy(),
             viewers: self.viewer_count(),
@@ -611,7 +611,7 @@ impl Owner {
         }
         // A job that finds no provider looks once more at once, before it says none is there:
         // a server started a moment ago is used now, not at the next probe (up to 16 s away).
-        if self.registry.is_some() && self.lane.client.is_none() && self.queue.depth() > 0 {
+        if self.registry.is_some() && self.env.client.is_none() && self.queue.depth() > 0 {
             match self.look {
                 Look::Probing => return,
                 Look::Idle => {
@@ -635,7 +635,7 @@ impl Owner {
         };
         let Some(job) = self.queue.start_next(may) else { return };
         let id = self.job_id();
-        self.lane.fallback = self.fallback(job.kind().rule().tools);
+        self.env.fallback = self.fallback(job.kind().rule().tools);
         // A chat turn's words, as sent, for the session's display turns.
         let (work, segs, question) = match job {
             Job::Command { text, edited, segs } => {
@@ -679,7 +679,7 @@ impl Owner {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Llm { job: id, report });
         });
-        let handle = llm::spawn(&self.lane, work, self.epoch, span.clone(), out);
+        let handle = llm::spawn(&self.env, work, self.epoch, span.clone(), out);
         span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
         self.running = Some(Running {
             job: id,
@@ -838,7 +838,7 @@ impl Owner {
 
     /// The provider in use.
     fn active(&self) -> Option<Id> {
-        self.lane.providers.as_ref().map(|(_, id)| *id).filter(|_| self.lane.client.is_some())
+        self.env.providers.as_ref().map(|(_, id)| *id).filter(|_| self.env.client.is_some())
     }
 
     /// With `[llm].failover`, the provider a job's request goes to when the one in use fails
@@ -855,7 +855,7 @@ impl Owner {
     /// Why a command cannot run on the provider in use (a chat-only CLI), naming one that
     /// can; `None` when it can, or when there is no provider (the job says so).
     fn chat_only(&self) -> Option<ErrorMsg> {
-        let client = self.lane.client.as_ref()?;
+        let client = self.env.client.as_ref()?;
         if client.supports_tools() {
             return None;
         }
@@ -938,7 +938,7 @@ impl Owner {
         if self.model_loading() {
             // Look again soon: the jobs waiting, and the person, want to know when it is up.
             self.probe_soon(Duration::from_millis(500));
-        } else if self.lane.client.is_none() {
+        } else if self.env.client.is_none() {
             // Nothing yet: a local model `stt-daemon up` starts beside us may be a moment
             // from listening, and a person may be starting one. Look again soon, then less
             // and less often (2, 4, 8, 16 s) down to the periodic probe's pace.
@@ -969,15 +969,15 @@ impl Owner {
     /// its command slot, so that the first command costs what every later one does. One
     /// request, `max_tokens` 1; jobs wait for it ([`Warmth::Warming`]).
     fn warm_up(&mut self) {
-        let Some(client) = self.lane.client.clone() else {
+        let Some(client) = self.env.client.clone() else {
             self.warmth = Warmth::Warm;
             return;
         };
-        let lane = self.lane.clone();
+        let env = self.env.clone();
         let inputs = self.inputs.clone();
         tokio::spawn(async move {
             let started = tokio::time::Instant::now();
-            match llm::command::warm(&lane, &client).await {
+            match llm::command::warm(&env, &client).await {
                 Ok(usage) => tracing::info!(
                     prompt_tokens = usage.prompt_tokens,
                     ms = started.elapsed().as_millis(),

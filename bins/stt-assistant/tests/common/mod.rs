@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stt_assistant::llm::{self, End, Lane, Report, Settings, Work};
+use stt_assistant::llm::{self, End, JobEnv, Report, Settings, Work};
 use stt_assistant::memory::Memory;
 use stt_llm::{Endpoint, Provider};
 use stt_testkit::llm_server::LlmServer;
@@ -32,7 +32,7 @@ pub fn settings() -> Settings {
 }
 
 /// A lane on `server`'s model with `settings`, the built-in tools, and `memory` if any.
-pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> Lane {
+pub fn env(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> JobEnv {
     let client = Provider::new(Endpoint {
         url: server.url(),
         model: String::new(),
@@ -42,12 +42,12 @@ pub fn lane(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> L
         slots: false,
     })
     .expect("a provider for the scripted server");
-    Lane {
+    JobEnv {
         client: Some(client),
         fallback: None,
         missing: String::new(),
         providers: None,
-        registry: Arc::new(stt_tools::Registry::new(&[]).expect("the built-in tools")),
+        tools: Arc::new(stt_tools::Registry::new(&[]).expect("the built-in tools")),
         settings: Arc::new(settings),
         memory,
     }
@@ -61,8 +61,8 @@ pub fn memory(dir: &std::path::Path) -> Memory {
 }
 
 /// Runs `work` to its end (within 20 s); returns every report.
-pub async fn run(lane: &Lane, work: Work) -> Vec<Report> {
-    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(lane, work))
+pub async fn run(env: &JobEnv, work: Work) -> Vec<Report> {
+    let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(env, work))
         .await
         .expect("the job ended");
     assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
