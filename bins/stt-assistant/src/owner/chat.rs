@@ -12,7 +12,7 @@ use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, ChatSession, ErrorCode, ErrorMsg, TokenUsage,
 };
 
-use super::{Input, Owner, Running, now};
+use super::{Helped, Owner, Running, now};
 use crate::llm::{Chat, End, Work};
 use crate::memory::Episode;
 use crate::queue::JobKind;
@@ -346,27 +346,31 @@ impl Owner {
         })
     }
 
+    /// A slash command's reply that needed no wait.
+    fn slash_done_now(&mut self, helped: Helped) {
+        if let Helped::Slash { reply, done } = helped {
+            self.slash_done(reply, done);
+        }
+    }
+
     /// Runs a slash command that waits on the network or the disk off the loop.
     fn spawn_slash(&mut self, reply: oneshot::Sender<AssistantEvent>, job: SlashJob) {
-        let inputs = self.inputs.clone();
-        let send = move |done| {
-            let _ = inputs.send(Input::Slash { reply, done });
-        };
+        let done = |done| Helped::Slash { reply, done };
         match job {
             SlashJob::Probe => {
                 let Some(registry) = self.registry.clone() else {
-                    return send(SlashDone::Text(Err(no_provider())));
+                    return self.slash_done_now(done(SlashDone::Text(Err(no_provider()))));
                 };
-                tokio::spawn(async move { send(SlashDone::Probed(registry.probe_all().await)) });
+                self.help(async move { done(SlashDone::Probed(registry.probe_all().await)) });
             }
             SlashJob::Models => {
                 let Some((registry, id)) = self.env.providers.clone() else {
-                    return send(SlashDone::Text(Err(no_provider())));
+                    return self.slash_done_now(done(SlashDone::Text(Err(no_provider()))));
                 };
                 let probed = self.probed(id);
                 let current =
                     self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
-                tokio::spawn(async move {
+                self.help(async move {
                     let text = match registry.models(&probed).await {
                         Ok(models) if models.is_empty() => {
                             Ok(format!("{id} lists no models; `/model NAME` asks for any name"))
@@ -378,7 +382,7 @@ impl Owner {
                             .join("\n")),
                         Err(e) => Err(registry.explain(id, "", &e)),
                     };
-                    send(SlashDone::Text(text));
+                    done(SlashDone::Text(text))
                 });
             }
             SlashJob::Export(path) => {
@@ -387,11 +391,16 @@ impl Owner {
                 let provider = self.session.provider.clone().unwrap_or_default();
                 let text = slash::markdown(&self.session.turns, &provider, &when);
                 let turns = self.session.turns.len();
-                tokio::task::spawn_blocking(move || {
-                    let outcome = crate::names::write_private(&path, text.as_bytes())
-                        .map(|()| format!("wrote {turns} turns to {}", path.display()))
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()));
-                    send(SlashDone::Text(outcome));
+                self.help(async move {
+                    let written = tokio::task::spawn_blocking(move || {
+                        crate::names::write_private(&path, text.as_bytes())
+                            .map(|()| format!("wrote {turns} turns to {}", path.display()))
+                            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+                    })
+                    .await;
+                    let outcome = written
+                        .unwrap_or_else(|e| Err(format!("the export stopped on a bug: {e}")));
+                    done(SlashDone::Text(outcome))
                 });
             }
         }

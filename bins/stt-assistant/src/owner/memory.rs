@@ -10,7 +10,7 @@ use stt_memory::{Hit, Item, ItemId, Kind, Target};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg, MemoryEntry, MemoryRequest, SideEffect};
 use stt_tools::ActionRecord;
 
-use super::{Input, Owner, now};
+use super::{Helped, Owner, now};
 use crate::llm::{End, Work};
 use crate::memory::{Answer, Ask, DreamRules, tools};
 use crate::queue::{Job, JobKind};
@@ -48,10 +48,9 @@ impl Owner {
             Ok(ask) => ask,
             Err(why) => return refuse(reply, ErrorCode::BadMessage, why),
         };
-        let inputs = self.inputs.clone();
-        tokio::spawn(async move {
+        self.help(async move {
             let answer = memory.ask(ask).await;
-            let _ = inputs.send(Input::MemoryDone { reply, done: MemoryDone { request, answer } });
+            Helped::MemoryDone { reply, done: MemoryDone { request, answer } }
         });
     }
 
@@ -364,13 +363,12 @@ impl Owner {
         self.dreams.checking = true;
         let quiet = now().saturating_duration_since(self.dreams.last_activity);
         let ask = Ask::DreamDue { quiet, rules: self.dreams.rules };
-        let inputs = self.inputs.clone();
-        tokio::spawn(async move {
+        self.help(async move {
             let due = match memory.ask(ask).await {
                 Answer::DreamDue(due) => due,
                 _ => None,
             };
-            let _ = inputs.send(Input::DreamDue(due));
+            Helped::DreamDue(due)
         });
     }
 
@@ -424,8 +422,9 @@ impl Owner {
         let Some(memory) = self.memory.clone() else { return };
         let status = if end == End::Cancelled { "interrupted" } else { "failed" };
         self.note(format!("memory: the dream was {status}; it goes on later"));
-        tokio::spawn(async move {
+        self.help(async move {
             memory.ask(Ask::DreamEnd { status: status.into(), note: String::new() }).await;
+            Helped::Nothing
         });
     }
 }

@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
 use stt_llm::Provider;
@@ -48,20 +50,29 @@ pub enum Input {
     Llm { job: u64, report: Report },
     /// What a probe of every provider found.
     Providers(Vec<Probed>),
-    /// What a probe asked for by [`Owner::probe_soon`] found.
-    Reprobed(Vec<Probed>),
-    /// A slash command that took a while is done; its reply goes to `reply`.
-    Slash { reply: oneshot::Sender<AssistantEvent>, done: chat::SlashDone },
     /// A write on the writer thread failed.
     Written(Failed),
     /// What the memory lane has to say (ready, or off and why).
     Memory(crate::memory::Report),
+}
+
+/// What a helper task the loop started ([`Owner::help`]) comes back with.
+#[derive(Debug)]
+pub enum Helped {
+    /// What a probe asked for by [`Owner::probe_now`] found.
+    Providers(Vec<Probed>),
+    /// What a probe asked for by [`Owner::probe_soon`] found.
+    Reprobed(Vec<Probed>),
+    /// A slash command that took a while is done; its reply goes to `reply`.
+    Slash { reply: oneshot::Sender<AssistantEvent>, done: chat::SlashDone },
     /// Memory answered a `memory` request; its reply goes to `reply`.
     MemoryDone { reply: oneshot::Sender<AssistantEvent>, done: memory::MemoryDone },
     /// Whether a dream is due now (and why).
     DreamDue(Option<String>),
     /// The warm-up request to the local model is over (see [`Warmth`]).
     Warmed,
+    /// Done, with nothing to say (a notification shown, a dream's end recorded).
+    Nothing,
 }
 
 /// What the owner is made of, apart from the state it builds itself.
@@ -164,6 +175,9 @@ pub struct Owner {
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
     dreams: memory::Dreams,
+    /// The helper tasks started by the loop (probes, warm-up, memory's answers, slash
+    /// commands): each comes back as a [`Helped`]; aborted when the loop ends.
+    helpers: JoinSet<Helped>,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -213,6 +227,7 @@ impl Owner {
             capture_ambient: parts.capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(parts.dream_rules, parts.dream_max_steps, now()),
+            helpers: JoinSet::new(),
         }
     }
 
@@ -243,6 +258,13 @@ impl Owner {
                     self.retry_held();
                 }
                 Some(input) = inputs.recv() => self.on_input(input),
+                Some(helped) = self.helpers.join_next() => match helped {
+                    Ok(helped) => self.on_helped(helped),
+                    Err(e) if e.is_panic() => {
+                        tracing::error!("a helper task of the loop panicked (a bug): {e}");
+                    }
+                    Err(_) => {}
+                },
                 _ = beat.tick() => {
                     self.heartbeat();
                     // Readiness also changes with the clock (a stale heartbeat) and with
@@ -258,6 +280,8 @@ impl Owner {
         if let Some(running) = &self.running {
             running.handle.cancel();
         }
+        // What helpers were doing is moot now.
+        self.helpers.shutdown().await;
         if !self.timers.is_empty() {
             tracing::info!(timers = self.timers.len(), "timers not fired are dropped");
         }
@@ -330,13 +354,26 @@ impl Owner {
                 let _job = tracing::info_span!("job", job).entered();
                 self.on_report(job, report);
             }
-            Input::Providers(found) => {
+            Input::Providers(found) => self.on_helped(Helped::Providers(found)),
+            Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
+            Input::Memory(report) => self.on_memory(report),
+        }
+    }
+
+    /// Starts a helper task; what it comes back with goes to [`Owner::on_helped`].
+    fn help(&mut self, task: impl Future<Output = Helped> + Send + 'static) {
+        self.helpers.spawn(task.instrument(tracing::Span::current()));
+    }
+
+    fn on_helped(&mut self, helped: Helped) {
+        match helped {
+            Helped::Providers(found) => {
                 if self.look == Look::Probing {
                     self.look = Look::Looked;
                 }
                 self.on_providers(found);
             }
-            Input::Warmed => {
+            Helped::Warmed => {
                 let was_loading = self.model_loading();
                 if self.warmth == Warmth::Warming {
                     self.warmth = Warmth::Warm;
@@ -346,15 +383,14 @@ impl Owner {
                 }
                 self.start_next();
             }
-            Input::Reprobed(found) => {
+            Helped::Reprobed(found) => {
                 self.reprobe_pending = false;
                 self.on_providers(found);
             }
-            Input::Slash { reply, done } => self.slash_done(reply, done),
-            Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
-            Input::Memory(report) => self.on_memory(report),
-            Input::MemoryDone { reply, done } => self.memory_done(reply, done),
-            Input::DreamDue(trigger) => self.dream_due(trigger),
+            Helped::Slash { reply, done } => self.slash_done(reply, done),
+            Helped::MemoryDone { reply, done } => self.memory_done(reply, done),
+            Helped::DreamDue(trigger) => self.dream_due(trigger),
+            Helped::Nothing => {}
         }
     }
 
@@ -974,8 +1010,7 @@ impl Owner {
             return;
         };
         let env = self.env.clone();
-        let inputs = self.inputs.clone();
-        tokio::spawn(async move {
+        self.help(async move {
             let started = tokio::time::Instant::now();
             match llm::command::warm(&env, &client).await {
                 Ok(usage) => tracing::info!(
@@ -985,18 +1020,15 @@ impl Owner {
                 ),
                 Err(e) => tracing::warn!("warming the local model's prompt cache failed: {e}"),
             }
-            let _ = inputs.send(Input::Warmed);
+            Helped::Warmed
         });
     }
 
     /// Probes every provider now, for a job that found none; what it finds comes as
-    /// [`Input::Providers`], like the periodic probe's.
-    fn probe_now(&self) {
+    /// [`Helped::Providers`], like the periodic probe's.
+    fn probe_now(&mut self) {
         let Some(registry) = self.registry.clone() else { return };
-        let inputs = self.inputs.clone();
-        tokio::spawn(async move {
-            let _ = inputs.send(Input::Providers(registry.probe_all().await));
-        });
+        self.help(async move { Helped::Providers(registry.probe_all().await) });
     }
 
     /// Probes every provider once more after `delay` (the periodic probe is slow); one such
@@ -1006,10 +1038,9 @@ impl Owner {
             return;
         };
         self.reprobe_pending = true;
-        let inputs = self.inputs.clone();
-        tokio::spawn(async move {
+        self.help(async move {
             tokio::time::sleep(delay).await;
-            let _ = inputs.send(Input::Reprobed(registry.probe_all().await));
+            Helped::Reprobed(registry.probe_all().await)
         });
     }
 
@@ -1026,11 +1057,12 @@ impl Owner {
             }));
             // A desktop notification too, where there is a notifier.
             let label = timer.label;
-            tokio::spawn(async move {
+            self.help(async move {
                 let _ = tokio::process::Command::new("notify-send")
                     .args(["--app-name=stt", "Timer", &label])
                     .status()
                     .await;
+                Helped::Nothing
             });
         }
     }
