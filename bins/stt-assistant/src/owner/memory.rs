@@ -314,16 +314,19 @@ impl Dreams {
 }
 
 impl Owner {
-    /// Someone spoke, asked or was answered: the quiet starts over, and with `interrupt` a
-    /// dream in progress stops (what it wrote stays; it resumes later).
-    pub(super) fn activity(&mut self, interrupt: bool) {
+    /// Someone spoke, asked or was answered: the quiet a dream waits for starts over.
+    pub(super) fn activity(&mut self) {
         self.dreams.last_activity = now();
-        if !interrupt {
-            return;
-        }
+    }
+
+    /// Someone needs the model (`why`): the running job stops if its kind yields to a person
+    /// (a dream: what it wrote stays, and it goes on later). The one way background work is
+    /// stopped for a person; the quiet starts over too.
+    pub(super) fn interrupt(&mut self, why: &str) {
+        self.activity();
         if let Some(running) = self.running.as_ref().filter(|r| r.handle.kind.rule().yields) {
             let kind = running.handle.kind.name();
-            tracing::info!(job = running.job, kind, "someone needs the model: the job stops");
+            tracing::info!(job = running.job, kind, why, "someone needs the model: the job stops");
             running.handle.cancel();
         }
     }

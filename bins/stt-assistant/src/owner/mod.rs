@@ -319,10 +319,10 @@ impl Owner {
                 match &event {
                     DaemonEvent::Transcript(t) => {
                         self.capture_ambient(t);
-                        self.activity(false);
+                        self.activity();
                     }
                     // Someone speaks: a dream gives the model back at once.
-                    DaemonEvent::SpeechStart(_) => self.activity(true),
+                    DaemonEvent::SpeechStart(_) => self.interrupt("speech"),
                     _ => {}
                 }
                 let effects = self.core.daemon_event(event, now());
@@ -479,15 +479,15 @@ impl Owner {
 
     fn request(&mut self, request: &Request) -> AssistantEvent {
         // A person arming, running, editing or chatting wants the model: a dream stops.
-        if matches!(
-            request,
+        let wants_the_model = match request {
             Request::CommandStart
-                | Request::CommandExecute { .. }
-                | Request::CommandEdit { .. }
-                | Request::ChatToggle
-                | Request::ChatSend { .. }
-        ) {
-            self.activity(true);
+            | Request::CommandExecute { .. }
+            | Request::CommandEdit { .. } => Some("a command"),
+            Request::ChatToggle | Request::ChatSend { .. } => Some("chat"),
+            _ => None,
+        };
+        if let Some(why) = wants_the_model {
+            self.interrupt(why);
         }
         match request {
             Request::Status => return AssistantEvent::Status(self.status()),
@@ -849,7 +849,7 @@ impl Owner {
             self.dream_over(end);
         }
         if running.handle.kind.rule().person {
-            self.activity(false);
+            self.activity();
         }
         match end {
             End::Done => {}
