@@ -144,6 +144,7 @@ fn stt_ctl_reads_searches_exports_imports_and_forgets_what_memory_holds() {
     let out = ctl(&sandbox, &["memory", "show", &id]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("memory has no item"), "{out:?}");
+    assert!(out.stderr.contains("(not_found)"), "its own code: {out:?}");
     let audit = std::fs::read_dir(sandbox.root().join("data/stt/audit")).unwrap();
     let audit: String =
         audit.map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap()).collect();
@@ -485,6 +486,7 @@ fn a_locked_database_turns_memory_off_and_chat_goes_on() {
     let out = ctl(&sandbox, &["memory", "stats"]);
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("memory is off until the assistant restarts"), "{out:?}");
+    assert!(out.stderr.contains("(memory_off)"), "its own code: {out:?}");
 }
 
 /// The memory tree end to end with a small tree (`tree_raw_max = 6`, `tree_compress = 4`):

@@ -60,6 +60,13 @@ error_codes! {
     NothingPending = "nothing_pending",
     /// No LLM executor is configured (`[llm].enabled = false`).
     NoExecutor = "no_executor",
+    /// Long-term memory is off: `[memory].enabled = false`, its database could not be
+    /// opened, or (for the memory tree) `[memory].tree = false`.
+    MemoryOff = "memory_off",
+    /// What a request named is not there (a memory item or tree node id).
+    NotFound = "not_found",
+    /// Memory failed to read or write (the message says why: a full disk, a locked file).
+    Memory = "memory",
     /// The LLM endpoint failed or could not be reached.
     LlmError = "llm_error",
     /// A tool failed.

@@ -298,6 +298,10 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"error","code":"not_ready","message":"not ready: speech is still open (segment 8); execute again when it closes"}"#,
         ),
         (
+            AssistantEvent::Error(ErrorMsg::new(ErrorCode::NotFound, "memory has no item 7")),
+            r#"{"type":"error","code":"not_found","message":"memory has no item 7"}"#,
+        ),
+        (
             AssistantEvent::Ack(Ack { command: "command_start".into(), ok: true }),
             r#"{"type":"ack","command":"command_start","ok":true}"#,
         ),

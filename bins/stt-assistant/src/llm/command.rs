@@ -356,7 +356,7 @@ async fn run_memory_tool(
             }
             Outcome::Done { ok, result }
         }
-        Answer::Failed(why) => Outcome::Done { ok: false, result: why },
+        Answer::Failed(why) | Answer::Off(why) => Outcome::Done { ok: false, result: why },
         other => Outcome::Done { ok: false, result: format!("memory answered {other:?}") },
     }
 }

@@ -312,7 +312,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
                         created.extend(called.created);
                         called.result
                     }
-                    Answer::Failed(why) => why,
+                    Answer::Failed(why) | Answer::Off(why) => why,
                     other => format!("{other:?}"),
                 };
                 messages.push(Message::tool(call.id.clone(), result));

@@ -389,7 +389,7 @@ async fn recall(
     let ask = Ask::Context { text: words.clone(), episode: Some(episode), speaker };
     let context = match memory.ask(ask).await {
         Answer::Context(context) => context,
-        Answer::Failed(why) => {
+        Answer::Failed(why) | Answer::Off(why) => {
             tracing::debug!("no memory for this prompt: {why}");
             return plain;
         }

@@ -280,6 +280,8 @@ pub enum Answer {
     },
     /// Done; what to tell the person.
     Done(String),
+    /// Memory is off (or the tree is); why, with the fix.
+    Off(String),
     /// Not done; why, worded for a person.
     Failed(String),
     /// What was asked for is not there (an id memory does not hold).
@@ -579,7 +581,7 @@ impl Lane {
             },
             _ => None,
         };
-        let Some(store) = self.store.as_mut() else { return Answer::Failed(self.off.clone()) };
+        let Some(store) = self.store.as_mut() else { return Answer::Off(self.off.clone()) };
         let result = match ask {
             Ask::Search { text, limit } => store
                 .recall(&Query { vector: vector.as_deref(), limit, ..Query::new(&text) })
@@ -746,12 +748,12 @@ impl Lane {
             | Ask::TreeShow(_)
                 if self.tree.is_none() =>
             {
-                Ok(Answer::Failed(tree::OFF.into()))
+                Ok(Answer::Off(tree::OFF.into()))
             }
             Ask::TreeContext => store.tree_context().map(Answer::Tree),
             Ask::TreeDue => match self.tree {
                 Some(rules) => store.tree_due(&rules).map(Answer::TreeDue),
-                None => Ok(Answer::Failed(tree::OFF.into())),
+                None => Ok(Answer::Off(tree::OFF.into())),
             },
             Ask::TreeWrite { job, summary, fields } => tree::write(store, &job, &summary, &fields),
             Ask::TreeClose => store
@@ -1114,12 +1116,12 @@ mod tests {
         std::fs::write(&db, "not a database").unwrap();
         let (sink, seen) = reports();
         let memory = spawn(Settings::new(db.clone()), sink).unwrap();
-        let Answer::Failed(why) = memory.ask(Ask::Stats).await else { panic!() };
+        let Answer::Off(why) = memory.ask(Ask::Stats).await else { panic!() };
         assert!(why.contains("notes.txt") && why.contains("[memory].db"), "{why}");
         assert!(matches!(&seen.lock().unwrap()[0], Report::Off { .. }));
         assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database");
         // Capture while off is dropped quietly; the thread answers on.
         memory.turn(Episode::Command(3), Role::User, None, "command", "open the door");
-        assert!(matches!(memory.ask(Ask::Stats).await, Answer::Failed(_)));
+        assert!(matches!(memory.ask(Ask::Stats).await, Answer::Off(_)));
     }
 }

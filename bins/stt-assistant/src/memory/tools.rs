@@ -441,7 +441,9 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             let node = int("node_id").filter(|id| *id > 0).map(stt_memory::tree::NodeId);
             match super::tree::show(store, node)? {
                 super::Answer::TreeShown { text, .. } => Called::ok(text),
-                super::Answer::Missing(why) | super::Answer::Failed(why) => Called::failed(why),
+                super::Answer::Missing(why)
+                | super::Answer::Failed(why)
+                | super::Answer::Off(why) => Called::failed(why),
                 other => Called::failed(format!("{other:?}")),
             }
         }

@@ -35,7 +35,7 @@ impl Owner {
         let Some(memory) = self.memory.clone() else {
             return refuse(
                 reply,
-                ErrorCode::NoExecutor,
+                ErrorCode::MemoryOff,
                 "memory is off: set [memory].enabled = true in the config and restart the \
                  assistant"
                     .into(),
@@ -60,7 +60,9 @@ impl Owner {
         if let MemoryRequest::Forget { id, all } = &request {
             let (ok, result) = match &answer {
                 Answer::Done(text) => (true, text.clone()),
-                Answer::Failed(text) | Answer::Missing(text) => (false, text.clone()),
+                Answer::Failed(text) | Answer::Missing(text) | Answer::Off(text) => {
+                    (false, text.clone())
+                }
                 other => (false, format!("{other:?}")),
             };
             tracing::info!(?id, all, ok, "memory forget");
@@ -198,10 +200,9 @@ fn reply_of(answer: Answer) -> AssistantEvent {
         | Answer::DreamStarted { .. }
         | Answer::Round { .. }
         | Answer::Rival { .. } => output(String::new(), vec![]),
-        Answer::Missing(why) => {
-            AssistantEvent::Error(ErrorMsg::new(ErrorCode::NothingPending, why))
-        }
-        Answer::Failed(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::NoExecutor, why)),
+        Answer::Missing(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::NotFound, why)),
+        Answer::Off(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::MemoryOff, why)),
+        Answer::Failed(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::Memory, why)),
     }
 }
 
