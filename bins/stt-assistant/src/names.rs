@@ -7,8 +7,6 @@
 //! assistant and are written over the daemon's rosters (see `Core::with_names`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// The file's name in the data directory.
@@ -40,32 +38,18 @@ pub fn save(path: &Path, names: &BTreeMap<String, String>) -> std::io::Result<()
     write_private(path, &json)
 }
 
-/// Writes `bytes` and a newline to `path` for its owner only (0600 in a 0700 directory):
-/// whole to a temporary file, synced, then renamed over the old one, so a crash leaves the
-/// old file or the new one, never half of either.
+/// Writes `bytes` and a newline to `path` for its owner only (0600 in a 0700 directory),
+/// whole or not at all ([`stt_os::write_private`]).
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".tmp");
-    let staged = path.with_file_name(name);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&staged)?;
-    // An existing temporary file keeps its old mode; make sure.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(bytes)?;
-    file.write_all(b"\n")?;
-    file.sync_all()?;
-    std::fs::rename(&staged, path)
+    let mut text = bytes.to_vec();
+    text.push(b'\n');
+    stt_os::write_private(path, &text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn names_survive_a_round_trip_privately() {

@@ -9,7 +9,6 @@
 
 use std::ffi::OsStr;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -135,14 +134,9 @@ fn sample<E: std::fmt::Display>(
 /// The first of [`PLAYERS`] that is an executable file in a directory of `path` (a `PATH`
 /// value), with its arguments.
 pub fn find_player(path: Option<&OsStr>) -> Option<(PathBuf, &'static [&'static str])> {
-    let dirs: Vec<PathBuf> = std::env::split_paths(path?).collect();
-    PLAYERS.iter().find_map(|(name, args)| {
-        dirs.iter().map(|dir| dir.join(name)).find(|p| is_executable(p)).map(|p| (p, *args))
-    })
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    PLAYERS
+        .iter()
+        .find_map(|(name, args)| stt_os::find_program(Path::new(name), path).map(|p| (p, *args)))
 }
 
 /// The players' names, for a message.
@@ -163,6 +157,8 @@ fn refuse(cli: &Cli, error: ErrorMsg, out: &mut dyn Write, err: &mut dyn Write) 
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn speaker(sample_path: Option<&str>) -> Speaker {

@@ -904,20 +904,10 @@ pub fn host(url: &str) -> &str {
 /// `name` as a path, or found in the directories of `path` (`$PATH` when `None`), if it is
 /// an executable file.
 pub fn find_program(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return is_executable(&path).then_some(path);
+    match path {
+        Some(path) => stt_os::find_program(Path::new(name), Some(path)),
+        None => stt_os::find_on_path(Path::new(name)),
     }
-    let dirs = match path {
-        Some(p) => p.to_owned(),
-        None => std::env::var_os("PATH")?,
-    };
-    std::env::split_paths(&dirs).map(|dir| dir.join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

@@ -41,8 +41,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -542,26 +541,15 @@ fn wav(samples: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Writes `bytes` to `path` for its owner only: whole to a temporary file, synced, renamed.
+/// Writes `bytes` to `path` for its owner only, whole or not at all.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".tmp");
-    let staged = path.with_file_name(name);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&staged)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&staged, path)
+    stt_os::write_private(path, bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn rules() -> Rules {
         Rules { match_threshold: 0.7, uncertain_threshold: 0.5, confirm_s: 5.0, max_speakers: 3 }

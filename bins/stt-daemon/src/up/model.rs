@@ -197,14 +197,14 @@ pub fn find_program(configured: &Path, env: &Env) -> Result<PathBuf, NoProgram> 
         return on_path_or_as_is(&program, env).ok_or(NoProgram::Configured(program));
     }
     if let Some(program) = env.var(ENV_PROGRAM).map(PathBuf::from) {
-        return if is_executable(&program) {
+        return if stt_os::is_executable(&program) {
             Ok(program)
         } else {
             Err(NoProgram::Override(program))
         };
     }
     let cache = fetch_llm_program(env);
-    if is_executable(&cache) {
+    if stt_os::is_executable(&cache) {
         return Ok(cache);
     }
     on_path_or_as_is(Path::new(NAME), env).ok_or(NoProgram::NotInstalled { cache })
@@ -233,16 +233,7 @@ pub fn find_model(configured: &Path, env: &Env) -> Result<PathBuf, NoModel> {
 /// `program` itself when it is a path (it has a `/`), else the first executable of that
 /// name on `$PATH`.
 fn on_path_or_as_is(program: &Path, env: &Env) -> Option<PathBuf> {
-    if program.components().count() > 1 || program.is_absolute() {
-        return is_executable(program).then(|| program.to_owned());
-    }
-    let dirs = env.var("PATH")?;
-    std::env::split_paths(&dirs).map(|dir| dir.join(program)).find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    stt_os::find_program(program, env.var("PATH").as_deref())
 }
 
 impl Launch {

@@ -32,16 +32,7 @@ pub(super) struct Finished {
 /// `program` as it would run: a path that is an executable file, or a name found as one on
 /// `PATH`.
 pub(super) fn find_program(program: &Path) -> Option<PathBuf> {
-    if program.components().count() > 1 {
-        return is_executable(program).then(|| program.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    stt_os::find_on_path(program)
 }
 
 /// Runs one turn: starts `program` with `args` (never the prompt), writes `input` to its
