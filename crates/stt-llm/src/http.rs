@@ -4,7 +4,18 @@
 
 use std::future::Future;
 
-use crate::{Endpoint, LlmError};
+use crate::{Endpoint, LlmError, sse};
+
+/// How a streamed reply's events ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// An event said the reply is over (`[DONE]`, `message_stop`).
+    ByEvent,
+    /// The stream ended with no such event.
+    Closed,
+    /// The stream broke off, or fell silent past the idle timeout: why.
+    Broke(String),
+}
 
 /// A client for one endpoint.
 #[derive(Debug, Clone)]
@@ -76,6 +87,36 @@ impl Http {
         }
         let text = self.within(response.text()).await?.unwrap_or_default();
         Err(LlmError::Status { url: url.to_owned(), status: status.as_u16(), body: head(&text) })
+    }
+
+    /// Reads the server-sent events of a streamed `response`, each folded by `event` (true:
+    /// the reply is over), until one says so or the stream ends or breaks. An error `event`
+    /// returns stops the reading and is returned.
+    pub(crate) async fn events(
+        &self,
+        mut response: reqwest::Response,
+        mut event: impl FnMut(sse::Event) -> Result<bool, LlmError>,
+    ) -> Result<Ended, LlmError> {
+        let mut decoder = sse::Decoder::new();
+        loop {
+            let chunk = match self.within(response.chunk()).await {
+                Ok(Ok(Some(chunk))) => chunk,
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => return Ok(Ended::Broke(e.to_string())),
+                Err(timeout) => return Ok(Ended::Broke(timeout.to_string())),
+            };
+            for parsed in decoder.push(&chunk) {
+                if event(parsed)? {
+                    return Ok(Ended::ByEvent);
+                }
+            }
+        }
+        for parsed in decoder.finish() {
+            if event(parsed)? {
+                return Ok(Ended::ByEvent);
+            }
+        }
+        Ok(Ended::Closed)
     }
 
     /// The whole body of `response`.

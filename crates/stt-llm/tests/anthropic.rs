@@ -1,9 +1,11 @@
-//! The Anthropic client against the scripted server's messages shape: each way a reply can
-//! go, what the caller sees, and what the request carried.
+//! The Anthropic client against the scripted server's messages shape: what only this API
+//! does (usage with the cache, the request's form, a conversation with calls round-tripped,
+//! its refusals and overload, the key on every request). What every HTTP provider does is
+//! checked once over all of them, in `contract.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use stt_llm::anthropic::Client;
@@ -67,30 +69,6 @@ async fn a_streamed_answer_arrives_piece_by_piece() {
         json!([{"role": "user", "content": [{"type": "text", "text": "weather?"}]}])
     );
     assert_eq!(server.received()[0].path, "/v1/messages");
-}
-
-#[tokio::test]
-async fn a_whole_answer_and_a_cut_off_one_say_how_they_ended() {
-    let server = LlmServer::start();
-    server.push(Script::Text("Hello there.".into()));
-    server.push(Script::Length("Once upon a".into()));
-    server.push(Script::Length("Once upon a".into()));
-    let messages = [Message::user("hi")];
-    let mut seen = String::new();
-    let reply = client(&server.messages_url())
-        .complete(&request(&messages, &[], false), |p| seen.push_str(p))
-        .await
-        .unwrap();
-    assert_eq!((reply.content.as_str(), reply.finish), ("Hello there.", Some(Finish::Stop)));
-    assert_eq!(seen, "Hello there.");
-    for stream in [true, false] {
-        let reply = client(&server.messages_url())
-            .complete(&request(&messages, &[], stream), |_| {})
-            .await
-            .unwrap();
-        assert_eq!(reply.finish, Some(Finish::Length), "stream={stream}");
-        assert_eq!(reply.content, "Once upon a");
-    }
 }
 
 #[tokio::test]
@@ -209,27 +187,6 @@ async fn a_bad_key_is_a_401_that_carries_the_servers_words() {
 }
 
 #[tokio::test]
-async fn a_stream_dropped_mid_answer_keeps_the_partial_text() {
-    let server = LlmServer::start();
-    server.push(Script::DropMidStream("The answer is".into()));
-    let messages = [Message::user("hi")];
-    let mut seen = String::new();
-    let err = client(&server.messages_url())
-        .complete(&request(&messages, &[], true), |p| seen.push_str(p))
-        .await
-        .unwrap_err();
-    match &err {
-        LlmError::Interrupted { partial, why } => {
-            assert_eq!(partial, "The answer is");
-            assert!(why.contains("closed"), "{why}");
-        }
-        other => panic!("expected Interrupted, got {other}"),
-    }
-    assert_eq!(seen, "The answer is");
-    assert!(!err.before_first_token());
-}
-
-#[tokio::test]
 async fn an_overloaded_api_mid_answer_says_so_and_keeps_the_partial_text() {
     let server = LlmServer::start();
     server.push(Script::FailMidStream("Let me think".into()));
@@ -254,20 +211,6 @@ async fn an_overloaded_api_mid_answer_says_so_and_keeps_the_partial_text() {
 }
 
 #[tokio::test]
-async fn a_server_that_hangs_times_out_within_the_idle_timeout() {
-    let server = LlmServer::start();
-    server.push(Script::Hang);
-    let messages = [Message::user("hi")];
-    let started = Instant::now();
-    let err = client(&server.messages_url())
-        .complete(&request(&messages, &[], true), |_| {})
-        .await
-        .unwrap_err();
-    assert!(matches!(err, LlmError::Timeout { .. }), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
-}
-
-#[tokio::test]
 async fn models_are_listed_and_the_probe_sends_the_key() {
     let server = LlmServer::start();
     let provider = client(&server.messages_url());
@@ -281,22 +224,6 @@ async fn models_are_listed_and_the_probe_sends_the_key() {
         assert_eq!(get.header("x-api-key"), Some("sk-ant-test"));
         assert_eq!(get.header("anthropic-version"), Some("2023-06-01"));
     }
-}
-
-#[tokio::test]
-async fn nothing_listening_fails_fast_as_unreachable() {
-    // Bind and drop a listener to get a port nobody serves.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let url = format!("http://127.0.0.1:{port}/v1/messages");
-    let provider = client(&url);
-    let started = Instant::now();
-    let err = provider.probe().await.unwrap_err();
-    assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
-    let messages = [Message::user("hi")];
-    let err = provider.complete(&request(&messages, &[], true), |_| {}).await.unwrap_err();
-    assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
-    assert!(err.to_string().contains(&url), "{err}");
 }
 
 #[cfg(not(feature = "https"))]

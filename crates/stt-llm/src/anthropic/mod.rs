@@ -15,7 +15,7 @@ pub mod wire;
 use stream::{ReplyBuilder, Step};
 
 use crate::conversation::{Reply, Request};
-use crate::http::Http;
+use crate::http::{Ended, Http};
 use crate::{Endpoint, LlmError, sse};
 
 /// A client for one messages endpoint (`Endpoint::url` is the full `…/v1/messages` URL;
@@ -67,7 +67,7 @@ impl Client {
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         let builder = self.headers(self.http.post_json(json, request.stream));
-        let mut response = self.http.send(url, builder).await?;
+        let response = self.http.send(url, builder).await?;
         let mut reply = ReplyBuilder::new();
         if !request.stream {
             let text = self.http.text(response).await?;
@@ -79,33 +79,18 @@ impl Client {
             }
             return Ok(reply.finish());
         }
-        let mut decoder = sse::Decoder::new();
-        let mut done = false;
-        while !done {
-            let chunk = match self.http.within(response.chunk()).await {
-                Ok(Ok(Some(chunk))) => chunk,
-                Ok(Ok(None)) => break,
-                Ok(Err(e)) => return Err(interrupted(&reply, e.to_string())),
-                Err(timeout) => return Err(interrupted(&reply, timeout.to_string())),
-            };
-            for event in decoder.push(&chunk) {
-                done |= self.event(event, &mut reply, &mut on_text)?;
-            }
-        }
-        if !done {
-            for event in decoder.finish() {
-                done |= self.event(event, &mut reply, &mut on_text)?;
-            }
-        }
-        if !done {
+        let ended =
+            self.http.events(response, |event| self.event(event, &mut reply, &mut on_text)).await?;
+        match ended {
+            Ended::ByEvent => Ok(reply.finish()),
             // Unlike an OpenAI stream, a stop reason is no proof of the end here: only
             // `message_stop` is.
-            return Err(interrupted(
+            Ended::Closed => Err(interrupted(
                 &reply,
                 "the connection closed before the reply was finished".into(),
-            ));
+            )),
+            Ended::Broke(why) => Err(interrupted(&reply, why)),
         }
-        Ok(reply.finish())
     }
 
     /// Folds one SSE event into the reply; true at `message_stop`.

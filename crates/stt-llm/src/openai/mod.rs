@@ -13,7 +13,7 @@ use stream::ReplyBuilder;
 use wire::Response;
 
 use crate::conversation::{Reply, Request};
-use crate::http::Http;
+use crate::http::{Ended, Http};
 use crate::{Endpoint, LlmError, sse};
 
 /// A client for one endpoint.
@@ -69,7 +69,7 @@ impl Client {
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         let builder = self.auth(self.http.post_json(json, request.stream));
-        let mut response = self.http.send(url, builder).await?;
+        let response = self.http.send(url, builder).await?;
         let mut reply = ReplyBuilder::new();
         if !request.stream {
             let text = self.http.text(response).await?;
@@ -78,40 +78,17 @@ impl Client {
             on_text(&reply.add(&parsed));
             return Ok(reply.finish());
         }
-        let mut decoder = sse::Decoder::new();
-        let mut done = false;
-        while !done {
-            let chunk = match self.http.within(response.chunk()).await {
-                Ok(Ok(Some(chunk))) => chunk,
-                Ok(Ok(None)) => break,
-                Ok(Err(e)) => {
-                    return Err(LlmError::Interrupted {
-                        partial: reply.finish().content,
-                        why: e.to_string(),
-                    });
-                }
-                Err(timeout) => {
-                    return Err(LlmError::Interrupted {
-                        partial: reply.finish().content,
-                        why: timeout.to_string(),
-                    });
-                }
-            };
-            for event in decoder.push(&chunk) {
-                done |= self.event(event, &mut reply, &mut on_text)?;
-            }
-        }
-        for event in decoder.finish() {
-            done |= self.event(event, &mut reply, &mut on_text)?;
-        }
+        let ended =
+            self.http.events(response, |event| self.event(event, &mut reply, &mut on_text)).await?;
         let reply = reply.finish();
-        if !done && reply.finish.is_none() {
-            return Err(LlmError::Interrupted {
-                partial: reply.content,
-                why: "the connection closed before the reply was finished".into(),
-            });
-        }
-        Ok(reply)
+        let why = match ended {
+            Ended::ByEvent => return Ok(reply),
+            // A finish reason is as good as `[DONE]`: some servers close without the latter.
+            Ended::Closed if reply.finish.is_some() => return Ok(reply),
+            Ended::Closed => "the connection closed before the reply was finished".to_owned(),
+            Ended::Broke(why) => why,
+        };
+        Err(LlmError::Interrupted { partial: reply.content, why })
     }
 
     /// Folds one SSE event into the reply; true at `[DONE]`.
