@@ -346,11 +346,7 @@ fn service_runtime() -> Runtime {
 }
 
 fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    stt_testkit::wait_for(what, within, || done().then_some(()));
 }
 
 /// Who reads the events in a run.

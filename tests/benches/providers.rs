@@ -188,15 +188,8 @@ fn dead_url() -> String {
     format!("http://127.0.0.1:{}/v1/chat/completions", dead_port())
 }
 
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+fn wait_for<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    stt_testkit::wait_for(what, PATIENCE, probe)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -286,6 +286,27 @@ pub fn wait_until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) ->
     }
 }
 
+/// Like [`wait_until`], but a timeout fails the test, naming `what`.
+#[track_caller]
+pub fn wait_for<T>(what: &str, timeout: Duration, probe: impl FnMut() -> Option<T>) -> T {
+    wait_until(timeout, probe)
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting for {what}"))
+}
+
+/// Waits until `holds`, looking every 10 ms without blocking the async runtime (the lanes a
+/// test runs in process go on meanwhile); fails the test, naming `what`, after `timeout`. In
+/// tokio's time: under a paused clock the wait is virtual too.
+pub async fn until(what: &str, timeout: Duration, mut holds: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !holds() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Like [`wait_until`], but a timeout fails the test with `what` and the last thing seen.
 #[track_caller]
 pub fn expect_within<T>(
