@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -57,12 +57,10 @@ fn sandbox(keys: &str) -> Sandbox {
     sandbox
 }
 
-/// Whisper takes every core it is given: tests that run it take turns, so that each one's
-/// deadline measures its own work. (Never held while calling [`file_run`] or [`run_file`],
-/// which take it.)
+/// Whisper's turn ([`crate::one_at_a_time`]). (Never held while calling [`file_run`] or
+/// [`run_file`], which take it.)
 fn one_at_a_time() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::one_at_a_time()
 }
 
 fn speech() -> Speech {

@@ -615,14 +615,15 @@ fn the_real_model_summarizes_the_oldest_chat_turns_into_the_memory_tree() {
     );
 }
 
-/// The memory tree's summaries wait behind chat: a turn sent while three summaries are due
-/// (a new conversation closed twelve messages) waits for the one request already running,
-/// not for all three.
+/// The memory tree's summaries give way to chat: a turn sent while three summaries are due (a
+/// new conversation closed twelve messages) stops the one running, which is written again
+/// after the turn, then the other two.
 #[test]
-fn a_chat_turn_waits_for_one_tree_summary_at_most() {
+fn a_chat_turn_stops_a_tree_summary_which_is_written_after_it() {
     let sandbox = Sandbox::new();
     let llm = scripted_model(&sandbox, "[memory]\ntree_raw_max = 20\ntree_compress = 4\n");
-    // The first summary is answered only once the next turn waits behind it.
+    // The first summary is answered only once the next turn has been sent (by then nobody
+    // waits for it: the turn stopped it).
     let queued = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let waits = std::sync::Arc::clone(&queued);
     llm.respond_with(move |request| {
@@ -666,5 +667,7 @@ fn a_chat_turn_waits_for_one_tree_summary_at_most() {
             }
         })
         .collect();
-    assert_eq!(kinds, ["summary", "chat", "summary", "summary"]);
+    // The summary the turn stopped may have sent its request already, or not yet.
+    let after = kinds.strip_prefix(&["summary"][..]).unwrap_or(&kinds);
+    assert_eq!(after, ["chat", "summary", "summary", "summary"], "{kinds:?}");
 }
