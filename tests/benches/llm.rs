@@ -77,7 +77,8 @@ use tracing::Span;
 
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, JobEnv, Report, Work};
-use stt_assistant::memory::{self, Answer, Ask, Episode};
+use stt_assistant::memory::{self, Episode};
+use stt_assistant::turn::ChatTurn;
 use stt_daemon::up::model::Launch;
 use stt_llm::{Endpoint, Provider};
 use stt_memory::Role;
@@ -1103,8 +1104,9 @@ struct Base {
 impl Base {
     fn new() -> Self {
         let config = stt_config::Config::default();
-        let settings = stt_assistant::Settings::from_config(&config)
-            .unwrap_or_else(|e| panic!("the default config's settings: {e:#}"));
+        let settings =
+            stt_assistant::Settings::from_config(&config, &stt_config::Env::from_process())
+                .unwrap_or_else(|e| panic!("the default config's settings: {e:#}"));
         let tools = stt_tools::Registry::new(&settings.tools)
             .unwrap_or_else(|e| panic!("the default config's tools: {e}"));
         let offered = tools.specs().map(|s| s.name.clone()).collect();
@@ -1136,6 +1138,7 @@ impl Base {
             tools: Arc::clone(&self.tools),
             settings: Arc::clone(&self.settings),
             memory,
+            chat_system: None,
         }
     }
 }
@@ -1649,9 +1652,8 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     let mut facts_log = Vec::new();
     for (question, words) in FACTS {
         let work = Work::Chat {
-            text: format!("{SPEAKER}: {question}"),
+            turn: ChatTurn::named(SPEAKER, question),
             conversation: Chat::default(),
-            system: None,
             resume: None,
             episode: Episode::Chat(1),
         };
@@ -1686,13 +1688,10 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
         }
         memory.turn(episode, Role::User, Some(SPEAKER), "chat", chat.next);
         let summary_lane = base.env(&lane_url, slots, Some(memory.clone()));
-        let job = Job::run(runtime, &summary_lane, proxy, Work::Tree { system: None });
+        let job = Job::run(runtime, &summary_lane, proxy, Work::Tree);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         let nodes = runtime.block_on(async {
-            let nodes = match memory.ask(Ask::TreeContext).await {
-                Answer::Tree(context) => context.nodes,
-                _ => Vec::new(),
-            };
+            let nodes = memory.tree_context().await.map(|c| c.nodes).unwrap_or_default();
             memory.stop().await;
             nodes
         });

@@ -445,7 +445,9 @@ impl Dreamer {
     fn new() -> Result<Self, String> {
         use stt_llm::registry::Registry;
         let config = stt_config::Config::load(None).map_err(|e| e.to_string())?;
-        let settings = stt_assistant::Settings::from_config(&config).map_err(|e| e.to_string())?;
+        let settings =
+            stt_assistant::Settings::from_config(&config, &stt_config::Env::from_process())
+                .map_err(|e| e.to_string())?;
         let registry = Registry::new(stt_assistant::registry_settings(&config.llm));
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -468,6 +470,7 @@ impl Dreamer {
             tools: std::sync::Arc::new(stt_tools::Registry::new(&[])?),
             settings: std::sync::Arc::new(settings.lane),
             memory: None,
+            chat_system: None,
         };
         Ok(Dreamer { rt, env, name: id.to_string(), model })
     }
@@ -477,16 +480,16 @@ impl Dreamer {
     fn dream(&self, db: &Path, models: &Path, conv: &Conversation) -> Dreamt {
         use stt_assistant::lane::Sink;
         use stt_assistant::llm::{self, Report, Work};
-        use stt_assistant::memory::{self, Answer, Ask};
+        use stt_assistant::memory;
         let started = Instant::now();
         let embedder = (stt_embed::default_dir(models), stt_embed::runtime_library(models));
         let settings =
             memory::Settings { embedder: Some(embedder), ..memory::Settings::new(db.into()) };
         let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
         let env = stt_assistant::llm::JobEnv { memory: Some(handle.clone()), ..self.env.clone() };
-        let stats = |m: &memory::Memory| match self.rt.block_on(m.ask(Ask::Stats)) {
-            Answer::Stats(s) => s,
-            other => panic!("memory: {other:?}"),
+        let stats = |m: &memory::Memory| match self.rt.block_on(m.stats()) {
+            Ok(s) => s,
+            Err(why) => panic!("memory: {why}"),
         };
         let first = stats(&handle);
         let mut requests = 0;
@@ -579,7 +582,7 @@ impl Dreamer {
                     let _ = tx.send(r);
                 });
                 self.rt.block_on(async {
-                    llm::spawn(&env, Work::Tree { system: None }, 0, tracing::Span::none(), out);
+                    llm::spawn(&env, Work::Tree, 0, tracing::Span::none(), out);
                 });
                 let mut more = false;
                 for report in rx.iter() {

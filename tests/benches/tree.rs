@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, End, JobEnv, Report, Settings, Work, estimate_tokens};
-use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_assistant::memory::{self, Episode, Memory};
+use stt_assistant::turn::ChatTurn;
 use stt_llm::{Endpoint, Provider};
 use stt_memory::tree::{Fields, TreeJob, TreeRules, TreeStats};
 use stt_memory::{Role, Store};
@@ -111,6 +112,7 @@ fn env(url: String, max_tokens: u32, memory: Memory) -> JobEnv {
         tools: Arc::new(stt_tools::Registry::new(&[]).unwrap()),
         settings: Arc::new(settings),
         memory: Some(memory),
+        chat_system: None,
     }
 }
 
@@ -122,9 +124,8 @@ fn env(url: String, max_tokens: u32, memory: Memory) -> JobEnv {
 async fn chat_turn(env: &JobEnv, memory: &Memory, text: &str) -> (String, Vec<String>, usize) {
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", text);
     let work = Work::Chat {
-        text: format!("Typed: {text}"),
+        turn: ChatTurn::typed(text),
         conversation: Chat::default(),
-        system: None,
         resume: None,
         episode: Episode::Chat(1),
     };
@@ -145,7 +146,7 @@ async fn chat_turn(env: &JobEnv, memory: &Memory, text: &str) -> (String, Vec<St
     memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", &answer);
     let mut summaries = 0;
     loop {
-        let reports = llm::run_to_end(env, Work::Tree { system: None }).await;
+        let reports = llm::run_to_end(env, Work::Tree).await;
         if !reports.iter().any(|r| matches!(r, Report::TreeMore(true))) {
             return (answer, hinted, summaries);
         }
@@ -256,9 +257,7 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
                     t => SMALL_TALK[t % SMALL_TALK.len()].to_owned(),
                 };
                 if turn == args.turns {
-                    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else {
-                        panic!()
-                    };
+                    let context = memory.tree_context().await.unwrap();
                     let summaries: String =
                         context.nodes.iter().map(|n| n.summary.to_lowercase()).collect();
                     let buffer: String =
@@ -378,9 +377,7 @@ fn main() -> ExitCode {
                 broken.push(format!("turn {turn}: {sent} tokens sent, over {BUDGET}"));
             }
             if turn == 1 || turn % (args.turns / 10).max(1) == 0 || [60, 120, 500].contains(&turn) {
-                let Answer::TreeShown { nodes, .. } = memory.ask(Ask::TreeShow(None)).await else {
-                    panic!()
-                };
+                let nodes = memory.tree_show(None).await.unwrap().nodes;
                 samples.push((turn, without, sent, nodes.len()));
             }
             without += estimate_tokens(&answer(turn));

@@ -16,9 +16,7 @@ use stt_proto::{
 };
 
 use crate::ids::Ids;
-
-/// The speaker of a typed chat turn, as viewers show it and the model is told.
-pub const TYPED: &str = "Typed";
+use crate::turn::{self, ChatTurn, TYPED};
 
 /// Something the caller must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +25,8 @@ pub enum Effect {
     Publish(AssistantEvent),
     /// Run the command through the model and tools; `segs` are the segments it was said in.
     Execute { text: String, edited: bool, segs: Vec<u64> },
-    /// Send a chat turn (already prefixed with who spoke) to the model; `segs` as above.
-    ChatTurn { text: String, segs: Vec<u64> },
+    /// Send a chat turn to the model.
+    ChatTurn(ChatTurn),
     /// Chat mode was left: drop chat turns still waiting.
     DropQueuedChat,
     /// Wipe the LLM conversation.
@@ -280,9 +278,12 @@ impl Core {
                     stopped: false,
                 })));
                 // The model is told who spoke, or that no one knows.
-                let who = name.as_deref().unwrap_or("Unknown");
-                effects
-                    .push(Effect::ChatTurn { text: format!("{who}: {text}"), segs: vec![seg_id] });
+                let speaker = name.map_or(turn::Speaker::Unknown, turn::Speaker::Named);
+                effects.push(Effect::ChatTurn(ChatTurn {
+                    speaker,
+                    words: text,
+                    segs: vec![seg_id],
+                }));
             }
             _ => {}
         }
@@ -514,7 +515,7 @@ impl Core {
             stopped: false,
         })));
         // The model is told the words were typed, as it is told who spoke.
-        effects.push(Effect::ChatTurn { text: format!("{TYPED}: {text}"), segs: Vec::new() });
+        effects.push(Effect::ChatTurn(ChatTurn::typed(text)));
         Ok(())
     }
 
@@ -912,12 +913,11 @@ mod tests {
             "chat mode is on",
         );
         let effects = say(&mut core, now, 1, "tell me a joke");
-        assert!(
-            effects.contains(&Effect::ChatTurn {
-                text: "Unknown: tell me a joke".into(),
-                segs: vec![1]
-            })
-        );
+        assert!(effects.contains(&Effect::ChatTurn(ChatTurn {
+            speaker: crate::turn::Speaker::Unknown,
+            words: "tell me a joke".into(),
+            segs: vec![1]
+        })));
         let effects = check(&mut core, now, Request::ChatToggle, OUT, None, "");
         assert!(effects.contains(&Effect::DropQueuedChat));
         check(&mut core, now, Request::CommandStart, OUT, None, "");

@@ -34,6 +34,7 @@ pub mod queue;
 pub mod session;
 pub mod slash;
 pub mod timers;
+pub mod turn;
 pub mod writer;
 
 use std::path::PathBuf;
@@ -46,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 
 use stt_bus::{BoundSocket, ControlServer, Publisher};
 use stt_config::Config;
+use stt_config::dirs::Env;
 
 use crate::core::Core;
 use crate::ids::Ids;
@@ -98,19 +100,15 @@ pub struct Settings {
     pub export_dir: PathBuf,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<memory::Settings>,
-    /// `[memory].capture_ambient`.
-    pub capture_ambient: bool,
-    /// When dreams start on their own, and how long one may go on.
-    pub dream_rules: memory::DreamRules,
-    pub dream_max_steps: u32,
 }
 
 impl Settings {
-    /// The settings `config` gives, with files under the XDG data directory.
-    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+    /// The settings `config` gives, with files under the XDG directories `env` names
+    /// (`Env::from_process()`: the process's own; a test gives temporary ones).
+    pub fn from_config(config: &Config, env: &Env) -> anyhow::Result<Self> {
         let a = &config.assistant;
-        let data = stt_config::dirs::data_dir()?;
-        let state = stt_config::dirs::state_dir()?;
+        let data = stt_config::dirs::data_dir_with(env)?;
+        let state = stt_config::dirs::state_dir_with(env)?;
         let llm = config.llm.enabled.then(|| stt_llm::registry::Settings {
             cli_workdir: Some(state.join("cli")),
             ..registry_settings(&config.llm)
@@ -144,21 +142,13 @@ impl Settings {
             session_file: state.join(session::FILE),
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
-            memory: memory_settings(config)?,
-            capture_ambient: config.memory.capture_ambient,
-            dream_rules: memory::DreamRules {
-                idle: Duration::from_secs(config.memory.dream_idle_s),
-                max_interval: Duration::from_secs(config.memory.dream_max_interval_h * 3600),
-                min_sessions: config.memory.dream_min_sessions as usize,
-                on_local_model: config.memory.dream_on_local_model,
-            },
-            dream_max_steps: config.memory.dream_max_steps,
+            memory: memory_settings(config, env)?,
         })
     }
 }
 
 /// The memory lane's settings from `[memory]`; `None` when it is off.
-fn memory_settings(config: &Config) -> anyhow::Result<Option<memory::Settings>> {
+fn memory_settings(config: &Config, env: &Env) -> anyhow::Result<Option<memory::Settings>> {
     let m = &config.memory;
     if !m.enabled {
         return Ok(None);
@@ -166,12 +156,12 @@ fn memory_settings(config: &Config) -> anyhow::Result<Option<memory::Settings>> 
     let embedder = if m.embedding_model.as_os_str().is_empty() {
         None
     } else {
-        let dir = stt_config::dirs::model_path(&m.embedding_model)?;
-        let models = stt_config::dirs::models_dir()?;
+        let dir = stt_config::dirs::model_path_with(&m.embedding_model, env)?;
+        let models = stt_config::dirs::models_dir_with(env)?;
         Some((dir, stt_embed::runtime_library(&models)))
     };
     Ok(Some(memory::Settings {
-        db: stt_config::dirs::memory_db(config)?,
+        db: stt_config::dirs::memory_db_with(config, env)?,
         embedder,
         limits: memory::Limits {
             top_k: m.recall_top_k as usize,
@@ -179,6 +169,8 @@ fn memory_settings(config: &Config) -> anyhow::Result<Option<memory::Settings>> 
         },
         hints: m.hints,
         tree: memory::tree_rules(m),
+        capture_ambient: m.capture_ambient,
+        dreams: memory::dream_rules(m),
     }))
 }
 
@@ -247,7 +239,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(path) => path,
         None => stt_config::dirs::daemon_socket(&config)?,
     };
-    let settings = Settings::from_config(&config)?;
+    let settings = Settings::from_config(&config, &Env::from_process())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -279,6 +271,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let (inputs_tx, inputs) = mpsc::unbounded_channel::<Input>();
+    let (requests_tx, requests) = mpsc::channel(owner::REQUESTS_WAITING);
     let publisher = Publisher::default();
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
     let tools = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
@@ -290,14 +283,15 @@ pub async fn serve(
         );
     }
     let memory = match settings.memory.clone() {
-        Some(memory) => Some(
-            memory::spawn(memory, sink(&inputs_tx, Input::Memory))
+        Some(memory) => Some((
+            memory::spawn(memory.clone(), sink(&inputs_tx, Input::Memory))
                 .context("cannot start the memory thread")?,
-        ),
+            memory,
+        )),
         None => None,
     };
     // Stopped last, once nothing can ask it anything more.
-    let memory_thread = memory.clone();
+    let memory_thread = memory.as_ref().map(|(memory, _)| memory.clone());
     let writer = writer::spawn(
         writer::SpeakerFiles {
             names: settings.names_file.clone(),
@@ -310,7 +304,7 @@ pub async fn serve(
     let core = Core::new(settings.require_viewer, settings.stt_stale_after)
         .with_names(names::load(&settings.names_file))
         .with_ids(Ids::from_clock());
-    let server = ControlServer::new(Arc::new(Front::new(inputs_tx.clone())), publisher.clone());
+    let server = ControlServer::new(Arc::new(Front::new(requests_tx)), publisher.clone());
     let owner = Owner::new(
         Parts {
             core,
@@ -326,7 +320,8 @@ pub async fn serve(
                 providers: None,
                 tools: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
-                memory: memory.clone(),
+                memory: memory_thread.clone(),
+                chat_system: None,
             },
             writer,
             publisher,
@@ -336,14 +331,11 @@ pub async fn serve(
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
             memory,
-            capture_ambient: settings.capture_ambient,
-            dream_rules: settings.dream_rules,
-            dream_max_steps: settings.dream_max_steps,
         },
         inputs_tx.clone(),
     );
     let mut tasks = vec![
-        tokio::spawn(owner.run(inputs, daemon, shutdown.clone())),
+        tokio::spawn(owner.run(requests, inputs, daemon, shutdown.clone())),
         tokio::spawn(server.serve(socket, shutdown.clone())),
     ];
     if let Some(registry) = registry {

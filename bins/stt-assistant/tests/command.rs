@@ -9,6 +9,7 @@ mod common;
 use serde_json::{Value, json};
 use stt_assistant::llm::{self, Report, SLOT_COMMAND, SLOT_OTHER, Settings, Work};
 use stt_assistant::memory::Episode;
+use stt_assistant::turn::ChatTurn;
 use stt_llm::{Endpoint, Provider};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_testkit::llm_server::{LlmServer, Script};
@@ -94,9 +95,8 @@ async fn every_command_sends_the_same_prefix_in_the_command_slot() {
     // Chat goes to the other slot, and never to a server that has none.
     server.push(Script::Text("Hello.".into()));
     let chat = Work::Chat {
-        text: "Typed: hi".into(),
+        turn: ChatTurn::typed("hi"),
         conversation: llm::Chat::default(),
-        system: None,
         resume: None,
         episode: Episode::Chat(3),
     };

@@ -7,14 +7,14 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::run;
 
 use serde_json::{Value, json};
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, End, JobEnv, Report, Work};
-use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_assistant::memory::{self, Episode, Memory};
+use stt_assistant::turn::ChatTurn;
 use stt_memory::Role;
 use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
@@ -30,11 +30,7 @@ fn open(dir: &std::path::Path) -> Memory {
 /// Waits (without blocking the runtime the jobs run on) until `done`, or fails after the
 /// test kit's deadline.
 async fn until(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + stt_testkit::DEADLINE;
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "gave up waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    stt_testkit::until(what, stt_testkit::DEADLINE, done).await;
 }
 
 fn tool_results(reports: &[Report]) -> Vec<(String, bool, String)> {
@@ -136,16 +132,15 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     // A chat turn without the cue: the intention waits in the system prompt only.
     server.push(Script::Text("Sunny.".into()));
     let chat = |text: &str| Work::Chat {
-        text: text.into(),
+        turn: ChatTurn::typed(text),
         conversation: Chat::default(),
-        system: None,
         resume: None,
         episode: Episode::Chat(2),
     };
-    run(&env, chat("Typed: how is the weather")).await;
+    run(&env, chat("how is the weather")).await;
     // With the cue: the turn itself reminds the model.
     server.push(Script::Text("How did it go?".into()));
-    let reports = run(&env, chat("Typed: I was at the dentist today")).await;
+    let reports = run(&env, chat("I was at the dentist today")).await;
     let noted: Vec<&String> = reports
         .iter()
         .filter_map(|r| if let Report::Hinted(notes) = r { Some(notes) } else { None })
@@ -159,7 +154,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     );
     // Once per conversation: the next turn with the cue is not reminded again.
     server.push(Script::Text("Right.".into()));
-    run(&env, chat("Typed: the dentist was fine")).await;
+    run(&env, chat("the dentist was fine")).await;
     assert!(!last_user(server.requests().last().unwrap()).contains("(Memory:"));
     let requests = server.requests();
     let (plain, cued) = (&requests[2], &requests[3]);
@@ -179,12 +174,7 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
     let work = command("I asked about the dentist", 3);
     let results = tool_results(&run(&env, work).await);
     assert_eq!(results[0], ("complete_intention".into(), true, format!("intention {id} is done")));
-    let Answer::Context(context) = memory
-        .ask(Ask::Context { text: "the dentist again".into(), episode: None, speaker: None })
-        .await
-    else {
-        panic!("no context")
-    };
+    let context = memory.context("the dentist again".into(), None, None).await.unwrap();
     assert!(context.reminders.is_empty() && !context.sections.contains("dentist"), "{context:?}");
 }
 
@@ -192,7 +182,6 @@ async fn an_intention_comes_back_when_its_cue_is_said_and_ends_when_done() {
 async fn bad_arguments_get_an_answer_the_model_can_act_on() {
     let dir = tempfile::tempdir().unwrap();
     let memory = open(dir.path());
-    let ask = |name: &str, args: Value| Ask::Tool { name: name.into(), args };
     for (name, args, expect) in [
         ("recall_memories", json!({}), "give a 'query'"),
         ("add_intention", json!({"cue": "x"}), "give the 'text'"),
@@ -201,7 +190,7 @@ async fn bad_arguments_get_an_answer_the_model_can_act_on() {
         ("cancel_intention", json!({"id": 99}), "there is no intention 99"),
         ("read_session_log", json!({"session_id": 5}), "there is no session 5"),
     ] {
-        let Answer::Called(called) = memory.ask(ask(name, args)).await else { panic!() };
+        let called = memory.tool(name.into(), args).await.unwrap();
         assert!(!called.ok && called.result.contains(expect), "{name}: {called:?}");
     }
 }
@@ -221,13 +210,11 @@ fn two_pending(memory: &Memory) {
 }
 
 async fn stats(memory: &Memory) -> stt_memory::Stats {
-    let Answer::Stats(stats) = memory.ask(Ask::Stats).await else { panic!() };
-    stats
+    memory.stats().await.unwrap()
 }
 
 async fn dreams(memory: &Memory) -> String {
-    let Answer::Done(text) = memory.ask(Ask::Dreams(5)).await else { panic!() };
-    text
+    memory.dreams(5).await.unwrap()
 }
 
 /// The scripted model's round of a dream: one fact written, then "done".
@@ -277,12 +264,7 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
         .collect();
     assert_eq!(offered, memory::tools::DREAM_ROUND);
     // The item cites the lines it came from.
-    let Answer::Items(items) = memory
-        .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
-        .await
-    else {
-        panic!()
-    };
+    let items = memory.list(Some(stt_memory::Kind::Knowledge), false, 5).await.unwrap();
     assert_eq!(items[0].body, "The user's sister lives in Lisbon.");
     assert_eq!(items[0].provenance.len(), 1, "{items:?}");
     let log = dreams(&memory).await;
@@ -329,10 +311,7 @@ async fn a_correction_in_a_dream_supersedes_and_the_old_fact_stays_archived() {
     let shown = last_user(&server.requests()[2]);
     assert!(shown.contains("Already remembered") && shown.contains("Lisbon"), "{shown}");
 
-    let Answer::Hits(hits) = memory.ask(Ask::Search { text: "sister city".into(), limit: 5 }).await
-    else {
-        panic!()
-    };
+    let hits = memory.search("sister city".into(), 5).await.unwrap();
     let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
     assert_eq!(items.len(), 1, "only the correction is recalled: {hits:?}");
     assert!(items[0].text.contains("Porto"));
@@ -359,10 +338,7 @@ async fn a_fact_rewritten_in_a_dream_is_a_correction_that_keeps_the_old_text() {
     let results = tool_messages(&server);
     assert_eq!(results[1], "item 2 replaces item 1 (the old text is kept, archived)");
     assert!(results[2].starts_with("item 1 is archived"), "{results:?}");
-    let Answer::Hits(hits) = memory.ask(Ask::Search { text: "sister".into(), limit: 5 }).await
-    else {
-        panic!()
-    };
+    let hits = memory.search("sister".into(), 5).await.unwrap();
     let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
     assert_eq!(items.len(), 1, "{hits:?}");
     // The old name held the old value: it stays with the old text.
@@ -394,11 +370,7 @@ async fn a_round_that_saves_no_fact_reads_the_users_lines_again_and_finds_the_co
     let asked: Vec<String> = requests.iter().map(last_user).collect();
     assert_eq!(requests.len(), 2 + 4, "{asked:#?}\n{}", dreams(&memory).await);
     assert!(asked[4].ends_with(&format!("Typed: {words}\n")), "{asked:?}");
-    let Answer::Hits(hits) =
-        memory.ask(Ask::Search { text: "where does my sister Ana live".into(), limit: 5 }).await
-    else {
-        panic!()
-    };
+    let hits = memory.search("where does my sister Ana live".into(), 5).await.unwrap();
     let items: Vec<&stt_memory::Hit> = hits.iter().filter(|h| h.kind.is_some()).collect();
     assert_eq!(items.len(), 1, "Lisbon is out of recall: {hits:?}");
     assert_eq!(items[0].text, format!("where Ana lives: {words}"));
@@ -461,11 +433,7 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
         "The user is allergic to cats.",
     ] {
         let args = json!({"name": "", "body": fact});
-        let Answer::Called(called) =
-            memory.ask(Ask::Tool { name: "create_knowledge".into(), args }).await
-        else {
-            panic!()
-        };
+        let called = memory.tool("create_knowledge".into(), args).await.unwrap();
         assert!(called.ok, "{called:?}");
     }
     let said = [
@@ -498,11 +466,7 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
     assert!(asked.contains("Old note: The user's sister lives in Porto."), "{asked}");
     assert!(asked.contains("New information: The user's sister works in Porto."), "{asked}");
 
-    let Answer::Hits(hits) =
-        memory.ask(Ask::Search { text: "sister Porto".into(), limit: 5 }).await
-    else {
-        panic!()
-    };
+    let hits = memory.search("sister Porto".into(), 5).await.unwrap();
     let items: Vec<&str> =
         hits.iter().filter(|h| h.kind.is_some()).map(|h| h.text.as_str()).collect();
     assert_eq!(items.len(), 2, "Lisbon is out of recall, the work stays: {items:?}");
@@ -572,7 +536,7 @@ async fn a_cancelled_dream_keeps_what_it_processed_and_the_next_one_resumes() {
         reports.lock().unwrap().iter().any(|r| matches!(r, Report::Finished(End::Cancelled)))
     })
     .await;
-    memory.ask(Ask::DreamEnd { status: "interrupted".into(), note: String::new() }).await;
+    memory.dream_end("interrupted".into(), String::new()).await.unwrap();
     let s = stats(&memory).await;
     assert_eq!((s.pending_sessions, s.active_items), (1, 1), "{s:?}");
     assert!(dreams(&memory).await.contains("(idle, interrupted)"));
@@ -612,12 +576,7 @@ async fn a_burst_of_calls_runs_once_and_a_new_intention_is_not_ended_at_once() {
             "intention 1 was just added: it stays open until it is done".into()
         )
     );
-    let Answer::Items(open) = memory
-        .ask(Ask::List { kind: Some(stt_memory::Kind::Intention), archived: false, limit: 5 })
-        .await
-    else {
-        panic!()
-    };
+    let open = memory.list(Some(stt_memory::Kind::Intention), false, 5).await.unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
 }
 
@@ -644,12 +603,7 @@ async fn a_dream_takes_facts_written_as_lines_too() {
     server.push(Script::Text("done".into()));
     let env = env(&server, memory.clone());
     run(&env, dream("asked")).await;
-    let Answer::Items(items) = memory
-        .ask(Ask::List { kind: Some(stt_memory::Kind::Knowledge), archived: false, limit: 5 })
-        .await
-    else {
-        panic!()
-    };
+    let items = memory.list(Some(stt_memory::Kind::Knowledge), false, 5).await.unwrap();
     let texts: Vec<String> = items.iter().map(stt_memory::Item::text).collect();
     // The cello was never mentioned: a fact that shares no word with what was said is dropped.
     assert_eq!(texts, ["sister's city: The user's sister lives in Lisbon."]);
@@ -665,11 +619,7 @@ async fn a_tools_result_can_cue_an_intention() {
     let memory = open(dir.path());
     let weekday = chrono::Local::now().format("%A").to_string();
     let add = json!({"text": "water the plants", "cue": weekday});
-    let Answer::Called(added) =
-        memory.ask(Ask::Tool { name: "add_intention".into(), args: add }).await
-    else {
-        panic!()
-    };
+    let added = memory.tool("add_intention".into(), add).await.unwrap();
     assert!(added.ok, "{added:?}");
     let server = LlmServer::start();
     server.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));

@@ -10,7 +10,8 @@ use common::run;
 use serde_json::Value;
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{Chat, JobEnv, Report, Settings, Work};
-use stt_assistant::memory::{self, Answer, Ask, Episode, Memory};
+use stt_assistant::memory::{self, Episode, Memory, Refusal};
+use stt_assistant::turn::ChatTurn;
 use stt_memory::Role;
 use stt_memory::tree::TreeRules;
 use stt_testkit::llm_server::{LlmServer, Script};
@@ -79,7 +80,7 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
     let server = LlmServer::start();
     server.push(Script::Text(SUMMARY.into()));
     let env = env(&server, memory.clone());
-    let reports = run(&env, Work::Tree { system: None }).await;
+    let reports = run(&env, Work::Tree).await;
     assert_eq!(more(&reports), Some(true));
     assert_eq!(notes(&reports), ["context compacted: messages 1–4 summarized in the memory tree"]);
 
@@ -93,14 +94,14 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
     // The stretch itself is not also in the context above it.
     assert!(request[..request.len() - 1].iter().all(|(_, t)| !t.contains("book the train")));
 
-    let Answer::TreeShown { nodes, .. } = memory.ask(Ask::TreeShow(None)).await else { panic!() };
+    let nodes = memory.tree_show(None).await.unwrap().nodes;
     assert_eq!(nodes.len(), 1);
     assert!(nodes[0].summary.contains("drives instead"), "{:?}", nodes[0]);
     assert_eq!(nodes[0].fields.goals, "Get to Porto on Friday.");
     assert_eq!(nodes[0].fields.profile, "", "none is no profile");
 
     // Nothing more is due: the next job asks the model nothing.
-    let reports = run(&env, Work::Tree { system: None }).await;
+    let reports = run(&env, Work::Tree).await;
     assert_eq!(more(&reports), Some(false));
     assert_eq!(server.requests().len(), 1);
 
@@ -109,9 +110,8 @@ async fn a_summary_sees_what_came_after_its_stretch_and_records_how_it_ended() {
     memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "Which way do we go?");
     server.push(Script::Text("By car.".into()));
     let work = Work::Chat {
-        text: "Typed: Which way do we go?".into(),
+        turn: ChatTurn::typed("Which way do we go?"),
         conversation: Chat::default(),
-        system: None,
         resume: None,
         episode: Episode::Chat(1),
     };
@@ -134,21 +134,19 @@ async fn a_failed_summary_still_takes_its_stretch_out_of_the_context_and_says_so
     let server = LlmServer::start();
     server.push(Script::Length("SUMMARY: The user booked".into()));
     let env = env(&server, memory.clone());
-    let reports = run(&env, Work::Tree { system: None }).await;
+    let reports = run(&env, Work::Tree).await;
     assert_eq!(more(&reports), Some(true));
     let notes = notes(&reports);
     assert_eq!(notes.len(), 1);
     assert!(notes[0].starts_with("context trimmed: messages 1–4 left the context"), "{notes:?}");
     assert!(notes[0].contains("cut off by [assistant].compaction_max_tokens"), "{notes:?}");
-    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else { panic!() };
+    let context = memory.tree_context().await.unwrap();
     assert_eq!(context.nodes.len(), 1);
     assert!(context.nodes[0].summary.starts_with("(not summarized) Let's book the train"));
     assert_eq!(context.buffer.len(), 2);
     // The messages stay in the tree, word for word.
     let node = context.nodes[0].id;
-    let Answer::TreeShown { text, .. } = memory.ask(Ask::TreeShow(Some(node))).await else {
-        panic!()
-    };
+    let text = memory.tree_show(Some(node)).await.unwrap().text;
     assert!(text.contains("[2] Assistant: Booked: the train to Porto on Friday."), "{text}");
 }
 
@@ -164,11 +162,11 @@ async fn a_summary_that_loops_until_its_cap_keeps_what_it_said_before_the_loop()
             .into(),
     ));
     let env = env(&server, memory.clone());
-    let reports = run(&env, Work::Tree { system: None }).await;
+    let reports = run(&env, Work::Tree).await;
     assert_eq!(more(&reports), Some(true));
     let notes = notes(&reports);
     assert!(notes[0].starts_with("context compacted: messages 1–4 summarized"), "{notes:?}");
-    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else { panic!() };
+    let context = memory.tree_context().await.unwrap();
     assert_eq!(
         context.nodes[0].summary,
         "The user drives to Porto on Friday. The train was cancelled."
@@ -185,13 +183,13 @@ async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() 
     for n in 1..=4 {
         memory.turn(Episode::Chat(n), Role::User, None, "chat", &format!("topic {n}"));
         memory.turn(Episode::Chat(n), Role::Assistant, None, "chat", "ok");
-        memory.tell(Ask::TreeClose);
+        memory.tree_close();
         server.push(Script::Text(format!("SUMMARY: We spoke of topic {n}.")));
-        let reports = run(&env, Work::Tree { system: None }).await;
+        let reports = run(&env, Work::Tree).await;
         assert_eq!(more(&reports), Some(true));
     }
     server.push(Script::Text("SUMMARY: Topics 1 and 2.".into()));
-    run(&env, Work::Tree { system: None }).await;
+    run(&env, Work::Tree).await;
     let merge = contents(&server.requests()[4]);
     let last = &merge.last().unwrap().1;
     assert!(last.contains("- We spoke of topic 1.\n- We spoke of topic 2."), "{last}");
@@ -199,15 +197,13 @@ async fn a_new_conversation_closes_the_buffer_and_a_merge_reads_its_summaries() 
     let above = &merge[1].1;
     assert!(above.contains("topic 3") && !above.contains("topic 1."), "{above}");
 
-    let Answer::TreeShown { text, nodes } = memory.ask(Ask::TreeShow(None)).await else { panic!() };
+    let memory::TreeShown { text, nodes } = memory.tree_show(None).await.unwrap();
     let levels: Vec<u32> = nodes.iter().map(|n| n.level).collect();
     assert_eq!(levels, [1, 0, 0], "{text}");
     assert!(text.contains("8 messages, 0 of them in the buffer; nodes per level: 4, 1"), "{text}");
-    let Answer::TreeShown { text, .. } = memory.ask(Ask::TreeShow(Some(nodes[0].id))).await else {
-        panic!()
-    };
+    let text = memory.tree_show(Some(nodes[0].id)).await.unwrap().text;
     assert!(text.contains("Children:\n- node 1 (level 0, messages 1–2"), "{text}");
-    let Answer::Missing(why) = memory.ask(Ask::TreeShow(Some(stt_memory::tree::NodeId(99)))).await
+    let Err(Refusal::Missing(why)) = memory.tree_show(Some(stt_memory::tree::NodeId(99))).await
     else {
         panic!()
     };
@@ -222,7 +218,7 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
     let server = LlmServer::start();
     server.push(Script::Text(SUMMARY.into()));
     let env = env(&server, memory.clone());
-    run(&env, Work::Tree { system: None }).await;
+    run(&env, Work::Tree).await;
 
     let explore = |args: serde_json::Value| {
         Script::ToolCalls(vec![(memory::tools::EXPLORE_TREE.into(), args)])
@@ -279,12 +275,11 @@ async fn a_turn_brings_back_what_left_the_context_word_for_word() {
     let server = LlmServer::start();
     server.push(Script::Text("SUMMARY: A suitcase was packed and a table booked.".into()));
     let env = env(&server, memory.clone());
-    assert_eq!(more(&run(&env, Work::Tree { system: None }).await), Some(true));
+    assert_eq!(more(&run(&env, Work::Tree).await), Some(true));
 
     let chat = |text: &str| Work::Chat {
-        text: format!("Typed: {text}"),
+        turn: ChatTurn::typed(text),
         conversation: Chat::default(),
-        system: None,
         resume: None,
         episode: Episode::Chat(1),
     };

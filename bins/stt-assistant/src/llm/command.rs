@@ -15,7 +15,7 @@ use super::{
     JobEnv, Report, SLOT_COMMAND, SLOT_OTHER, complete, error, no_client, recall, sentences,
 };
 use crate::lane::Sink;
-use crate::memory::{self, Answer, Ask, Episode, tools as memory_tools};
+use crate::memory::{self, Episode, tools as memory_tools};
 
 /// Commands sample greedily, whatever `[llm].temperature` says (that is chat's): a command
 /// wants the likeliest call, and the same words should do the same thing every time. At 0.2
@@ -35,7 +35,8 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         );
     }
     let settings = &env.settings;
-    let prompt = recall(env, &settings.command_system_prompt, text, episode, true, out).await;
+    let said = super::Said { line: text, words: text, speaker: None };
+    let prompt = recall(env, &settings.command_system_prompt, said, episode, true, out).await;
     let tools = tools(env, prompt.memory_tools, prompt.intentions > 0);
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
@@ -273,9 +274,8 @@ async fn after_tool(
     let Some(memory) = env.memory.as_ref().filter(|_| !memory_tools::is_memory_tool(tool)) else {
         return result;
     };
-    let ask = Ask::Context { text: result.clone(), episode: Some(episode), speaker: None };
-    match memory.ask(ask).await {
-        Answer::Context(context) if !context.reminders.is_empty() => {
+    match memory.context(result.clone(), Some(episode), None).await {
+        Ok(context) if !context.reminders.is_empty() => {
             out.send(Report::Hinted(context.notes));
             format!("{result}\n(Memory: {})", context.reminders.join("; "))
         }
@@ -347,17 +347,15 @@ async fn run_memory_tool(
             result: "a dream starts once this command is over".into(),
         };
     }
-    let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
-    match memory.ask(ask).await {
-        Answer::Called(memory::Called { ok, result, .. }) => {
+    match memory.tool(call.name.clone(), call.arguments.clone()).await {
+        Ok(memory::Called { ok, result, .. }) => {
             if ok && call.name == memory_tools::ADD_INTENTION {
                 let id = result.strip_prefix("intention ").and_then(|r| r.split(' ').next());
                 added.extend(id.and_then(|id| id.parse::<i64>().ok()));
             }
             Outcome::Done { ok, result }
         }
-        Answer::Failed(why) | Answer::Off(why) => Outcome::Done { ok: false, result: why },
-        other => Outcome::Done { ok: false, result: format!("memory answered {other:?}") },
+        Err(refusal) => Outcome::Done { ok: false, result: refusal.into_why() },
     }
 }
 

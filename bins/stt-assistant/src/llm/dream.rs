@@ -22,7 +22,7 @@ use stt_memory::text::content_words;
 
 use super::{JobEnv, Report, SLOT_OTHER, complete};
 use crate::lane::Sink;
-use crate::memory::{Answer, Ask, tools as memory_tools};
+use crate::memory::{Rival, Round, tools as memory_tools};
 
 const PROMPT: &str = "You maintain the long-term memory of a voice assistant while the user is \
     away. You are shown one past conversation. Save what will still matter later, with tools: \
@@ -202,9 +202,9 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             "memory: no dream: the provider in use does not call tools (`/providers`)".into(),
         ));
     }
-    let sessions = match memory.ask(Ask::DreamStart { trigger: trigger.to_owned() }).await {
-        Answer::DreamStarted { sessions, .. } => sessions,
-        other => return tracing::warn!("memory could not start a dream: {other:?}"),
+    let sessions = match memory.dream_start(trigger.to_owned()).await {
+        Ok(sessions) => sessions,
+        Err(why) => return tracing::warn!("memory could not start a dream: {why}"),
     };
     tracing::info!(trigger, sessions = sessions.len(), "dream started");
     let tools: Vec<ToolSpec> = memory_tools::specs(&memory_tools::DREAM_ROUND)
@@ -215,8 +215,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
     let mut changes = 0;
     let mut read = 0;
     'sessions: for session in sessions {
-        let Answer::Round { text, conversation } = memory.ask(Ask::DreamRound(session)).await
-        else {
+        let Ok(Round { text, conversation }) = memory.dream_round(session).await else {
             continue;
         };
         let said = content_words(&conversation);
@@ -268,8 +267,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
                 Ok(reply) => reply,
                 Err(e) => {
                     let why = env.explain(&e);
-                    let end = Ask::DreamEnd { status: "failed".into(), note: why.clone() };
-                    memory.ask(end).await;
+                    let _ = memory.dream_end("failed".into(), why.clone()).await;
                     return out.send(Report::Note(format!("memory: the dream failed: {why}")));
                 }
             };
@@ -300,9 +298,8 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
                 if call.name == "write_dream_log" {
                     round_over = true;
                 }
-                let ask = Ask::Tool { name: call.name.clone(), args: call.arguments.clone() };
-                let result = match memory.ask(ask).await {
-                    Answer::Called(called) => {
+                let result = match memory.tool(call.name.clone(), call.arguments.clone()).await {
+                    Ok(called) => {
                         if called.ok && memory_tools::changes_memory(&call.name) {
                             changes += 1;
                         }
@@ -312,8 +309,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
                         created.extend(called.created);
                         called.result
                     }
-                    Answer::Failed(why) | Answer::Off(why) => why,
-                    other => format!("{other:?}"),
+                    Err(refusal) => refusal.into_why(),
                 };
                 messages.push(Message::tool(call.id.clone(), result));
             }
@@ -338,8 +334,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             if let Ok(reply) = complete(env, client, &request, out, |_| {}).await {
                 tracing::debug!(content = %reply.content, "dream extraction");
                 for call in fact_lines(&reply.content, steps, &said) {
-                    let ask = Ask::Tool { name: call.name, args: call.arguments };
-                    if let Answer::Called(called) = memory.ask(ask).await
+                    if let Ok(called) = memory.tool(call.name, call.arguments).await
                         && called.ok
                     {
                         changes += 1;
@@ -352,21 +347,21 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             if steps >= max_steps {
                 break;
             }
-            let Answer::Rival { old, was, now } = memory.ask(Ask::Rival(new)).await else {
+            let Ok(Rival { old, was, now }) = memory.rival(new).await else {
                 continue;
             };
             steps += 1;
             if replaces(env, client, &was, &now, out).await
-                && let Answer::Done(_) = memory.ask(Ask::Supersede { new, old }).await
+                && memory.supersede(new, old).await.is_ok()
             {
                 changes += 1;
             }
         }
-        memory.ask(Ask::DreamRoundDone(session)).await;
+        let _ = memory.dream_round_done(session).await;
         read += 1;
     }
     let note = format!("{read} conversations read, {changes} changes, {steps} requests");
-    memory.ask(Ask::DreamEnd { status: "done".into(), note: note.clone() }).await;
+    let _ = memory.dream_end("done".into(), note.clone()).await;
     tracing::info!("dream done: {note}");
     out.send(Report::Note(format!("memory: dreamt ({note})")));
 }

@@ -31,8 +31,9 @@ use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
 use stt_tools::{ActionRecord, Registry};
 
 use crate::lane::Sink;
-use crate::memory::{self, Answer, Ask, Episode, Memory};
+use crate::memory::{self, Episode, Memory};
 use crate::queue::JobKind;
+use crate::turn::ChatTurn;
 
 /// The `[assistant]` settings jobs use.
 #[derive(Debug, Clone)]
@@ -78,9 +79,17 @@ pub struct JobEnv {
     pub settings: Arc<Settings>,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<Memory>,
+    /// The chat's system prompt as its session has it (`/system`); `None`: the config's.
+    /// Chat turns and the tree's summaries share it (and so the server's cached prefix).
+    pub chat_system: Option<String>,
 }
 
 impl JobEnv {
+    /// The system prompt chat turns and the tree's summaries start with.
+    pub fn chat_system(&self) -> &str {
+        self.chat_system.as_deref().unwrap_or(&self.settings.chat_system_prompt)
+    }
+
     /// `e` in words that name the fix for the provider in use.
     pub fn explain(&self, e: &LlmError) -> String {
         match &self.providers {
@@ -129,20 +138,13 @@ pub fn estimate_tokens(text: &str) -> usize {
 pub enum Work {
     /// Run a command through the tool loop.
     Command { text: String, edited: bool, episode: Episode },
-    /// Send a chat turn, with the conversation as it stands, the session's system prompt
-    /// (`None`: the config's) and the provider's resume handle.
-    Chat {
-        text: String,
-        conversation: Chat,
-        system: Option<String>,
-        resume: Option<String>,
-        episode: Episode,
-    },
+    /// Send a chat turn, with the conversation as it stands and the provider's resume
+    /// handle.
+    Chat { turn: ChatTurn, conversation: Chat, resume: Option<String>, episode: Episode },
     /// Consolidate memory (`trigger`: why), in at most `max_steps` requests.
     Dream { trigger: String, max_steps: u32 },
-    /// Write the memory tree's next summary, if one is due, with the chat's system prompt
-    /// (`None`: the config's).
-    Tree { system: Option<String> },
+    /// Write the memory tree's next summary, if one is due.
+    Tree,
 }
 
 impl Work {
@@ -151,7 +153,7 @@ impl Work {
             Work::Command { .. } => JobKind::Command,
             Work::Chat { .. } => JobKind::Chat,
             Work::Dream { .. } => JobKind::Dream,
-            Work::Tree { .. } => JobKind::Tree,
+            Work::Tree => JobKind::Tree,
         }
     }
 }
@@ -229,6 +231,8 @@ impl Handle {
 pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>) -> Handle {
     let cancel = CancellationToken::new();
     let handle = Handle { epoch, kind: work.kind(), cancel: cancel.clone() };
+    let aborts = work.kind().rule().aborts;
+    let stop = cancel.clone();
     let env = env.clone();
     let job_out = out.clone();
     let job = tokio::spawn(
@@ -237,9 +241,14 @@ pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>
                 Work::Command { text, edited, episode } => {
                     command::run(&env, &text, edited, episode, &job_out).await;
                 }
-                Work::Chat { text, conversation, system, resume, episode } => {
-                    let system = system.as_deref().unwrap_or(&env.settings.chat_system_prompt);
-                    let prompt = recall(&env, system, &text, episode, false, &job_out).await;
+                Work::Chat { turn, conversation, resume, episode } => {
+                    let said = Said {
+                        line: &turn.line(),
+                        words: &turn.words,
+                        speaker: turn.speaker.name(),
+                    };
+                    let prompt =
+                        recall(&env, env.chat_system(), said, episode, false, &job_out).await;
                     let turn = chat::Turn {
                         text: &prompt.text,
                         system: &prompt.system,
@@ -250,10 +259,7 @@ pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>
                 Work::Dream { trigger, max_steps } => {
                     dream::run(&env, &trigger, max_steps, &job_out).await;
                 }
-                Work::Tree { system } => {
-                    let system = system.as_deref().unwrap_or(&env.settings.chat_system_prompt);
-                    tree::run(&env, system, &job_out).await;
-                }
+                Work::Tree => tree::run(&env, env.chat_system(), &job_out, &stop).await,
             }
         }
         .instrument(span.clone()),
@@ -262,12 +268,14 @@ pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>
         async move {
             let abort = job.abort_handle();
             let end = tokio::select! {
-                () = cancel.cancelled() => {
+                // A job that does not abort ends itself at its next safe point.
+                () = cancel.cancelled(), if aborts => {
                     // Dropping the job's future kills a tool's process (`kill_on_drop`).
                     abort.abort();
                     End::Cancelled
                 }
                 outcome = job => match outcome {
+                    Ok(()) if cancel.is_cancelled() => End::Cancelled,
                     Ok(()) => End::Done,
                     Err(e) if e.is_cancelled() => End::Cancelled,
                     Err(_) => End::Panicked,
@@ -363,6 +371,17 @@ const DISCIPLINE_TOOLS: &str = "You remember earlier conversations: call recall_
     only when the user asks about something said before. To be reminded later (\"remind me … \
     when … comes up\"), call add_intention.";
 
+/// What a person said, as a job is given it.
+#[derive(Debug, Clone, Copy)]
+struct Said<'a> {
+    /// As the model reads it (a chat turn: `Name: words`).
+    line: &'a str,
+    /// The words alone, for memory.
+    words: &'a str,
+    /// Who said them, as memory keeps it; `None` when nobody knows (and for commands).
+    speaker: Option<&'a str>,
+}
+
 /// The system prompt and the turn's text with what memory has for `text`. For chat, its
 /// sections and discipline go after `system`. For a command (`tools`), the system prompt stays
 /// as it is, byte for byte, so that with the tool list after it, it is the same prefix on
@@ -372,11 +391,12 @@ const DISCIPLINE_TOOLS: &str = "You remember earlier conversations: call recall_
 async fn recall(
     env: &JobEnv,
     system: &str,
-    text: &str,
+    said: Said<'_>,
     episode: Episode,
     tools: bool,
     out: &Sink<Report>,
 ) -> Prompt {
+    let text = said.line;
     let plain = Prompt {
         system: system.to_owned(),
         text: text.to_owned(),
@@ -384,17 +404,12 @@ async fn recall(
         memory_tools: false,
     };
     let Some(memory) = &env.memory else { return plain };
-    let speaker = memory::speaker_of(text).map(str::to_owned);
-    let words = memory::words_of(text).to_owned();
-    let ask = Ask::Context { text: words.clone(), episode: Some(episode), speaker };
-    let context = match memory.ask(ask).await {
-        Answer::Context(context) => context,
-        Answer::Failed(why) | Answer::Off(why) => {
+    let words = said.words.to_owned();
+    let speaker = said.speaker.map(str::to_owned);
+    let context = match memory.context(words.clone(), Some(episode), speaker).await {
+        Ok(context) => context,
+        Err(why) => {
             tracing::debug!("no memory for this prompt: {why}");
-            return plain;
-        }
-        other => {
-            tracing::warn!("memory answered a context with {other:?}");
             return plain;
         }
     };

@@ -13,10 +13,11 @@
 use stt_llm::{Finish, Message, Request};
 use stt_memory::Role;
 use stt_memory::tree::{Fields, Node, TreeContext, TreeJob, TreeMessage};
+use tokio_util::sync::CancellationToken;
 
 use super::{Chat, JobEnv, Report, SLOT_OTHER, complete, estimate_tokens, sentences};
 use crate::lane::Sink;
-use crate::memory::{Answer, Ask, tree as memory_tree};
+use crate::memory::tree as memory_tree;
 
 /// What the model is asked, after the context and before the stretch.
 const INSTRUCTION: &str = "[Memory upkeep, not a message from the user] Summarize the \
@@ -32,9 +33,7 @@ const INSTRUCTION: &str = "[Memory upkeep, not a message from the user] Summariz
 /// reminds it of). `None` when the tree is off or memory does not answer.
 pub async fn conversation(env: &JobEnv) -> Option<Chat> {
     let memory = env.memory.as_ref()?;
-    let Answer::Tree(TreeContext { nodes, mut buffer }) = memory.ask(Ask::TreeContext).await else {
-        return None;
-    };
+    let TreeContext { nodes, mut buffer } = memory.tree_context().await.ok()?;
     if buffer.last().is_some_and(|m| m.role == Role::User) {
         buffer.pop();
     }
@@ -57,12 +56,12 @@ fn turns(messages: &[TreeMessage]) -> Vec<Message> {
 /// Does the tree's next summary, if one is due: one request at most, so a person's turn
 /// waits for no more than this one. Reports [`Report::TreeMore`] with whether it wrote one
 /// (then another may be due).
-pub async fn run(env: &JobEnv, system: &str, out: &Sink<Report>) {
+pub async fn run(env: &JobEnv, system: &str, out: &Sink<Report>, stop: &CancellationToken) {
     let Some(memory) = &env.memory else { return out.send(Report::TreeMore(false)) };
-    let Answer::TreeDue(Some(job)) = memory.ask(Ask::TreeDue).await else {
+    let Ok(Some(job)) = memory.tree_due().await else {
         return out.send(Report::TreeMore(false));
     };
-    let Answer::Tree(context) = memory.ask(Ask::TreeContext).await else {
+    let Ok(context) = memory.tree_context().await else {
         return out.send(Report::TreeMore(false));
     };
     let (what, segment, previous) = match &job {
@@ -94,7 +93,13 @@ pub async fn run(env: &JobEnv, system: &str, out: &Sink<Report>) {
     let client = env.client.as_ref();
     let written = match client {
         None => Err(env.missing.clone()),
-        Some(client) => match complete(env, client, &request, out, |_| {}).await {
+        // Stopped while the model writes: nothing is written, and the job is wanted again.
+        // Past this point it ends by itself: a summary written is kept with its note.
+        Some(client) => match tokio::select! {
+            biased;
+            () = stop.cancelled() => return out.send(Report::TreeMore(false)),
+            reply = complete(env, client, &request, out, |_| {}) => reply,
+        } {
             Err(e) => Err(env.explain(&e)),
             // Cut off (a small model looping, most often): its whole sentences before the
             // loop are a summary still; the tree keeps the messages word for word anyway.
@@ -143,14 +148,14 @@ pub async fn run(env: &JobEnv, system: &str, out: &Sink<Report>) {
             }
         }
     }
-    match memory.ask(Ask::TreeWrite { job, summary, fields }).await {
-        Answer::Done(node) => {
+    match memory.tree_write(job, summary, fields).await {
+        Ok(node) => {
             tracing::info!("memory tree: {what} → {node}");
             out.send(Report::Note(note));
             out.send(Report::TreeMore(true));
         }
-        other => {
-            tracing::warn!("the memory tree refused a summary: {other:?}");
+        Err(why) => {
+            tracing::warn!("the memory tree refused a summary: {why}");
             out.send(Report::TreeMore(false));
         }
     }

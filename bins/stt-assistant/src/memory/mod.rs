@@ -2,7 +2,9 @@
 //! of their own, so the loop never waits on SQLite or a model.
 //!
 //! The loop captures what was said ([`Memory::turn`], [`Memory::close`]) without waiting,
-//! and asks questions ([`Memory::ask`]) whose answers come back on a one-shot channel.
+//! and asks questions, one typed method each ([`Memory::context`], [`Memory::stats`], …):
+//! each carries its own reply slot, so what comes back is what was asked for, or a
+//! [`Refusal`] that says why not.
 //! Between jobs (a batch every 200 ms at most) the thread embeds what has no vector yet, so
 //! recall by meaning catches up in the background. It reports to the loop only what a person should
 //! hear of: that memory is ready (and whether recall by meaning is on), or that it went off
@@ -45,6 +47,10 @@ pub struct Settings {
     pub hints: bool,
     /// Keep chat in the memory tree, with these sizes; `None`: `[memory].tree` is off.
     pub tree: Option<stt_memory::tree::TreeRules>,
+    /// `[memory].capture_ambient`: keep what is said in idle mode too.
+    pub capture_ambient: bool,
+    /// When dreams start on their own, and how long one may go on.
+    pub dreams: DreamRules,
 }
 
 impl Settings {
@@ -57,7 +63,20 @@ impl Settings {
             limits: Limits { top_k: d.recall_top_k as usize, min_score: d.recall_min_score as f32 },
             hints: d.hints,
             tree: tree_rules(&d),
+            capture_ambient: d.capture_ambient,
+            dreams: dream_rules(&d),
         }
+    }
+}
+
+/// When dreams start on their own, from `[memory]`.
+pub fn dream_rules(m: &stt_config::MemoryConfig) -> DreamRules {
+    DreamRules {
+        idle: Duration::from_secs(m.dream_idle_s),
+        max_interval: Duration::from_secs(m.dream_max_interval_h * 3600),
+        min_sessions: m.dream_min_sessions as usize,
+        on_local_model: m.dream_on_local_model,
+        max_steps: m.dream_max_steps,
     }
 }
 
@@ -90,84 +109,6 @@ pub enum Episode {
     Ambient(u64),
 }
 
-/// A question for memory.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Ask {
-    /// Items and log entries for a text, best first.
-    Search {
-        text: String,
-        limit: usize,
-    },
-    /// Items, newest first.
-    List {
-        kind: Option<Kind>,
-        archived: bool,
-        limit: usize,
-    },
-    Show(ItemId),
-    Forget(ItemId),
-    ForgetAll,
-    Stats,
-    /// What a job's prompt gets from memory for `text`, said in `episode` by `speaker`.
-    Context {
-        text: String,
-        episode: Option<Episode>,
-        speaker: Option<String>,
-    },
-    /// Run a memory tool (see [`tools`]).
-    Tool {
-        name: String,
-        args: serde_json::Value,
-    },
-    /// Write every item as Markdown files under the directory.
-    Export(PathBuf),
-    /// Read Markdown files from the directory back in.
-    Import(PathBuf),
-    /// The latest dreams, newest first.
-    Dreams(usize),
-    /// Whether a dream is due: `quiet` since the last activity, against the thresholds.
-    DreamDue {
-        quiet: Duration,
-        rules: DreamRules,
-    },
-    /// Starts a dream (`trigger`: idle, overdue, asked): the sessions it is to read.
-    DreamStart {
-        trigger: String,
-    },
-    /// A round of the dream: one pending session to read, as the model is shown it.
-    DreamRound(SessionId),
-    /// The active knowledge item nearest to a new one, written before it: what the new one
-    /// may correct.
-    Rival(ItemId),
-    /// `new` corrects `old`: archive `old` with a link.
-    Supersede {
-        new: ItemId,
-        old: ItemId,
-    },
-    /// A round is over: the session is marked processed (if the model did not).
-    DreamRoundDone(SessionId),
-    /// The dream in progress ends (`done`, `interrupted`, `failed`); a finished one decays
-    /// every item first.
-    DreamEnd {
-        status: String,
-        note: String,
-    },
-    /// What the chat's model is given of the conversation (`[memory].tree`).
-    TreeContext,
-    /// The tree's next summary to write, if one is due.
-    TreeDue,
-    /// The summary of a job [`Ask::TreeDue`] gave.
-    TreeWrite {
-        job: TreeJob,
-        summary: String,
-        fields: Fields,
-    },
-    /// A new conversation: the buffer leaves the context, to be summarized.
-    TreeClose,
-    /// The tree as a person or the model reads it: its top nodes, or node `Some(id)`.
-    TreeShow(Option<NodeId>),
-}
-
 /// When a dream starts on its own (`[memory]`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DreamRules {
@@ -179,12 +120,19 @@ pub struct DreamRules {
     pub min_sessions: usize,
     /// Whether a dream starts on its own when the model in use is the local one.
     pub on_local_model: bool,
+    /// Model requests one dream may make.
+    pub max_steps: u32,
 }
 
-/// Who said a chat turn, from its "Name: words" form (`None` when nobody knows).
-pub fn speaker_of(text: &str) -> Option<&str> {
-    let (who, _) = text.split_once(": ")?;
-    (!who.is_empty() && who.len() <= 64 && who != "Unknown" && !who.contains('\n')).then_some(who)
+impl DreamRules {
+    /// Memory is off: no dream, ever.
+    pub const OFF: DreamRules = DreamRules {
+        idle: Duration::ZERO,
+        max_interval: Duration::ZERO,
+        min_sessions: usize::MAX,
+        on_local_model: false,
+        max_steps: 0,
+    };
 }
 
 /// Whether a command's words ask about what was said before or for a reminder (then it is
@@ -217,14 +165,6 @@ pub fn asks_about_memory(text: &str) -> bool {
     stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
 }
 
-/// A chat turn's words without the "Name: " the model is given.
-pub fn words_of(text: &str) -> &str {
-    match speaker_of(text) {
-        Some(who) => &text[who.len() + 2..],
-        None => text.strip_prefix("Unknown: ").unwrap_or(text),
-    }
-}
-
 /// What a job's prompt gets from memory.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Context {
@@ -240,52 +180,83 @@ pub struct Context {
     pub intentions: usize,
 }
 
-/// Memory's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
-    Hits(Vec<Hit>),
-    Items(Vec<Item>),
-    Item(Box<Item>),
-    Stats(Stats),
-    Context(Context),
-    Called(Called),
-    /// A dream is due, with its trigger; `None`: not now.
-    DreamDue(Option<String>),
-    /// A dream started: its id and the pending sessions, oldest first.
-    DreamStarted {
-        id: i64,
-        sessions: Vec<SessionId>,
-    },
-    /// A round's text for the model: what memory holds that the conversation may correct,
-    /// then the conversation; and what the user said in it, alone (for writing facts as
-    /// lines, where a small model copies whatever facts it is shown).
-    Round {
-        text: String,
-        conversation: String,
-    },
-    /// The item a new one may correct, and both texts.
-    Rival {
-        old: ItemId,
-        was: String,
-        now: String,
-    },
-    /// The tree's context (the chat's conversation).
-    Tree(TreeContext),
-    /// The tree's next job; `None`: nothing is due.
-    TreeDue(Option<TreeJob>),
-    /// The tree shown: text for a person or the model, and the nodes it lists.
-    TreeShown {
-        text: String,
-        nodes: Vec<stt_memory::tree::Node>,
-    },
-    /// Done; what to tell the person.
-    Done(String),
+/// Why memory did not do what was asked, worded for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
     /// Memory is off (or the tree is); why, with the fix.
     Off(String),
-    /// Not done; why, worded for a person.
-    Failed(String),
     /// What was asked for is not there (an id memory does not hold).
     Missing(String),
+    /// A read or write failed.
+    Failed(String),
+}
+
+impl Refusal {
+    /// Why, for a person or the model.
+    pub fn why(&self) -> &str {
+        match self {
+            Refusal::Off(why) | Refusal::Missing(why) | Refusal::Failed(why) => why,
+        }
+    }
+
+    pub fn into_why(self) -> String {
+        match self {
+            Refusal::Off(why) | Refusal::Missing(why) | Refusal::Failed(why) => why,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.why())
+    }
+}
+
+/// Memory's answer to one question: what was asked for, or why not.
+pub type Reply<T> = Result<T, Refusal>;
+
+/// How a question failed on the thread: refused (answered as such), or the store failed
+/// (answered as [`Refusal::Failed`], and memory goes off if the disk did).
+#[derive(Debug)]
+pub enum Fault {
+    Refused(Refusal),
+    Store(MemoryError),
+}
+
+impl From<MemoryError> for Fault {
+    fn from(e: MemoryError) -> Self {
+        Fault::Store(e)
+    }
+}
+
+impl From<Refusal> for Fault {
+    fn from(r: Refusal) -> Self {
+        Fault::Refused(r)
+    }
+}
+
+/// A dream round's text for the model: what memory holds that the conversation may
+/// correct, then the conversation; and what the user said in it, alone (for writing facts
+/// as lines, where a small model copies whatever facts it is shown).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub text: String,
+    pub conversation: String,
+}
+
+/// The item a new one may correct, and both texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rival {
+    pub old: ItemId,
+    pub was: String,
+    pub now: String,
+}
+
+/// The tree shown: text for a person or the model, and the nodes it lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeShown {
+    pub text: String,
+    pub nodes: Vec<stt_memory::tree::Node>,
 }
 
 fn no_item(id: ItemId) -> String {
@@ -301,11 +272,15 @@ enum Job {
         text: String,
     },
     Close(Episode),
-    Ask(Ask, oneshot::Sender<Answer>),
+    /// A question: run on the thread with the store, its answer sent to its own slot.
+    Call(Call),
     /// End the thread: close the open sessions, let go of the store and the embedder, then
     /// say so.
     Stop(oneshot::Sender<()>),
 }
+
+/// A question, as the thread runs it.
+type Call = Box<dyn FnOnce(&mut Lane, &Sink<Report>) + Send>;
 
 /// The loop's handle on the memory thread; cheap to clone (jobs share one queue).
 #[derive(Debug, Clone)]
@@ -319,7 +294,7 @@ impl std::fmt::Debug for Job {
         match self {
             Job::Turn { episode, role, .. } => write!(f, "Turn({episode:?}, {role:?})"),
             Job::Close(e) => write!(f, "Close({e:?})"),
-            Job::Ask(ask, _) => write!(f, "Ask({ask:?})"),
+            Job::Call(_) => write!(f, "Call"),
             Job::Stop(_) => write!(f, "Stop"),
         }
     }
@@ -354,17 +329,302 @@ impl Memory {
         self.tree
     }
 
-    /// Asks memory without waiting for the answer.
-    pub fn tell(&self, ask: Ask) {
-        let (tx, _) = oneshot::channel();
-        self.send(Job::Ask(ask, tx));
+    /// Sends `f` to run on the thread with the store; its answer comes on the returned
+    /// slot. With memory off, `f` does not run and the answer is [`Refusal::Off`].
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Store, &mut State) -> Result<T, Fault> + Send + 'static,
+    ) -> oneshot::Receiver<Reply<T>> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Job::Call(Box::new(move |lane: &mut Lane, reports: &Sink<Report>| {
+            // The asker may have gone (a cancelled job); nothing to do then.
+            let _ = tx.send(lane.answer(f, reports));
+        })));
+        rx
     }
 
-    /// Asks memory; the answer comes when the thread gets to it.
-    pub async fn ask(&self, ask: Ask) -> Answer {
-        let (tx, rx) = oneshot::channel();
-        self.send(Job::Ask(ask, tx));
-        rx.await.unwrap_or_else(|_| Answer::Failed("memory stopped".into()))
+    /// [`Self::call`], waiting for the answer.
+    async fn ask<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Store, &mut State) -> Result<T, Fault> + Send + 'static,
+    ) -> Reply<T> {
+        self.call(f).await.unwrap_or_else(|_| Err(Refusal::Failed("memory stopped".into())))
+    }
+
+    /// Items and log entries for `text`, best first.
+    pub async fn search(&self, text: String, limit: usize) -> Reply<Vec<Hit>> {
+        self.ask(move |store, state| {
+            let vector = state.embed_one(&text);
+            Ok(store.recall(&Query { vector: vector.as_deref(), limit, ..Query::new(&text) })?)
+        })
+        .await
+    }
+
+    /// Items, newest first: of one kind or all, archived ones too or not.
+    pub async fn list(&self, kind: Option<Kind>, archived: bool, limit: usize) -> Reply<Vec<Item>> {
+        self.ask(move |store, _| {
+            let filter = ItemFilter { kind, archived, limit: Some(limit), ..ItemFilter::default() };
+            Ok(store.items(&filter)?)
+        })
+        .await
+    }
+
+    /// One item, whole.
+    pub async fn show(&self, id: ItemId) -> Reply<Item> {
+        self.ask(move |store, _| item(store, id)).await
+    }
+
+    /// Deletes one item: what to tell the person.
+    pub async fn forget(&self, id: ItemId) -> Reply<String> {
+        self.ask(move |store, _| match store.forget(id)? {
+            true => Ok(format!("forgot item {}", id.0)),
+            false => Err(Refusal::Missing(no_item(id)).into()),
+        })
+        .await
+    }
+
+    /// Deletes everything memory holds.
+    pub async fn forget_all(&self) -> Reply<String> {
+        self.ask(|store, state| {
+            state.sessions.clear();
+            state.hinted.clear();
+            store.forget_all()?;
+            Ok("forgot everything memory held".into())
+        })
+        .await
+    }
+
+    pub async fn stats(&self) -> Reply<Stats> {
+        self.ask(|store, _| Ok(store.stats()?)).await
+    }
+
+    /// What a job's prompt gets from memory for `text`, said in `episode` by `speaker`.
+    pub async fn context(
+        &self,
+        text: String,
+        episode: Option<Episode>,
+        speaker: Option<String>,
+    ) -> Reply<Context> {
+        self.ask(move |store, state| {
+            let vector = if state.hints { state.embed_one(&text) } else { None };
+            let session = episode.and_then(|e| state.sessions.get(&e).copied());
+            let seen = state.hinted.entry(episode.unwrap_or(Episode::Chat(0))).or_default();
+            let tree = state.tree.is_some();
+            Ok(context(store, &text, vector.as_deref(), session, speaker.as_deref(), seen, tree)?)
+        })
+        .await
+    }
+
+    /// Runs memory tool `name` (see [`tools`]).
+    pub async fn tool(&self, name: String, args: serde_json::Value) -> Reply<Called> {
+        self.ask(move |store, state| state.tool(store, &name, &args)).await
+    }
+
+    /// Writes every item as Markdown files under `dir`: what to tell the person.
+    pub async fn export(&self, dir: PathBuf) -> Reply<String> {
+        self.ask(move |store, _| {
+            let n = store.export(&dir)?;
+            Ok(format!(
+                "wrote {} items, {} conversations and {} dreams to {} (Markdown with YAML front \
+                 matter)",
+                n.items,
+                n.sessions,
+                n.dreams,
+                dir.display()
+            ))
+        })
+        .await
+    }
+
+    /// Reads Markdown files from `dir` back in: what to tell the person.
+    pub async fn import(&self, dir: PathBuf) -> Reply<String> {
+        self.ask(move |store, _| {
+            let n = store.import(&dir)?;
+            Ok(format!(
+                "read {} items from {}: {} new, {} updated, {} already known",
+                n.items,
+                dir.display(),
+                n.items - n.updated - n.merged,
+                n.updated,
+                n.merged
+            ))
+        })
+        .await
+    }
+
+    /// The latest dreams, newest first, one line each.
+    pub async fn dreams(&self, limit: usize) -> Reply<String> {
+        self.ask(move |store, _| {
+            let dreams = store.dreams(limit)?;
+            if dreams.is_empty() {
+                return Ok("no dream has run yet".into());
+            }
+            let lines: Vec<String> = dreams
+                .iter()
+                .map(|d| {
+                    format!(
+                        "dream {} at {} ({}, {}): {}",
+                        d.id,
+                        tools::when(d.started),
+                        d.trigger,
+                        d.status,
+                        d.text.trim()
+                    )
+                })
+                .collect();
+            Ok(lines.join("\n"))
+        })
+        .await
+    }
+
+    /// Whether a dream is due, `quiet` since the last activity, and why (its trigger).
+    pub async fn dream_due(&self, quiet: Duration, rules: DreamRules) -> Reply<Option<String>> {
+        self.ask(move |store, _| Ok(dream_due(store, quiet, rules)?)).await
+    }
+
+    /// Starts a dream (`trigger`: idle, overdue, asked): the sessions it is to read, oldest
+    /// first.
+    pub async fn dream_start(&self, trigger: String) -> Reply<Vec<SessionId>> {
+        self.ask(move |store, state| {
+            if let Some((id, _)) = state.dream.take() {
+                // One left behind by a job that never ended it (a crash of the lane).
+                let _ = store.dream_end(id, "interrupted");
+            }
+            let pending = tools::pending(store)?;
+            let id = store.dream_start(&trigger)?;
+            state.dream = Some((id, None));
+            let sessions: Vec<SessionId> = pending.iter().map(|s| s.id).collect();
+            store.dream_note(id, &format!("{} conversations to consolidate", sessions.len()))?;
+            Ok(sessions)
+        })
+        .await
+    }
+
+    /// A round of the dream: one pending session to read, as the model is shown it.
+    pub async fn dream_round(&self, session: SessionId) -> Reply<Round> {
+        self.ask(move |store, state| {
+            if let Some((_, round)) = state.dream.as_mut() {
+                *round = Some(session);
+            }
+            let (text, conversation, shown_only) = round_text(store, session, state.limits)?;
+            state.shown_only = shown_only;
+            Ok(Round { text, conversation })
+        })
+        .await
+    }
+
+    /// The active knowledge item nearest to a new one, written before it: what the new one
+    /// may correct (`Missing` when there is none).
+    pub async fn rival(&self, id: ItemId) -> Reply<Rival> {
+        self.ask(move |store, state| {
+            let body = store.item(id).ok().map(|i| i.body);
+            let vector = body.and_then(|body| state.embed_one(&body));
+            rival(store, id, vector.as_deref(), state.limits)
+        })
+        .await
+    }
+
+    /// `new` corrects `old`: `old` is archived with a link.
+    pub async fn supersede(&self, new: ItemId, old: ItemId) -> Reply<String> {
+        self.ask(move |store, state| {
+            if !store.supersede(new, old)? {
+                return Err(Refusal::Missing(format!("item {} is no longer active", old.0)).into());
+            }
+            let line = format!("item {} replaces item {} (kept archived)", new.0, old.0);
+            if let Some((dream, _)) = state.dream
+                && let Err(e) = store.dream_note(dream, &format!("correction: {line}"))
+            {
+                tracing::warn!("memory: cannot write the dream log: {e}");
+            }
+            Ok(line)
+        })
+        .await
+    }
+
+    /// A round is over: its session is marked processed (if the model did not).
+    pub async fn dream_round_done(&self, session: SessionId) -> Reply<String> {
+        self.ask(move |store, state| {
+            if let Some((_, round)) = state.dream.as_mut() {
+                *round = None;
+            }
+            state.shown_only.clear();
+            let pending = store
+                .session(session)
+                .map(|s| s.status == stt_memory::SessionStatus::Pending)
+                .unwrap_or(false);
+            if pending {
+                store.mark_processed(session)?;
+            }
+            Ok(format!("session {} is processed", session.0))
+        })
+        .await
+    }
+
+    /// The dream in progress ends (`done`, `interrupted`, `failed`); a finished one decays
+    /// every item first.
+    pub async fn dream_end(&self, status: String, note: String) -> Reply<String> {
+        self.ask(move |store, state| {
+            let Some((id, _)) = state.dream.take() else {
+                return Ok("no dream was running".into());
+            };
+            if status == "done" {
+                let d = store.decay_all()?;
+                let line = format!("decay: {} items aged, {} archived", d.decayed, d.archived);
+                store.dream_note(id, &line)?;
+            }
+            if !note.trim().is_empty() {
+                store.dream_note(id, note.trim())?;
+            }
+            store.dream_end(id, &status)?;
+            Ok(format!("dream {id} {status}"))
+        })
+        .await
+    }
+
+    /// What the chat's model is given of the conversation (`[memory].tree`).
+    pub async fn tree_context(&self) -> Reply<TreeContext> {
+        self.ask(|store, state| {
+            state.tree_on()?;
+            Ok(store.tree_context()?)
+        })
+        .await
+    }
+
+    /// The tree's next summary to write; `None`: nothing is due.
+    pub async fn tree_due(&self) -> Reply<Option<TreeJob>> {
+        self.ask(|store, state| {
+            let rules = state.tree_on()?;
+            Ok(store.tree_due(&rules)?)
+        })
+        .await
+    }
+
+    /// Writes the summary of a job [`Self::tree_due`] gave: the node it made.
+    pub async fn tree_write(&self, job: TreeJob, summary: String, fields: Fields) -> Reply<String> {
+        self.ask(move |store, state| {
+            state.tree_on()?;
+            tree::write(store, &job, &summary, &fields)
+        })
+        .await
+    }
+
+    /// A new conversation: the tree's buffer leaves the context, to be summarized. Not
+    /// waited for (the next question sees it done).
+    pub fn tree_close(&self) {
+        drop(self.call(|store, state| {
+            state.tree_on()?;
+            let n = store.tree_close()?;
+            Ok(format!("{n} messages left the context, to be summarized"))
+        }));
+    }
+
+    /// The tree as a person or the model reads it: its top nodes, or node `Some(id)`.
+    pub async fn tree_show(&self, node: Option<NodeId>) -> Reply<TreeShown> {
+        self.ask(move |store, state| {
+            state.tree_on()?;
+            tree::show(store, node)
+        })
+        .await
     }
 
     /// Ends the thread and waits until it has closed the open sessions and dropped the store
@@ -425,10 +685,15 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
     Ok(Memory { tx, tree })
 }
 
-/// What the thread owns.
+/// What the thread owns: the store (`None` while memory is off, and why) and the rest.
 struct Lane {
     store: Option<Store>,
     off: String,
+    state: State,
+}
+
+/// What the thread keeps beside the store.
+struct State {
     embedder: Option<Embedder>,
     sessions: HashMap<Episode, SessionId>,
     /// What each episode has been hinted already (never twice in one conversation).
@@ -448,14 +713,16 @@ impl Lane {
         let mut lane = Lane {
             store: None,
             off: String::new(),
-            embedder: None,
-            sessions: HashMap::new(),
-            hinted: HashMap::new(),
-            limits: settings.limits,
-            hints: settings.hints,
-            tree: settings.tree,
-            dream: None,
-            shown_only: BTreeSet::new(),
+            state: State {
+                embedder: None,
+                sessions: HashMap::new(),
+                hinted: HashMap::new(),
+                limits: settings.limits,
+                hints: settings.hints,
+                tree: settings.tree,
+                dream: None,
+                shown_only: BTreeSet::new(),
+            },
         };
         let mut store = match Store::open(&settings.db) {
             Ok(store) => store,
@@ -475,7 +742,7 @@ impl Lane {
             Some((dir, runtime)) => match Embedder::load(dir, runtime) {
                 Ok(embedder) => {
                     let model = embedder.model_id().to_owned();
-                    lane.embedder = Some(embedder);
+                    lane.state.embedder = Some(embedder);
                     store.use_embeddings(&model, stt_embed::DIM).map_err(|e| e.to_string())
                 }
                 Err(e) => Err(e.to_string()),
@@ -518,7 +785,8 @@ impl Lane {
         match job {
             Job::Turn { episode, role, speaker, mode, text } => {
                 let Some(store) = self.store.as_mut() else { return };
-                let session = match self.sessions.get(&episode) {
+                let state = &mut self.state;
+                let session = match state.sessions.get(&episode) {
                     Some(s) => Ok(*s),
                     None => {
                         let (kind, label) = match episode {
@@ -527,7 +795,7 @@ impl Lane {
                             Episode::Ambient(_) => (SessionKind::Ambient, "ambient"),
                         };
                         store.open_session(kind, Some(label), None).inspect(|s| {
-                            self.sessions.insert(episode, *s);
+                            state.sessions.insert(episode, *s);
                         })
                     }
                 };
@@ -539,7 +807,7 @@ impl Lane {
                 let mut written = session.and_then(|s| store.append(s, &turn)).map(|_| ());
                 // Chat lives in the tree too: its words and the answers, as they were said.
                 if written.is_ok()
-                    && self.tree.is_some()
+                    && state.tree.is_some()
                     && matches!(episode, Episode::Chat(_))
                     && matches!(role, Role::User | Role::Assistant)
                 {
@@ -550,8 +818,8 @@ impl Lane {
                 }
             }
             Job::Close(episode) => {
-                self.hinted.remove(&episode);
-                let Some(session) = self.sessions.remove(&episode) else { return };
+                self.state.hinted.remove(&episode);
+                let Some(session) = self.state.sessions.remove(&episode) else { return };
                 let Some(store) = self.store.as_mut() else { return };
                 if let Err(e) = store.close_session(session) {
                     self.fault(&e, reports);
@@ -559,249 +827,33 @@ impl Lane {
             }
             // The thread's loop takes it before this.
             Job::Stop(_) => {}
-            Job::Ask(ask, reply) => {
-                let answer = self.answer(ask, reports);
-                // The asker may have gone (a cancelled job); nothing to do then.
-                let _ = reply.send(answer);
-            }
+            Job::Call(call) => call(self, reports),
         }
     }
 
-    fn answer(&mut self, ask: Ask, reports: &Sink<Report>) -> Answer {
-        let vector = match &ask {
-            Ask::Search { text, .. } => self.embed_one(text),
-            Ask::Rival(id) => {
-                let body = self.store.as_ref().and_then(|s| s.item(*id).ok()).map(|i| i.body);
-                body.and_then(|body| self.embed_one(&body))
-            }
-            Ask::Context { text, .. } if self.hints => self.embed_one(text),
-            Ask::Tool { args, .. } => match args.get("query").and_then(|q| q.as_str()) {
-                Some(query) if !query.trim().is_empty() => self.embed_one(query),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(store) = self.store.as_mut() else { return Answer::Off(self.off.clone()) };
-        let result = match ask {
-            Ask::Search { text, limit } => store
-                .recall(&Query { vector: vector.as_deref(), limit, ..Query::new(&text) })
-                .map(Answer::Hits),
-            Ask::List { kind, archived, limit } => store
-                .items(&ItemFilter { kind, archived, limit: Some(limit), ..ItemFilter::default() })
-                .map(Answer::Items),
-            Ask::Show(id) => match store.item(id) {
-                Err(MemoryError::NotFound { .. }) => Ok(Answer::Missing(no_item(id))),
-                found => found.map(|item| Answer::Item(Box::new(item))),
-            },
-            Ask::Forget(id) => store.forget(id).map(|found| match found {
-                true => Answer::Done(format!("forgot item {}", id.0)),
-                false => Answer::Missing(no_item(id)),
-            }),
-            Ask::ForgetAll => {
-                self.sessions.clear();
-                self.hinted.clear();
-                store.forget_all().map(|()| Answer::Done("forgot everything memory held".into()))
-            }
-            Ask::Stats => store.stats().map(Answer::Stats),
-            Ask::Context { text, episode, speaker } => {
-                let session = episode.and_then(|e| self.sessions.get(&e).copied());
-                let seen = self.hinted.entry(episode.unwrap_or(Episode::Chat(0))).or_default();
-                let hints = if self.hints { vector.as_deref() } else { None };
-                context(store, &text, hints, session, speaker.as_deref(), seen, self.tree.is_some())
-                    .map(Answer::Context)
-            }
-            Ask::Tool { name, args } => {
-                // In a dream, what the model writes cites the session it reads unless it
-                // names the lines itself.
-                let round = self.dream.and_then(|(_, session)| session);
-                let sources = match round {
-                    Some(session) => store
-                        .session_log(session)
-                        .map(|log| {
-                            log.into_iter()
-                                .filter(|e| e.role == Role::User)
-                                .map(|e| (e.id, e.text))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                let call = tools::Call {
-                    name: &name,
-                    args: &args,
-                    vector: vector.as_deref(),
-                    limits: self.limits,
-                    now: store.now(),
-                    sources,
-                    shown_only: &self.shown_only,
-                    tree: self.tree.is_some(),
-                };
-                let called = tools::call(store, &call);
-                if let (Some((dream, _)), Ok(called)) = (self.dream, &called)
-                    && !tools::is_recall(&name)
-                {
-                    let line = format!("{name}: {}", called.result);
-                    if let Err(e) = store.dream_note(dream, &line) {
-                        tracing::warn!("memory: cannot write the dream log: {e}");
-                    }
-                }
-                called.map(Answer::Called)
-            }
-            Ask::DreamDue { quiet, rules } => dream_due(store, quiet, rules).map(Answer::DreamDue),
-            Ask::DreamStart { trigger } => {
-                if let Some((id, _)) = self.dream.take() {
-                    // One left behind by a job that never ended it (a crash of the lane).
-                    let _ = store.dream_end(id, "interrupted");
-                }
-                tools::pending(store).and_then(|pending| {
-                    let id = store.dream_start(&trigger)?;
-                    self.dream = Some((id, None));
-                    let sessions: Vec<SessionId> = pending.iter().map(|s| s.id).collect();
-                    store.dream_note(
-                        id,
-                        &format!("{} conversations to consolidate", sessions.len()),
-                    )?;
-                    Ok(Answer::DreamStarted { id, sessions })
-                })
-            }
-            Ask::DreamRound(session) => {
-                if let Some((_, round)) = self.dream.as_mut() {
-                    *round = Some(session);
-                }
-                round_text(store, session, self.limits).map(|(text, conversation, shown_only)| {
-                    self.shown_only = shown_only;
-                    Answer::Round { text, conversation }
-                })
-            }
-            Ask::Rival(id) => rival(store, id, vector.as_deref(), self.limits),
-            Ask::Supersede { new, old } => store.supersede(new, old).map(|done| {
-                let line = format!("item {} replaces item {} (kept archived)", new.0, old.0);
-                if let (true, Some((dream, _))) = (done, self.dream)
-                    && let Err(e) = store.dream_note(dream, &format!("correction: {line}"))
-                {
-                    tracing::warn!("memory: cannot write the dream log: {e}");
-                }
-                match done {
-                    true => Answer::Done(line),
-                    false => Answer::Missing(format!("item {} is no longer active", old.0)),
-                }
-            }),
-            Ask::DreamRoundDone(session) => {
-                if let Some((_, round)) = self.dream.as_mut() {
-                    *round = None;
-                }
-                self.shown_only.clear();
-                let pending = store
-                    .session(session)
-                    .map(|s| s.status == stt_memory::SessionStatus::Pending)
-                    .unwrap_or(false);
-                let marked = if pending { store.mark_processed(session) } else { Ok(()) };
-                marked.map(|()| Answer::Done(format!("session {} is processed", session.0)))
-            }
-            Ask::DreamEnd { status, note } => match self.dream.take() {
-                None => Ok(Answer::Done("no dream was running".into())),
-                Some((id, _)) => {
-                    let decayed = if status == "done" { Some(store.decay_all()) } else { None };
-                    let result = (|| {
-                        if let Some(decayed) = decayed {
-                            let d = decayed?;
-                            store.dream_note(
-                                id,
-                                &format!(
-                                    "decay: {} items aged, {} archived",
-                                    d.decayed, d.archived
-                                ),
-                            )?;
-                        }
-                        if !note.trim().is_empty() {
-                            store.dream_note(id, note.trim())?;
-                        }
-                        store.dream_end(id, &status)
-                    })();
-                    result.map(|()| Answer::Done(format!("dream {id} {status}")))
-                }
-            },
-            Ask::Export(dir) => store.export(&dir).map(|n| {
-                Answer::Done(format!(
-                    "wrote {} items, {} conversations and {} dreams to {} (Markdown with YAML \
-                     front matter)",
-                    n.items,
-                    n.sessions,
-                    n.dreams,
-                    dir.display()
-                ))
-            }),
-            Ask::Import(dir) => store.import(&dir).map(|n| {
-                Answer::Done(format!(
-                    "read {} items from {}: {} new, {} updated, {} already known",
-                    n.items,
-                    dir.display(),
-                    n.items - n.updated - n.merged,
-                    n.updated,
-                    n.merged
-                ))
-            }),
-            Ask::TreeContext
-            | Ask::TreeDue
-            | Ask::TreeWrite { .. }
-            | Ask::TreeClose
-            | Ask::TreeShow(_)
-                if self.tree.is_none() =>
-            {
-                Ok(Answer::Off(tree::OFF.into()))
-            }
-            Ask::TreeContext => store.tree_context().map(Answer::Tree),
-            Ask::TreeDue => match self.tree {
-                Some(rules) => store.tree_due(&rules).map(Answer::TreeDue),
-                None => Ok(Answer::Off(tree::OFF.into())),
-            },
-            Ask::TreeWrite { job, summary, fields } => tree::write(store, &job, &summary, &fields),
-            Ask::TreeClose => store
-                .tree_close()
-                .map(|n| Answer::Done(format!("{n} messages left the context, to be summarized"))),
-            Ask::TreeShow(node) => tree::show(store, node),
-            Ask::Dreams(limit) => store.dreams(limit).map(|dreams| {
-                if dreams.is_empty() {
-                    return Answer::Done("no dream has run yet".into());
-                }
-                let text = dreams
-                    .iter()
-                    .map(|d| {
-                        format!(
-                            "dream {} at {} ({}, {}): {}",
-                            d.id,
-                            tools::when(d.started),
-                            d.trigger,
-                            d.status,
-                            d.text.trim()
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                Answer::Done(text)
-            }),
-        };
-        result.unwrap_or_else(|e| {
-            let answer = Answer::Failed(e.to_string());
-            self.fault(&e, reports);
-            answer
-        })
-    }
-
-    fn embed_one(&mut self, text: &str) -> Option<Vec<f32>> {
-        let embedder = self.embedder.as_mut()?;
-        match embedder.embed(&[text]) {
-            Ok(mut v) => v.pop(),
-            Err(e) => {
-                tracing::warn!("memory: cannot embed a query: {e}");
-                None
+    /// Runs a question with the store; a fault of the store is answered as
+    /// [`Refusal::Failed`] (and turns memory off if the disk failed).
+    fn answer<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store, &mut State) -> Result<T, Fault>,
+        reports: &Sink<Report>,
+    ) -> Reply<T> {
+        let Some(store) = self.store.as_mut() else { return Err(Refusal::Off(self.off.clone())) };
+        match f(store, &mut self.state) {
+            Ok(answer) => Ok(answer),
+            Err(Fault::Refused(refusal)) => Err(refusal),
+            Err(Fault::Store(e)) => {
+                let why = e.to_string();
+                self.fault(&e, reports);
+                Err(Refusal::Failed(why))
             }
         }
     }
 
     /// Embeds one batch of what has no vector yet.
     fn embed_some(&mut self, reports: &Sink<Report>) {
-        let (Some(store), Some(embedder)) = (self.store.as_mut(), self.embedder.as_mut()) else {
+        let (Some(store), Some(embedder)) = (self.store.as_mut(), self.state.embedder.as_mut())
+        else {
             return;
         };
         let missing = match store.missing_vectors(BATCH) {
@@ -819,9 +871,83 @@ impl Lane {
             }
             Err(e) => {
                 tracing::warn!("memory: embedding failed, recall goes on by words: {e}");
-                self.embedder = None;
+                self.state.embedder = None;
             }
         }
+    }
+}
+
+impl State {
+    fn embed_one(&mut self, text: &str) -> Option<Vec<f32>> {
+        let embedder = self.embedder.as_mut()?;
+        match embedder.embed(&[text]) {
+            Ok(mut v) => v.pop(),
+            Err(e) => {
+                tracing::warn!("memory: cannot embed a query: {e}");
+                None
+            }
+        }
+    }
+
+    /// The tree's sizes, or why not: the tree is off.
+    fn tree_on(&self) -> Result<TreeRules, Fault> {
+        self.tree.ok_or_else(|| Refusal::Off(tree::OFF.into()).into())
+    }
+
+    /// Runs memory tool `name` with `args`.
+    fn tool(
+        &mut self,
+        store: &mut Store,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> Result<Called, Fault> {
+        let vector = match args.get("query").and_then(|q| q.as_str()) {
+            Some(query) if !query.trim().is_empty() => self.embed_one(query),
+            _ => None,
+        };
+        // In a dream, what the model writes cites the session it reads unless it names the
+        // lines itself.
+        let round = self.dream.and_then(|(_, session)| session);
+        let sources = match round {
+            Some(session) => store
+                .session_log(session)
+                .map(|log| {
+                    log.into_iter()
+                        .filter(|e| e.role == Role::User)
+                        .map(|e| (e.id, e.text))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let call = tools::Call {
+            name,
+            args,
+            vector: vector.as_deref(),
+            limits: self.limits,
+            now: store.now(),
+            sources,
+            shown_only: &self.shown_only,
+            tree: self.tree.is_some(),
+        };
+        let called = tools::call(store, &call)?;
+        if let Some((dream, _)) = self.dream
+            && !tools::is_recall(name)
+        {
+            let line = format!("{name}: {}", called.result);
+            if let Err(e) = store.dream_note(dream, &line) {
+                tracing::warn!("memory: cannot write the dream log: {e}");
+            }
+        }
+        Ok(called)
+    }
+}
+
+/// Item `id`, or why not.
+fn item(store: &Store, id: ItemId) -> Result<Item, Fault> {
+    match store.item(id) {
+        Err(MemoryError::NotFound { .. }) => Err(Refusal::Missing(no_item(id)).into()),
+        found => Ok(found?),
     }
 }
 
@@ -857,11 +983,8 @@ fn rival(
     id: ItemId,
     vector: Option<&[f32]>,
     limits: Limits,
-) -> stt_memory::Result<Answer> {
-    let item = match store.item(id) {
-        Err(MemoryError::NotFound { .. }) => return Ok(Answer::Missing(no_item(id))),
-        found => found?,
-    };
+) -> Result<Rival, Fault> {
+    let item = item(store, id)?;
     let now = note(&item);
     let query = Query { vector, limit: 5, log: false, ..Query::new(&now) };
     for hit in store.recall(&query)? {
@@ -870,9 +993,9 @@ fn rival(
             continue;
         }
         let was = note(&store.item(other)?);
-        return Ok(Answer::Rival { old: other, was, now });
+        return Ok(Rival { old: other, was, now });
     }
-    Ok(Answer::Missing(format!("nothing item {} may correct", id.0)))
+    Err(Refusal::Missing(format!("nothing item {} may correct", id.0)).into())
 }
 
 /// An item as a note the model can rewrite: its body, or its name and body when the body
@@ -1039,13 +1162,10 @@ mod tests {
         memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "my bike is the red one");
         memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", "Noted: a red bike.");
         memory.close(Episode::Chat(1));
-        let Answer::Hits(hits) = memory.ask(Ask::Search { text: "bike".into(), limit: 5 }).await
-        else {
-            panic!("no hits")
-        };
+        let hits = memory.search("bike".into(), 5).await.unwrap();
         assert_eq!(hits.len(), 2);
         assert!(hits.iter().any(|h| h.text == "Typed: my bike is the red one"), "{hits:?}");
-        let Answer::Stats(stats) = memory.ask(Ask::Stats).await else { panic!() };
+        let stats = memory.stats().await.unwrap();
         assert_eq!((stats.log_entries, stats.pending_sessions), (2, 1));
         let first = seen.lock().unwrap()[0].clone();
         assert!(matches!(first, Report::Ready { meaning: Err(_), .. }), "{first:?}");
@@ -1079,7 +1199,7 @@ mod tests {
         memory.close(Episode::Chat(1));
         let mut stats = None;
         for _ in 0..300 {
-            let Answer::Stats(s) = memory.ask(Ask::Stats).await else { panic!() };
+            let s = memory.stats().await.unwrap();
             if s.vectors == 2 {
                 stats = Some(s);
                 break;
@@ -1090,8 +1210,7 @@ mod tests {
         assert!(matches!(ready, Report::Ready { meaning: Ok(()), .. }), "{ready:?}");
         let stats = stats.expect("the two entries were not embedded within 30 s");
         assert_eq!(stats.embedding_model.as_deref(), Some(stt_embed::MODEL_ID));
-        let ask = Ask::Search { text: "Which city is my sibling in?".into(), limit: 1 };
-        let Answer::Hits(hits) = memory.ask(ask).await else { panic!() };
+        let hits = memory.search("Which city is my sibling in?".into(), 1).await.unwrap();
         assert_eq!(hits[0].text, "Typed: My sister lives in Lisbon.", "{hits:?}");
         assert!(hits[0].meaning > 0.3, "{hits:?}");
     }
@@ -1104,7 +1223,7 @@ mod tests {
         memory.turn(Episode::Chat(1), Role::User, None, "chat", "still talking");
         memory.stop().await;
         // Gone: a question is answered as such, not left hanging.
-        assert_eq!(memory.ask(Ask::Stats).await, Answer::Failed("memory stopped".into()));
+        assert_eq!(memory.stats().await, Err(Refusal::Failed("memory stopped".into())));
         let store = Store::open(&db).unwrap();
         assert_eq!(store.stats().unwrap().pending_sessions, 1);
     }
@@ -1116,12 +1235,12 @@ mod tests {
         std::fs::write(&db, "not a database").unwrap();
         let (sink, seen) = reports();
         let memory = spawn(Settings::new(db.clone()), sink).unwrap();
-        let Answer::Off(why) = memory.ask(Ask::Stats).await else { panic!() };
+        let Err(Refusal::Off(why)) = memory.stats().await else { panic!() };
         assert!(why.contains("notes.txt") && why.contains("[memory].db"), "{why}");
         assert!(matches!(&seen.lock().unwrap()[0], Report::Off { .. }));
         assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database");
         // Capture while off is dropped quietly; the thread answers on.
         memory.turn(Episode::Command(3), Role::User, None, "command", "open the door");
-        assert!(matches!(memory.ask(Ask::Stats).await, Answer::Off(_)));
+        assert!(matches!(memory.stats().await, Err(Refusal::Off(_))));
     }
 }

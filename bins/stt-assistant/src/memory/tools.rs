@@ -439,12 +439,10 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
         EXPLORE_TREE if !call.tree => Called::failed(super::tree::OFF),
         EXPLORE_TREE => {
             let node = int("node_id").filter(|id| *id > 0).map(stt_memory::tree::NodeId);
-            match super::tree::show(store, node)? {
-                super::Answer::TreeShown { text, .. } => Called::ok(text),
-                super::Answer::Missing(why)
-                | super::Answer::Failed(why)
-                | super::Answer::Off(why) => Called::failed(why),
-                other => Called::failed(format!("{other:?}")),
+            match super::tree::show(store, node) {
+                Ok(shown) => Called::ok(shown.text),
+                Err(super::Fault::Refused(refusal)) => Called::failed(refusal.into_why()),
+                Err(super::Fault::Store(e)) => return Err(e),
             }
         }
         "read_session_log" => {

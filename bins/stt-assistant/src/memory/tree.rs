@@ -5,7 +5,7 @@
 use stt_memory::tree::{Fields, Node, NodeId, TreeJob, TreeMessage};
 use stt_memory::{MemoryError, Role, Store};
 
-use super::{Answer, tools::when};
+use super::{Fault, Refusal, TreeShown, tools::when};
 
 /// What a tree question is answered with when the tree is off.
 pub const OFF: &str = "the memory tree is off ([memory].tree = false in the config)";
@@ -16,11 +16,11 @@ pub fn write(
     job: &TreeJob,
     summary: &str,
     fields: &Fields,
-) -> stt_memory::Result<Answer> {
+) -> Result<String, Fault> {
     let written = match job {
         TreeJob::Compress(messages) => {
             let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
-                return Ok(Answer::Failed("a summary of no messages".into()));
+                return Err(Refusal::Failed("a summary of no messages".into()).into());
             };
             store.tree_compress(first.seq, last.seq, summary, fields)
         }
@@ -30,17 +30,17 @@ pub fn write(
         }
     };
     match written {
-        Ok(id) => Ok(Answer::Done(format!("node {}", id.0))),
+        Ok(id) => Ok(format!("node {}", id.0)),
         // Another job wrote it first, or the tree was forgotten meanwhile: nothing lost.
-        Err(MemoryError::Invalid(why)) => Ok(Answer::Failed(why)),
-        Err(e) => Err(e),
+        Err(MemoryError::Invalid(why)) => Err(Refusal::Failed(why).into()),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// The tree for a person or the model: with no node, the nodes still in the context (the
 /// tops of the tree, oldest first) and the buffer's size; with one, its summary, fields, time
 /// range and children, or, at level 0, the messages it was made from.
-pub fn show(store: &Store, node: Option<NodeId>) -> stt_memory::Result<Answer> {
+pub fn show(store: &Store, node: Option<NodeId>) -> Result<TreeShown, Fault> {
     let Some(id) = node else {
         let context = store.tree_context()?;
         let stats = store.tree_stats()?;
@@ -61,17 +61,18 @@ pub fn show(store: &Store, node: Option<NodeId>) -> stt_memory::Result<Answer> {
                 text.push_str(&format!("\n{}", node_line(node)));
             }
         }
-        return Ok(Answer::TreeShown { text, nodes: context.nodes });
+        return Ok(TreeShown { text, nodes: context.nodes });
     };
     let node = match store.tree_node(id) {
         Ok(node) => node,
         Err(MemoryError::NotFound { .. }) => {
-            return Ok(Answer::Missing(format!(
+            return Err(Refusal::Missing(format!(
                 "the memory tree has no node {}: `stt-ctl memory tree` lists the top ones",
                 id.0
-            )));
+            ))
+            .into());
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let mut text = format!(
         "node {} · level {} · messages {}–{} · {} to {}{}\n{}",
@@ -98,7 +99,7 @@ pub fn show(store: &Store, node: Option<NodeId>) -> stt_memory::Result<Answer> {
             nodes.push(child);
         }
     }
-    Ok(Answer::TreeShown { text, nodes })
+    Ok(TreeShown { text, nodes })
 }
 
 /// A node on one line: id, level, span and the start of its summary.

@@ -18,6 +18,7 @@ use crate::memory::Episode;
 use crate::queue::JobKind;
 use crate::session::{self, Session, Tokens, Turn};
 use crate::slash::{self, Slash};
+use crate::turn::ChatTurn;
 
 /// What a slash command that took a while found.
 #[derive(Debug)]
@@ -29,18 +30,17 @@ pub enum SlashDone {
 }
 
 impl Owner {
-    /// A chat job for `text`: the conversation as it stands, the session's system prompt and
-    /// handle. A session left alone past its time to live is replaced first.
-    pub(super) fn chat_work(&mut self, text: String) -> Work {
+    /// A chat job for `turn`: the conversation as it stands and the session's handle. A
+    /// session left alone past its time to live is replaced first.
+    pub(super) fn chat_work(&mut self, turn: ChatTurn) -> Work {
         if self.session.expired(session::now(), self.session_ttl) {
             let hours = self.session_ttl.as_secs() / 3600;
             self.note(format!("the last turn was over {hours} h ago: a new conversation starts"));
             self.new_session();
         }
         Work::Chat {
-            text,
+            turn,
             conversation: self.conversation.clone(),
-            system: self.session.system.clone(),
             resume: self.session.handle.clone(),
             episode: self.chat_episode(),
         }
@@ -168,8 +168,8 @@ impl Owner {
     /// memory tree's buffer leaves the context, to be summarized (the summaries stay).
     fn close_tree(&mut self) {
         if let Some(memory) = self.memory.as_ref().filter(|m| m.tree()) {
-            memory.tell(crate::memory::Ask::TreeClose);
-            self.queue.want(crate::queue::Job::Tree);
+            memory.tree_close();
+            self.queue.want(Work::Tree);
         }
     }
 
@@ -336,7 +336,7 @@ impl Owner {
 
     /// What the last probe found of `id` (an empty finding before the first probe).
     fn probed(&self, id: Id) -> Probed {
-        self.providers.iter().find(|p| p.id == id).cloned().unwrap_or(Probed {
+        self.providers.found().iter().find(|p| p.id == id).cloned().unwrap_or(Probed {
             id,
             status: ProviderStatus::Down,
             target: String::new(),

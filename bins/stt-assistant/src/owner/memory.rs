@@ -2,25 +2,43 @@
 //! the answer comes back through the loop (like a slow slash command), which audits what
 //! was forgotten and replies.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use stt_memory::{Hit, Item, ItemId, Kind, Target};
+use stt_memory::{Hit, Item, ItemId, Kind, Stats, Target};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg, MemoryEntry, MemoryRequest, SideEffect};
 use stt_tools::ActionRecord;
 
 use super::{Helped, Owner, now};
 use crate::llm::{End, Work};
-use crate::memory::{Answer, Ask, DreamRules, tools};
-use crate::queue::{Job, JobKind};
+use crate::memory::{DreamRules, Memory, Refusal, Reply, TreeShown, tools};
+use crate::queue::{JobKind, Need};
 
 /// A `memory` request memory has answered.
 #[derive(Debug)]
 pub struct MemoryDone {
     pub request: MemoryRequest,
-    pub answer: Answer,
+    pub answer: Reply<Shown>,
 }
+
+/// What a `memory` request shows: text for a person, and the entries it lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    text: String,
+    entries: Vec<MemoryEntry>,
+}
+
+impl Shown {
+    fn text(text: String) -> Self {
+        Shown { text, entries: Vec::new() }
+    }
+}
+
+/// Memory answering a request, in the form it is shown.
+type Answering = Pin<Box<dyn Future<Output = Reply<Shown>> + Send>>;
 
 impl Owner {
     /// Carries out a `memory` request; its reply goes to `reply` when memory has answered.
@@ -44,12 +62,12 @@ impl Owner {
         if request == MemoryRequest::Dream {
             return self.dream_asked(reply);
         }
-        let ask = match ask_of(&request) {
-            Ok(ask) => ask,
+        let answering = match answering(memory, &request) {
+            Ok(answering) => answering,
             Err(why) => return refuse(reply, ErrorCode::BadMessage, why),
         };
         self.help(async move {
-            let answer = memory.ask(ask).await;
+            let answer = answering.await;
             Helped::MemoryDone { reply, done: MemoryDone { request, answer } }
         });
     }
@@ -59,11 +77,8 @@ impl Owner {
         let MemoryDone { request, answer } = done;
         if let MemoryRequest::Forget { id, all } = &request {
             let (ok, result) = match &answer {
-                Answer::Done(text) => (true, text.clone()),
-                Answer::Failed(text) | Answer::Missing(text) | Answer::Off(text) => {
-                    (false, text.clone())
-                }
-                other => (false, format!("{other:?}")),
+                Ok(shown) => (true, shown.text.clone()),
+                Err(refusal) => (false, refusal.why().to_owned()),
             };
             tracing::info!(?id, all, ok, "memory forget");
             self.writer.audit_action(ActionRecord {
@@ -83,7 +98,7 @@ impl Owner {
         }
         let mut answer = answer;
         if matches!(request, MemoryRequest::Dreams { .. })
-            && let Answer::Done(text) = &mut answer
+            && let Ok(Shown { text, .. }) = &mut answer
             && !dreams_on_its_own(&self.dreams.rules, self.active())
         {
             *text = format!("{DREAMS_OFF}\n{text}");
@@ -97,9 +112,10 @@ const DREAMS_OFF: &str = "automatic dreams are off while the local model answers
     lowered recall: docs/MEMORY.md); `stt-ctl memory dream` runs one now, and \
     [memory].dream_on_local_model = true turns them on";
 
-/// What memory is asked for a request (`dream` aside).
-fn ask_of(request: &MemoryRequest) -> Result<Ask, String> {
-    Ok(match request {
+/// Memory answering `request` (`dream` aside), or why the request is malformed.
+fn answering(memory: Memory, request: &MemoryRequest) -> Result<Answering, String> {
+    let text = |reply: Reply<String>| reply.map(Shown::text);
+    Ok(match request.clone() {
         MemoryRequest::List { kind, archived, limit } => {
             let kind = match kind.as_deref() {
                 None | Some("" | "all") => None,
@@ -107,25 +123,51 @@ fn ask_of(request: &MemoryRequest) -> Result<Ask, String> {
                     format!("memory has no kind '{name}': knowledge, episode, intention or profile")
                 })?),
             };
-            Ask::List { kind, archived: *archived, limit: limit.unwrap_or(50) as usize }
+            let limit = limit.unwrap_or(50) as usize;
+            Box::pin(
+                async move { memory.list(kind, archived, limit).await.map(|i| items_shown(&i)) },
+            )
         }
-        MemoryRequest::Show { id } => Ask::Show(ItemId(*id)),
+        MemoryRequest::Show { id } => Box::pin(async move {
+            memory
+                .show(ItemId(id))
+                .await
+                .map(|item| Shown { text: describe_item(&item), entries: vec![item_entry(&item)] })
+        }),
         MemoryRequest::Search { text, limit } => {
             if text.trim().is_empty() {
                 return Err("give something to search for".into());
             }
-            Ask::Search { text: text.clone(), limit: limit.unwrap_or(10) as usize }
+            let limit = limit.unwrap_or(10) as usize;
+            Box::pin(async move { memory.search(text, limit).await.map(|h| hits_shown(&h)) })
         }
-        MemoryRequest::Forget { id: Some(id), all: false } => Ask::Forget(ItemId(*id)),
-        MemoryRequest::Forget { id: None, all: true } => Ask::ForgetAll,
+        MemoryRequest::Forget { id: Some(id), all: false } => {
+            Box::pin(async move { text(memory.forget(ItemId(id)).await) })
+        }
+        MemoryRequest::Forget { id: None, all: true } => {
+            Box::pin(async move { text(memory.forget_all().await) })
+        }
         MemoryRequest::Forget { .. } => {
             return Err("forget takes an item id or `all`, one of the two".into());
         }
-        MemoryRequest::Export { dir } => Ask::Export(absolute(dir)?),
-        MemoryRequest::Import { dir } => Ask::Import(absolute(dir)?),
-        MemoryRequest::Dreams { limit } => Ask::Dreams(limit.unwrap_or(5) as usize),
-        MemoryRequest::Stats => Ask::Stats,
-        MemoryRequest::Tree { node } => Ask::TreeShow(node.map(stt_memory::tree::NodeId)),
+        MemoryRequest::Export { dir } => {
+            let dir = absolute(&dir)?;
+            Box::pin(async move { text(memory.export(dir).await) })
+        }
+        MemoryRequest::Import { dir } => {
+            let dir = absolute(&dir)?;
+            Box::pin(async move { text(memory.import(dir).await) })
+        }
+        MemoryRequest::Dreams { limit } => {
+            let limit = limit.unwrap_or(5) as usize;
+            Box::pin(async move { text(memory.dreams(limit).await) })
+        }
+        MemoryRequest::Stats => {
+            Box::pin(async move { memory.stats().await.map(|s| stats_shown(&s)) })
+        }
+        MemoryRequest::Tree { node } => Box::pin(async move {
+            memory.tree_show(node.map(stt_memory::tree::NodeId)).await.map(tree_shown)
+        }),
         MemoryRequest::Dream => unreachable!("a dream is the loop's"),
     })
 }
@@ -139,71 +181,68 @@ fn absolute(dir: &str) -> Result<std::path::PathBuf, String> {
     }
 }
 
-/// Memory's answer as the reply on the wire.
-fn reply_of(answer: Answer) -> AssistantEvent {
-    let output =
-        |text: String, entries: Vec<MemoryEntry>| AssistantEvent::MemoryOutput { text, entries };
+/// Memory's answer as the reply on the wire: what it shows, or an error whose code says
+/// which refusal it is.
+fn reply_of(answer: Reply<Shown>) -> AssistantEvent {
     match answer {
-        Answer::Hits(hits) if hits.is_empty() => output("nothing in memory matches".into(), vec![]),
-        Answer::Hits(hits) => {
-            let text = hits
-                .iter()
-                .map(|h| format!("{:.2} {}", h.score, tools::hit_line(h).trim_start_matches("- ")))
-                .collect::<Vec<_>>()
-                .join("\n");
-            output(text, hits.iter().map(hit_entry).collect())
+        Ok(Shown { text, entries }) => AssistantEvent::MemoryOutput { text, entries },
+        Err(Refusal::Missing(why)) => {
+            AssistantEvent::Error(ErrorMsg::new(ErrorCode::NotFound, why))
         }
-        Answer::Items(items) if items.is_empty() => {
-            output("memory holds no items yet".into(), vec![])
-        }
-        Answer::Items(items) => {
-            let text = items.iter().map(tools::item_line).collect::<Vec<_>>().join("\n");
-            output(text, items.iter().map(item_entry).collect())
-        }
-        Answer::Item(item) => output(describe_item(&item), vec![item_entry(&item)]),
-        Answer::Stats(s) => output(
-            format!(
-                "{} conversations ({} waiting for a dream), {} lines, {} items ({} archived), \
-                 {} vectors{}",
-                s.sessions,
-                s.pending_sessions,
-                s.log_entries,
-                s.active_items,
-                s.archived_items,
-                s.vectors,
-                s.embedding_model.map(|m| format!(" ({m})")).unwrap_or_default()
-            ),
-            vec![],
-        ),
-        Answer::Done(text) | Answer::Called(crate::memory::Called { result: text, .. }) => {
-            output(text, vec![])
-        }
-        Answer::TreeShown { text, nodes } => {
-            let entries = nodes
-                .iter()
-                .map(|n| MemoryEntry {
-                    target: "node".into(),
-                    id: n.id.0,
-                    kind: format!("level {}", n.level),
-                    text: n.summary.clone(),
-                    at: n.started,
-                    score: None,
-                    archived: false,
-                })
-                .collect();
-            output(text, entries)
-        }
-        Answer::Context(_)
-        | Answer::Tree(_)
-        | Answer::TreeDue(_)
-        | Answer::DreamDue(_)
-        | Answer::DreamStarted { .. }
-        | Answer::Round { .. }
-        | Answer::Rival { .. } => output(String::new(), vec![]),
-        Answer::Missing(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::NotFound, why)),
-        Answer::Off(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::MemoryOff, why)),
-        Answer::Failed(why) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::Memory, why)),
+        Err(Refusal::Off(why)) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::MemoryOff, why)),
+        Err(Refusal::Failed(why)) => AssistantEvent::Error(ErrorMsg::new(ErrorCode::Memory, why)),
     }
+}
+
+fn hits_shown(hits: &[Hit]) -> Shown {
+    if hits.is_empty() {
+        return Shown::text("nothing in memory matches".into());
+    }
+    let text = hits
+        .iter()
+        .map(|h| format!("{:.2} {}", h.score, tools::hit_line(h).trim_start_matches("- ")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Shown { text, entries: hits.iter().map(hit_entry).collect() }
+}
+
+fn items_shown(items: &[Item]) -> Shown {
+    if items.is_empty() {
+        return Shown::text("memory holds no items yet".into());
+    }
+    let text = items.iter().map(tools::item_line).collect::<Vec<_>>().join("\n");
+    Shown { text, entries: items.iter().map(item_entry).collect() }
+}
+
+fn stats_shown(s: &Stats) -> Shown {
+    Shown::text(format!(
+        "{} conversations ({} waiting for a dream), {} lines, {} items ({} archived), {} \
+         vectors{}",
+        s.sessions,
+        s.pending_sessions,
+        s.log_entries,
+        s.active_items,
+        s.archived_items,
+        s.vectors,
+        s.embedding_model.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
+    ))
+}
+
+fn tree_shown(shown: TreeShown) -> Shown {
+    let entries = shown
+        .nodes
+        .iter()
+        .map(|n| MemoryEntry {
+            target: "node".into(),
+            id: n.id.0,
+            kind: format!("level {}", n.level),
+            text: n.summary.clone(),
+            at: n.started,
+            score: None,
+            archived: false,
+        })
+        .collect();
+    Shown { text: shown.text, entries }
 }
 
 fn hit_entry(hit: &Hit) -> MemoryEntry {
@@ -281,9 +320,6 @@ fn describe_item(item: &Item) -> String {
 #[derive(Debug)]
 pub struct Dreams {
     rules: DreamRules,
-    max_steps: u32,
-    /// `memory dream` requests waiting for the dream to start.
-    waiting: Vec<oneshot::Sender<AssistantEvent>>,
     /// A check whether one is due is on its way.
     checking: bool,
     /// When someone last spoke, asked or was answered.
@@ -301,16 +337,12 @@ fn dreams_on_its_own(rules: &DreamRules, provider: Option<stt_llm::registry::Id>
 /// Heartbeats (seconds) between checks whether a dream is due.
 const CHECK_EVERY: u32 = 30;
 
+/// The quiet stopped background work waits for before it goes on.
+pub(super) const RESUME_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Dreams {
-    pub fn new(rules: DreamRules, max_steps: u32, now: Instant) -> Self {
-        Dreams {
-            rules,
-            max_steps,
-            waiting: Vec::new(),
-            checking: false,
-            last_activity: now,
-            beats: 0,
-        }
+    pub fn new(rules: DreamRules, now: Instant) -> Self {
+        Dreams { rules, checking: false, last_activity: now, beats: 0 }
     }
 }
 
@@ -320,16 +352,30 @@ impl Owner {
         self.dreams.last_activity = now();
     }
 
-    /// Someone needs the model (`why`): the running job stops if its kind yields to a person
-    /// (a dream: what it wrote stays, and it goes on later). The one way background work is
-    /// stopped for a person; the quiet starts over too.
-    pub(super) fn interrupt(&mut self, why: &str) {
+    /// Someone needs the model (`need`): the running job stops if its kind's row yields to
+    /// it (a summary or a dream: what it wrote stays, and it is wanted again when it has
+    /// stopped). The one way background work is stopped for a person; the quiet starts over
+    /// too.
+    pub(super) fn interrupt(&mut self, need: Need) {
         self.activity();
-        if let Some(running) = self.running.as_ref().filter(|r| r.handle.kind.rule().yields) {
-            let kind = running.handle.kind.name();
+        if let Some(running) =
+            self.running.as_mut().filter(|r| !r.preempted && r.handle.kind.rule().yields_to(need))
+        {
+            let (kind, why) = (running.handle.kind.name(), need.name());
             tracing::info!(job = running.job, kind, why, "someone needs the model: the job stops");
+            running.preempted = true;
             running.handle.cancel();
         }
+    }
+
+    /// Whether things are quiet enough for background work a person stopped to go on
+    /// ([`Resumes::AfterQuiet`]): nobody in a command or chat, and no activity for
+    /// [`RESUME_QUIET`].
+    ///
+    /// [`Resumes::AfterQuiet`]: crate::queue::Resumes::AfterQuiet
+    pub(super) fn quiet(&self) -> bool {
+        self.core.mode() == stt_proto::Mode::Idle
+            && now().saturating_duration_since(self.dreams.last_activity) >= RESUME_QUIET
     }
 
     /// `memory dream`: a dream starts as soon as the model is free; the reply says when.
@@ -348,8 +394,12 @@ impl Owner {
             )));
             return;
         }
-        self.queue.want(Job::Dream { trigger: "asked".into() });
-        self.dreams.waiting.push(reply);
+        self.want_dream("asked");
+        let started = AssistantEvent::MemoryOutput {
+            text: "a dream started; `stt-ctl memory dreams` shows what it did".into(),
+            entries: vec![],
+        };
+        self.starts.push((JobKind::Dream, reply, started));
         self.start_next();
     }
 
@@ -366,12 +416,9 @@ impl Owner {
         }
         self.dreams.checking = true;
         let quiet = now().saturating_duration_since(self.dreams.last_activity);
-        let ask = Ask::DreamDue { quiet, rules: self.dreams.rules };
+        let rules = self.dreams.rules;
         self.help(async move {
-            let due = match memory.ask(ask).await {
-                Answer::DreamDue(due) => due,
-                _ => None,
-            };
+            let due = memory.dream_due(quiet, rules).await.ok().flatten();
             Helped::DreamDue(due)
         });
     }
@@ -391,7 +438,7 @@ impl Owner {
         self.dreams.checking = false;
         if let Some(trigger) = trigger.filter(|_| self.idle_for_dream()) {
             tracing::info!(%trigger, "a dream is due");
-            self.queue.want(Job::Dream { trigger });
+            self.want_dream(&trigger);
             self.start_next();
         }
     }
@@ -400,21 +447,14 @@ impl Owner {
     /// the model is free.
     pub(super) fn tree_may_be_due(&mut self) {
         if self.memory.as_ref().is_some_and(crate::memory::Memory::tree) {
-            self.queue.want(Job::Tree);
+            self.queue.want(Work::Tree);
         }
     }
 
-    /// The work of the dream starting now (`trigger`: why); whoever asked for it is told.
-    pub(super) fn dream_work(&mut self, trigger: String) -> Work {
-        for reply in self.dreams.waiting.drain(..) {
-            let _ = reply.send(AssistantEvent::MemoryOutput {
-                text: format!(
-                    "a dream started ({trigger}); `stt-ctl memory dreams` shows what it did"
-                ),
-                entries: vec![],
-            });
-        }
-        Work::Dream { trigger, max_steps: self.dreams.max_steps }
+    /// A dream is wanted (`trigger`: why).
+    pub(super) fn want_dream(&mut self, trigger: &str) {
+        let max_steps = self.dreams.rules.max_steps;
+        self.queue.want(Work::Dream { trigger: trigger.to_owned(), max_steps });
     }
 
     /// The dream job ended: one that did not finish is recorded as interrupted (what it
@@ -427,7 +467,7 @@ impl Owner {
         let status = if end == End::Cancelled { "interrupted" } else { "failed" };
         self.note(format!("memory: the dream was {status}; it goes on later"));
         self.help(async move {
-            memory.ask(Ask::DreamEnd { status: status.into(), note: String::new() }).await;
+            let _ = memory.dream_end(status.into(), String::new()).await;
             Helped::Nothing
         });
     }
@@ -448,6 +488,7 @@ mod tests {
             max_interval: Duration::from_secs(3600),
             min_sessions: 2,
             on_local_model,
+            max_steps: 10,
         };
         for (on_local, provider, dreams) in [
             (false, Some(Id::LlamaCpp), false),

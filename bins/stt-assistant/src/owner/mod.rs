@@ -9,7 +9,11 @@
 //! get a snapshot and report back through the channel, wrapped as an [`Input`].
 
 mod chat;
+mod jobs;
 mod memory;
+mod providers;
+
+pub use providers::probes;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,7 +28,7 @@ use tracing::Instrument;
 
 use stt_bus::{ConnInfo, Handler, Link, Publisher, Subscription};
 use stt_llm::Provider;
-use stt_llm::registry::{Id, Probed, Registry, Status as ProviderStatus};
+use stt_llm::registry::{Probed, Registry};
 use stt_proto::speaker_files::SpeakerEditOp;
 use stt_proto::{
     Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, DaemonEvent, ErrorCode,
@@ -33,19 +37,35 @@ use stt_proto::{
 use stt_tools::SpeakerRecord;
 
 use crate::core::{Core, Effect, Outside};
-use crate::lane::Sink;
-use crate::llm::{self, Chat, End, JobEnv, Report, Work};
+use crate::llm::{self, Chat, JobEnv, Report, Work};
 use crate::memory::{Episode, Memory};
-use crate::queue::{InferenceQueue, Job, JobKind};
+use crate::queue::{InferenceQueue, JobKind, Need};
 use crate::session::{self, Session, Tokens};
 use crate::timers::Timers;
 use crate::writer::{Failed, Writer};
+use providers::Providers;
 
-/// Everything that reaches the loop, apart from the daemon's events and the clock.
+/// A control request and where its direct reply goes.
+#[derive(Debug)]
+pub struct Asked {
+    pub request: Request,
+    pub reply: oneshot::Sender<AssistantEvent>,
+}
+
+/// Control requests waiting for the loop, at most. The channel from the control server is
+/// bounded by this: a client that floods it (a script in a loop, a stuck hotkey) is answered
+/// `busy` at once for each request over it, and nothing already accepted is lost. The loop
+/// takes a request in microseconds, so only a flood or a stalled loop fills it.
+pub const REQUESTS_WAITING: usize = 64;
+
+/// What the lanes the loop started report back, apart from the daemon's events, the
+/// requests and the clock. Unbounded on purpose: every report comes from work the loop
+/// itself started (one model job at a time, the memory and writer threads, the probe), so
+/// its volume is bounded by that work; a bound would have to drop a report (a lost
+/// `Finished` would stall the queue for good) or block a job's task on the loop it reports
+/// to.
 #[derive(Debug)]
 pub enum Input {
-    /// A control request and where its direct reply goes.
-    Request { request: Request, reply: oneshot::Sender<AssistantEvent> },
     /// A report from LLM job `job`.
     Llm { job: u64, report: Report },
     /// What a probe of every provider found.
@@ -69,7 +89,7 @@ pub enum Helped {
     MemoryDone { reply: oneshot::Sender<AssistantEvent>, done: memory::MemoryDone },
     /// Whether a dream is due now (and why).
     DreamDue(Option<String>),
-    /// The warm-up request to the local model is over (see [`Warmth`]).
+    /// The warm-up request to the local model is over ([`Owner::warm_up`]).
     Warmed,
     /// Done, with nothing to say (a notification shown, a dream's end recorded).
     Nothing,
@@ -92,14 +112,9 @@ pub struct Parts {
     pub session_ttl: Duration,
     /// Where `/export` writes when given no path.
     pub export_dir: PathBuf,
-    /// Long-term memory; `None` when `[memory].enabled` is false. The same handle is in
-    /// `lane` for jobs.
-    pub memory: Option<Memory>,
-    /// `[memory].capture_ambient`: keep what is said in idle mode too.
-    pub capture_ambient: bool,
-    /// When dreams start on their own, and how long one may go on.
-    pub dream_rules: crate::memory::DreamRules,
-    pub dream_max_steps: u32,
+    /// Long-term memory and its settings; `None` when `[memory].enabled` is false. The same
+    /// handle is in `env` for jobs.
+    pub memory: Option<(Memory, crate::memory::Settings)>,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -124,6 +139,10 @@ struct Running {
     stopped: bool,
     /// Its answer was cut off mid-stream.
     cut: bool,
+    /// Background work: what to want again if a person stops it.
+    again: Option<Work>,
+    /// A person needed the model and stopped it ([`Owner::interrupt`]).
+    preempted: bool,
     started: Instant,
     /// What its requests cost.
     tokens: Option<Tokens>,
@@ -144,25 +163,12 @@ pub struct Owner {
     answers: HashMap<String, oneshot::Sender<bool>>,
     timers: Timers,
     held: Option<Held>,
-    /// Whether the provider in use answered the last probe or request; `None` before the
-    /// first.
-    reachable: Option<bool>,
     writer: Writer,
     publisher: Publisher,
     viewers: Arc<AtomicUsize>,
     registry: Option<Registry>,
-    /// What the last probe found, every provider.
-    providers: Vec<Probed>,
-    /// Whether a probe has come back (jobs wait for the first: it chooses the provider).
-    probed: bool,
-    /// A probe asked for by [`Owner::probe_soon`] is on its way.
-    reprobe_pending: bool,
-    /// How soon to look again while no provider is there.
-    reprobe_after: Duration,
-    /// A job found no provider: whether it waits for a probe made for it, or has had one.
-    look: Look,
-    /// Whether the local model's prompt cache holds the command prefix.
-    warmth: Warmth,
+    /// What is known of the providers, and what follows from it.
+    providers: Providers,
     /// The chat session, as saved in `session_file`.
     session: Session,
     session_file: PathBuf,
@@ -178,6 +184,9 @@ pub struct Owner {
     /// The helper tasks started by the loop (probes, warm-up, memory's answers, slash
     /// commands): each comes back as a [`Helped`]; aborted when the loop ends.
     helpers: JoinSet<Helped>,
+    /// Requests waiting for a job of a kind to start (`memory dream`), and what they are
+    /// answered then.
+    starts: Vec<(JobKind, oneshot::Sender<AssistantEvent>, AssistantEvent)>,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -191,9 +200,13 @@ impl Owner {
             tracing::info!("{note}");
         }
         let mut queue = parts.queue;
-        if parts.memory.as_ref().is_some_and(Memory::tree) {
+        let (memory, capture_ambient, dream_rules) = match parts.memory {
+            Some((memory, settings)) => (Some(memory), settings.capture_ambient, settings.dreams),
+            None => (None, false, crate::memory::DreamRules::OFF),
+        };
+        if memory.as_ref().is_some_and(Memory::tree) {
             // A summary left due by the last run is written first.
-            queue.want(Job::Tree);
+            queue.want(Work::Tree);
         }
         Self {
             core: parts.core,
@@ -206,28 +219,23 @@ impl Owner {
             answers: HashMap::new(),
             timers: Timers::default(),
             held: None,
-            reachable: None,
             writer: parts.writer,
             publisher: parts.publisher,
             viewers: parts.viewers,
             registry: parts.registry,
-            providers: Vec::new(),
-            probed: false,
-            reprobe_pending: false,
-            reprobe_after: FIRST_REPROBE,
-            look: Look::Idle,
-            warmth: Warmth::Cold,
+            providers: Providers::new(),
             session,
             session_file: parts.session_file,
             session_ttl: parts.session_ttl,
             export_dir: parts.export_dir,
             heartbeat_seq: 0,
             inputs,
-            memory: parts.memory,
-            capture_ambient: parts.capture_ambient,
+            memory,
+            capture_ambient,
             ambient: None,
-            dreams: memory::Dreams::new(parts.dream_rules, parts.dream_max_steps, now()),
+            dreams: memory::Dreams::new(dream_rules, now()),
             helpers: JoinSet::new(),
+            starts: Vec::new(),
         }
     }
 
@@ -235,6 +243,7 @@ impl Owner {
     /// away), answers requests, runs jobs, beats once a second and fires timers.
     pub async fn run(
         mut self,
+        mut requests: mpsc::Receiver<Asked>,
         mut inputs: mpsc::UnboundedReceiver<Input>,
         daemon: PathBuf,
         shutdown: CancellationToken,
@@ -257,6 +266,7 @@ impl Owner {
                     self.on_link(next);
                     self.retry_held();
                 }
+                Some(asked) = requests.recv() => self.on_request(asked),
                 Some(input) = inputs.recv() => self.on_input(input),
                 Some(helped) = self.helpers.join_next() => match helped {
                     Ok(helped) => self.on_helped(helped),
@@ -321,8 +331,13 @@ impl Owner {
                         self.capture_ambient(t);
                         self.activity();
                     }
-                    // Someone speaks: a dream gives the model back at once.
-                    DaemonEvent::SpeechStart(_) => self.interrupt("speech"),
+                    // Someone speaks: background work that yields to it gives the model back
+                    // at once (a command armed or chat on: a person will want it).
+                    DaemonEvent::SpeechStart(_) => self.interrupt(match self.core.mode() {
+                        stt_proto::Mode::CommandArmed => Need::Command,
+                        stt_proto::Mode::Chat => Need::Chat,
+                        _ => Need::Speech,
+                    }),
                     _ => {}
                 }
                 let effects = self.core.daemon_event(event, now());
@@ -331,15 +346,11 @@ impl Owner {
         }
     }
 
-    fn on_input(&mut self, input: Input) {
-        match input {
-            Input::Request { request: Request::ChatCommand { line }, reply } => {
-                self.slash(&line, reply);
-            }
-            Input::Request { request: Request::Memory(request), reply } => {
-                self.memory_request(request, reply);
-            }
-            Input::Request { request, reply } => {
+    fn on_request(&mut self, Asked { request, reply }: Asked) {
+        match request {
+            Request::ChatCommand { line } => self.slash(&line, reply),
+            Request::Memory(request) => self.memory_request(request, reply),
+            request => {
                 let answer = self.request(&request);
                 if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
                     && not_ready(&answer)
@@ -350,6 +361,11 @@ impl Owner {
                 // A client that hung up has no reply to read.
                 let _ = reply.send(answer);
             }
+        }
+    }
+
+    fn on_input(&mut self, input: Input) {
+        match input {
             Input::Llm { job, report } => {
                 let _job = tracing::info_span!("job", job).entered();
                 self.on_report(job, report);
@@ -367,24 +383,17 @@ impl Owner {
 
     fn on_helped(&mut self, helped: Helped) {
         match helped {
-            Helped::Providers(found) => {
-                if self.look == Look::Probing {
-                    self.look = Look::Looked;
-                }
-                self.on_providers(found);
-            }
+            Helped::Providers(found) => self.on_providers(found),
             Helped::Warmed => {
                 let was_loading = self.model_loading();
-                if self.warmth == Warmth::Warming {
-                    self.warmth = Warmth::Warm;
-                }
+                self.providers.warmed();
                 if was_loading != self.model_loading() {
                     self.publish_session();
                 }
                 self.start_next();
             }
             Helped::Reprobed(found) => {
-                self.reprobe_pending = false;
+                self.providers.reprobed();
                 self.on_providers(found);
             }
             Helped::Slash { reply, done } => self.slash_done(reply, done),
@@ -478,16 +487,17 @@ impl Owner {
     }
 
     fn request(&mut self, request: &Request) -> AssistantEvent {
-        // A person arming, running, editing or chatting wants the model: a dream stops.
+        // A person arming, running, editing or chatting wants the model: background work
+        // that yields stops.
         let wants_the_model = match request {
             Request::CommandStart
             | Request::CommandExecute { .. }
-            | Request::CommandEdit { .. } => Some("a command"),
-            Request::ChatToggle | Request::ChatSend { .. } => Some("chat"),
+            | Request::CommandEdit { .. } => Some(Need::Command),
+            Request::ChatToggle | Request::ChatSend { .. } => Some(Need::Chat),
             _ => None,
         };
-        if let Some(why) = wants_the_model {
-            self.interrupt(why);
+        if let Some(need) = wants_the_model {
+            self.interrupt(need);
         }
         match request {
             Request::Status => return AssistantEvent::Status(self.status()),
@@ -539,7 +549,7 @@ impl Owner {
             stt_detail,
             llm_enabled: self.registry.is_some(),
             llm_endpoint: self.env.client.as_ref().map(Provider::target).unwrap_or_default(),
-            llm_reachable: self.reachable,
+            llm_reachable: self.providers.reachable(),
             llm_provider: self.active().map(|id| id.to_string()),
             llm_model: self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             inference_queue: self.queue.depth(),
@@ -570,12 +580,12 @@ impl Owner {
                     }
                     self.start_next();
                 }
-                Effect::ChatTurn { text, segs } => {
-                    if let Some(Job::Chat { text: dropped, .. }) = self.queue.push_chat(text, segs)
-                    {
+                Effect::ChatTurn(turn) => {
+                    if let Some(dropped) = self.queue.push_chat(turn) {
+                        let words = dropped.words;
                         self.error(
                             ErrorCode::Busy,
-                            format!("the model is behind: dropped the chat turn \"{dropped}\""),
+                            format!("the model is behind: dropped the chat turn \"{words}\""),
                         );
                     }
                     self.start_next();
@@ -634,416 +644,6 @@ impl Owner {
         }
     }
 
-    /// Starts the next queued job, unless one is running (or no probe has chosen the
-    /// provider yet: the first comes within a fraction of a second of the start).
-    fn start_next(&mut self) {
-        // A server still loading its model would refuse the job: it waits, like a job that
-        // came before the first probe.
-        if self.running.is_some()
-            || (self.registry.is_some() && !self.probed)
-            || self.model_loading()
-        {
-            return;
-        }
-        // A job that finds no provider looks once more at once, before it says none is there:
-        // a server started a moment ago is used now, not at the next probe (up to 16 s away).
-        if self.registry.is_some() && self.env.client.is_none() && self.queue.depth() > 0 {
-            match self.look {
-                Look::Probing => return,
-                Look::Idle => {
-                    self.look = Look::Probing;
-                    self.probe_now();
-                    return;
-                }
-                Look::Looked => self.look = Look::Idle,
-            }
-        } else if self.look == Look::Looked {
-            // The probe found one: the next job that finds none looks again.
-            self.look = Look::Idle;
-        }
-        // Background work needs memory (and the tree, for its summaries).
-        let memory = self.memory.as_ref();
-        let tree = memory.is_some_and(Memory::tree);
-        let may = |kind: JobKind| match kind {
-            JobKind::Command | JobKind::Chat => true,
-            JobKind::Tree => tree,
-            JobKind::Dream => memory.is_some(),
-        };
-        let Some(job) = self.queue.start_next(may) else { return };
-        let id = self.job_id();
-        self.env.fallback = self.fallback(job.kind().rule().tools);
-        // A chat turn's words, as sent, for the session's display turns.
-        let (work, segs, question) = match job {
-            Job::Command { text, edited, segs } => {
-                let episode = Episode::Command(id);
-                self.remember(episode, stt_memory::Role::User, None, &text);
-                (Work::Command { text, edited, episode }, segs, String::new())
-            }
-            Job::Chat { text, segs } => {
-                let work = self.chat_work(text.clone());
-                let who = crate::memory::speaker_of(&text);
-                let episode = self.chat_episode();
-                self.remember(episode, stt_memory::Role::User, who, crate::memory::words_of(&text));
-                (work, segs, text)
-            }
-            Job::Tree => {
-                (Work::Tree { system: self.session.system.clone() }, vec![], String::new())
-            }
-            Job::Dream { trigger } => (self.dream_work(trigger), vec![], String::new()),
-        };
-        self.launch(id, work, &segs, question);
-    }
-
-    /// The next job's id: the one place ids are given.
-    fn job_id(&mut self) -> u64 {
-        let id = self.next_job;
-        self.next_job += 1;
-        id
-    }
-
-    /// Starts job `id` doing `work` (said in segments `segs`; `question`: a chat turn's words).
-    fn launch(&mut self, id: u64, work: Work, segs: &[u64], question: String) {
-        // Everything the job logs names it; this names its segments.
-        let span = tracing::info_span!("job", job = id);
-        span.in_scope(|| {
-            for seg_id in segs {
-                tracing::debug!(seg_id, "job for segment");
-            }
-        });
-        let inputs = self.inputs.clone();
-        let out = Sink::new(move |report| {
-            // Gone only when the loop has ended, and then nobody listens.
-            let _ = inputs.send(Input::Llm { job: id, report });
-        });
-        let handle = llm::spawn(&self.env, work, self.epoch, span.clone(), out);
-        span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
-        self.running = Some(Running {
-            job: id,
-            handle,
-            reply_id: None,
-            question,
-            answer: String::new(),
-            stopped: false,
-            cut: false,
-            started: now(),
-            tokens: None,
-        });
-    }
-
-    fn on_report(&mut self, job: u64, report: Report) {
-        let Some(running) = self.running.as_ref().filter(|r| r.job == job) else {
-            tracing::debug!("a report from a job that is over: {report:?}");
-            return;
-        };
-        let current = running.handle.epoch == self.epoch;
-        // A `clear` came after this chat turn started: nothing of it is shown or kept.
-        let stale = running.handle.is(JobKind::Chat) && !current;
-        let command = running.handle.is(JobKind::Command);
-        match &report {
-            Report::Publish(AssistantEvent::ToolCall(call)) if command => {
-                let line = format!("{}({})", call.tool, call.args);
-                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
-            }
-            // What recall found is in memory already: only the call is kept.
-            Report::Publish(AssistantEvent::ToolResult(result))
-                if command && !crate::memory::tools::is_recall(&result.tool) =>
-            {
-                let line = format!("{} → {}", result.tool, result.result);
-                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
-            }
-            Report::Reply { text, partial: false, .. } if command && !text.trim().is_empty() => {
-                self.remember(Episode::Command(job), stt_memory::Role::Assistant, None, text);
-            }
-            _ => {}
-        }
-        match report {
-            Report::Publish(event) if !stale => self.publish(&event),
-            Report::Reply { text, partial, stopped } if !stale => {
-                if let Some(running) = self.running.as_mut() {
-                    if partial {
-                        running.answer.push_str(&text);
-                    } else {
-                        running.answer.clone_from(&text);
-                    }
-                    running.cut |= stopped;
-                }
-                let id = self.reply_id();
-                self.publish(&AssistantEvent::ChatMessage(ChatMessage {
-                    id,
-                    role: ChatRole::Assistant,
-                    speaker: None,
-                    text,
-                    partial,
-                    stopped,
-                }));
-            }
-            Report::Note(text) if !stale => self.note(text),
-            Report::Failed(text) if !stale => self.chat_error(text),
-            Report::Publish(_) | Report::Reply { .. } | Report::Note(_) | Report::Failed(_) => {}
-            Report::Usage(usage) => {
-                if let Some(running) = self.running.as_mut() {
-                    let mut tokens = running.tokens.unwrap_or_default();
-                    tokens.add(Tokens::of(usage));
-                    running.tokens = Some(tokens);
-                }
-            }
-            Report::Resume(handle) => {
-                if current {
-                    self.session.handle = Some(handle);
-                }
-            }
-            Report::Reachable(reachable) => self.reachable = Some(reachable),
-            Report::Confirm { call_id, answer } => {
-                self.core.confirmation_requested(&call_id);
-                self.answers.insert(call_id, answer);
-            }
-            Report::ConfirmOver { call_id } => {
-                self.core.confirmation_over(&call_id);
-                self.answers.remove(&call_id);
-            }
-            Report::Timer { after, label } => {
-                let id = self.core.next_id();
-                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, now() + after);
-            }
-            Report::Audit(record) => self.writer.audit_action(*record),
-            Report::Hinted(notes) if !stale => {
-                for note in notes {
-                    self.note(note);
-                }
-            }
-            Report::Hinted(_) => {}
-            Report::DreamNow => self.queue.want(Job::Dream { trigger: "asked".into() }),
-            Report::TreeMore(true) => self.tree_may_be_due(),
-            Report::TreeMore(false) => {}
-            Report::Conversation(chat) => {
-                if current {
-                    self.session.set_chat(&chat);
-                    self.save_session();
-                    self.conversation = chat;
-                }
-            }
-            Report::Finished(end) => self.finished(end),
-        }
-    }
-
-    /// The id of the running job's reply line, given on its first piece.
-    fn reply_id(&mut self) -> u64 {
-        let Some(running) = self.running.as_mut() else { return self.core.next_id() };
-        *running.reply_id.get_or_insert_with(|| self.core.next_id())
-    }
-
-    /// The running job is over: the next one starts.
-    fn finished(&mut self, end: End) {
-        let Some(running) = self.running.take() else { return };
-        self.queue.done();
-        // Whatever it still waited for is moot.
-        for call_id in std::mem::take(&mut self.answers).into_keys() {
-            self.core.confirmation_over(&call_id);
-        }
-        tracing::debug!(?end, "job over");
-        if running.handle.is(JobKind::Chat) && running.handle.epoch == self.epoch {
-            self.chat_finished(&running, end);
-        }
-        if running.handle.is(JobKind::Dream) {
-            self.dream_over(end);
-        }
-        if running.handle.kind.rule().person {
-            self.activity();
-        }
-        match end {
-            End::Done => {}
-            End::Cancelled if running.handle.is(JobKind::Command) => {
-                self.note("command cancelled".into());
-            }
-            End::Cancelled => {}
-            End::Panicked => self.error(
-                ErrorCode::Internal,
-                "the job failed on a bug in stt-assistant (see its log); the next one runs",
-            ),
-        }
-        if running.handle.is(JobKind::Command) {
-            if let Some(memory) = &self.memory {
-                memory.close(Episode::Command(running.job));
-            }
-            let effects = self.core.execution_finished();
-            self.apply(effects);
-        }
-        self.start_next();
-    }
-
-    /// The provider in use.
-    fn active(&self) -> Option<Id> {
-        self.env.providers.as_ref().map(|(_, id)| *id).filter(|_| self.env.client.is_some())
-    }
-
-    /// With `[llm].failover`, the provider a job's request goes to when the one in use fails
-    /// before its first word: the next live one (that runs tools, for a job that calls them).
-    fn fallback(&self, tools: bool) -> Option<(Id, Provider)> {
-        let registry = self.registry.as_ref().filter(|r| r.settings().failover)?;
-        registry.fallbacks(&self.providers, self.active()?).into_iter().find_map(|id| {
-            let probed = self.providers.iter().find(|p| p.id == id)?;
-            let provider = registry.provider(probed, "").ok()?;
-            (!tools || provider.supports_tools()).then_some((id, provider))
-        })
-    }
-
-    /// Why a command cannot run on the provider in use (a chat-only CLI), naming one that
-    /// can; `None` when it can, or when there is no provider (the job says so).
-    fn chat_only(&self) -> Option<ErrorMsg> {
-        let client = self.env.client.as_ref()?;
-        if client.supports_tools() {
-            return None;
-        }
-        let name = self.active().map_or_else(String::new, |id| id.to_string());
-        let able = self.registry.as_ref().and_then(|registry| {
-            registry
-                .fallbacks(&self.providers, self.active()?)
-                .into_iter()
-                .find(|id| !matches!(id.spec().transport, stt_llm::registry::Transport::Cli(_)))
-        });
-        let fix = match able {
-            Some(id) => format!("`/provider {id}` switches to one that can"),
-            None => "none that can is running: start the local model (`stt-daemon up`) or \
-                     ollama, or set an API key (docs/PROVIDERS.md)"
-                .to_owned(),
-        };
-        Some(ErrorMsg::new(
-            ErrorCode::NoExecutor,
-            format!(
-                "{name} is a chat provider: it runs its own agent, not stt's tools, so it cannot \
-                 run commands; {fix}"
-            ),
-        ))
-    }
-
-    /// Takes in what a probe of every provider found: chooses the provider on the first (or
-    /// when the one in use went away and it was chosen automatically), and reports becoming
-    /// unusable to viewers with the fix, once per change.
-    fn on_providers(&mut self, found: Vec<Probed>) {
-        let Some(registry) = self.registry.clone() else { return };
-        let first = !self.probed;
-        self.probed = true;
-        let live = |id: Id| found.iter().any(|p| p.id == id && p.status == ProviderStatus::Live);
-        let current = self.active();
-        let choice = match current {
-            // A provider in use that is still there stays: no switching mid-conversation.
-            Some(id) if live(id) || registry.configured() == Some(id) => Some(id),
-            _ => self.preferred(&registry, &found).or_else(|| registry.choose(&found)),
-        };
-        let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
-        let loading = probed.is_some_and(|p| p.loading);
-        let usable = choice.is_some_and(live);
-        // The session a new provider publishes must already say whether it is loading (or
-        // warming up).
-        let was_loading = self.model_loading();
-        self.providers.clone_from(&found);
-        if !usable || choice != current {
-            // A server that went away comes back with an empty cache.
-            self.warmth = Warmth::Cold;
-        }
-        let warm =
-            self.warmth == Warmth::Cold && usable && !loading && choice == Some(Id::LlamaCpp);
-        if warm {
-            self.warmth = Warmth::Warming;
-        }
-        if choice != current || first {
-            self.use_provider(&registry, choice, &found, current);
-        }
-        if warm {
-            self.warm_up();
-        }
-        let before = self.reachable.replace(usable);
-        match (before, usable) {
-            // Loading is on its way to usable: the session says so, nobody needs an error.
-            (_, false) if loading => {
-                tracing::debug!(provider = ?choice, "the model is loading");
-            }
-            (Some(true) | None, false) => {
-                let message = match probed {
-                    Some(probed) => registry.explain_down(probed),
-                    None => registry.none_live(&found),
-                };
-                self.error(ErrorCode::LlmError, message);
-            }
-            (Some(false), true) => tracing::info!(provider = ?choice, "the model answers again"),
-            (None, true) => tracing::debug!(provider = ?choice, "the model answers"),
-            (Some(false), false) => tracing::debug!("probe: the model still does not answer"),
-            (Some(true), true) => tracing::debug!("probe: the model answers"),
-        }
-        if self.model_loading() {
-            // Look again soon: the jobs waiting, and the person, want to know when it is up.
-            self.probe_soon(Duration::from_millis(500));
-        } else if self.env.client.is_none() {
-            // Nothing yet: a local model `stt-daemon up` starts beside us may be a moment
-            // from listening, and a person may be starting one. Look again soon, then less
-            // and less often (2, 4, 8, 16 s) down to the periodic probe's pace.
-            let delay = self.reprobe_after;
-            self.reprobe_after = (delay * 2).min(Duration::from_secs(16));
-            self.probe_soon(delay);
-        } else {
-            self.reprobe_after = FIRST_REPROBE;
-        }
-        if was_loading != self.model_loading() {
-            self.publish_session();
-        }
-        self.start_next();
-    }
-
-    /// Whether the provider in use answers but is still loading its model, or reading the
-    /// command prefix into its cache (jobs wait for both: a command sent meanwhile would wait
-    /// inside the server all the same).
-    fn model_loading(&self) -> bool {
-        self.warmth == Warmth::Warming
-            || self
-                .active()
-                .is_some_and(|id| self.providers.iter().any(|p| p.id == id && p.loading))
-    }
-
-    /// Once the local model (llama-server) answers with its model loaded, has it read the
-    /// command prefix (the system prompt and the tool list every command starts with) into
-    /// its command slot, so that the first command costs what every later one does. One
-    /// request, `max_tokens` 1; jobs wait for it ([`Warmth::Warming`]).
-    fn warm_up(&mut self) {
-        let Some(client) = self.env.client.clone() else {
-            self.warmth = Warmth::Warm;
-            return;
-        };
-        let env = self.env.clone();
-        self.help(async move {
-            let started = tokio::time::Instant::now();
-            match llm::command::warm(&env, &client).await {
-                Ok(usage) => tracing::info!(
-                    prompt_tokens = usage.prompt_tokens,
-                    ms = started.elapsed().as_millis(),
-                    "the local model has the command prompt in its cache"
-                ),
-                Err(e) => tracing::warn!("warming the local model's prompt cache failed: {e}"),
-            }
-            Helped::Warmed
-        });
-    }
-
-    /// Probes every provider now, for a job that found none; what it finds comes as
-    /// [`Helped::Providers`], like the periodic probe's.
-    fn probe_now(&mut self) {
-        let Some(registry) = self.registry.clone() else { return };
-        self.help(async move { Helped::Providers(registry.probe_all().await) });
-    }
-
-    /// Probes every provider once more after `delay` (the periodic probe is slow); one such
-    /// probe at a time.
-    fn probe_soon(&mut self, delay: Duration) {
-        let Some(registry) = self.registry.clone().filter(|_| !self.reprobe_pending) else {
-            return;
-        };
-        self.reprobe_pending = true;
-        self.help(async move {
-            tokio::time::sleep(delay).await;
-            Helped::Reprobed(registry.probe_all().await)
-        });
-    }
-
     fn fire_timers(&mut self, now: Instant) {
         for timer in self.timers.due(now) {
             tracing::info!(id = timer.id, label = %timer.label, "timer fired");
@@ -1070,6 +670,10 @@ impl Owner {
     /// Tells subscribers how things stand (and, now and then, sees whether a dream is due).
     fn heartbeat(&mut self) {
         self.maybe_dream();
+        // Background work may wait for the clock (a stopped dream for the quiet).
+        if self.queue.wants_background() {
+            self.start_next();
+        }
         self.heartbeat_seq += 1;
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq: self.heartbeat_seq,
@@ -1104,31 +708,6 @@ impl Owner {
     }
 }
 
-/// How soon the first probe again comes while no provider is there.
-const FIRST_REPROBE: Duration = Duration::from_secs(2);
-
-/// A job that finds no provider, and the probe made for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
-    /// No job is waiting for a probe.
-    Idle,
-    /// A probe is on its way; the job waits for it.
-    Probing,
-    /// The probe came back: the next job runs with what it found.
-    Looked,
-}
-
-/// Whether the local model's command slot holds the command prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Warmth {
-    /// Not yet (or the server went away since).
-    Cold,
-    /// The warm-up request is running; jobs wait for it.
-    Warming,
-    /// Done (or failed: then the first command reads the prefix itself).
-    Warm,
-}
-
 /// Whether `reply` refuses a request only until the flow is ready.
 fn not_ready(reply: &AssistantEvent) -> bool {
     matches!(reply, AssistantEvent::Error(ErrorMsg { code: ErrorCode::NotReady, .. }))
@@ -1152,22 +731,36 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// The control server's side: every request goes to the loop, and its reply comes back.
 #[derive(Debug, Clone)]
 pub struct Front {
-    inputs: mpsc::UnboundedSender<Input>,
+    requests: mpsc::Sender<Asked>,
 }
 
 impl Front {
-    pub fn new(inputs: mpsc::UnboundedSender<Input>) -> Self {
-        Self { inputs }
+    /// A front whose requests go to `requests` (of [`REQUESTS_WAITING`]).
+    pub fn new(requests: mpsc::Sender<Asked>) -> Self {
+        Self { requests }
+    }
+
+    /// Hands `request` to the loop and waits for its reply; refused at once with `busy`
+    /// when [`REQUESTS_WAITING`] requests already wait.
+    pub async fn ask(&self, request: Request) -> AssistantEvent {
+        let (reply, answer) = oneshot::channel();
+        match self.requests.try_send(Asked { request, reply }) {
+            Ok(()) => answer.await.unwrap_or_else(|_| shutting_down()),
+            Err(mpsc::error::TrySendError::Full(_)) => AssistantEvent::Error(ErrorMsg::new(
+                ErrorCode::Busy,
+                format!(
+                    "stt-assistant has {REQUESTS_WAITING} requests waiting already; send fewer \
+                     at once (a script in a loop, a key held down?) and try again"
+                ),
+            )),
+            Err(mpsc::error::TrySendError::Closed(_)) => shutting_down(),
+        }
     }
 }
 
 impl Handler for Front {
     async fn handle(&self, _conn: &ConnInfo, request: Request) -> AssistantEvent {
-        let (reply, answer) = oneshot::channel();
-        if self.inputs.send(Input::Request { request, reply }).is_err() {
-            return shutting_down();
-        }
-        answer.await.unwrap_or_else(|_| shutting_down())
+        self.ask(request).await
     }
 }
 
@@ -1178,26 +771,40 @@ fn shutting_down() -> AssistantEvent {
     ))
 }
 
-/// Finds which providers are there: at start, then every `every` (never again when zero),
-/// each finding to `out`.
-pub async fn probes(
-    registry: Registry,
-    every: Duration,
-    out: Sink<Vec<Probed>>,
-    shutdown: CancellationToken,
-) {
-    if every.is_zero() {
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            found = registry.probe_all() => out.send(found),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flood of requests while the loop is behind: those over the bound are refused at
+    /// once, naming why; those taken are answered when the loop gets to them.
+    #[tokio::test]
+    async fn requests_over_the_bound_are_refused_busy_and_the_rest_are_answered() {
+        let (tx, mut rx) = mpsc::channel(REQUESTS_WAITING);
+        let front = Front::new(tx);
+        let mut waiting = tokio::task::JoinSet::new();
+        for _ in 0..REQUESTS_WAITING {
+            let front = front.clone();
+            waiting.spawn(async move { front.ask(Request::Status).await });
         }
-        return;
-    }
-    let mut ticker = stt_app::Ticker::new(every, shutdown.clone());
-    while ticker.tick().await {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            found = registry.probe_all() => out.send(found),
+        while rx.len() < REQUESTS_WAITING {
+            tokio::task::yield_now().await;
         }
+        match front.ask(Request::Status).await {
+            AssistantEvent::Error(e) => {
+                assert_eq!(e.code, ErrorCode::Busy, "{e:?}");
+                assert!(e.message.contains("64 requests waiting"), "{e:?}");
+            }
+            other => panic!("a request over the bound was answered {other:?}"),
+        }
+        // The loop catches up: every request it took is answered.
+        while let Ok(Asked { reply, .. }) = rx.try_recv() {
+            let _ = reply.send(AssistantEvent::Ack(Ack { command: "status".into(), ok: true }));
+        }
+        let mut answered = 0;
+        while let Some(done) = waiting.join_next().await {
+            assert!(matches!(done.unwrap(), AssistantEvent::Ack(_)));
+            answered += 1;
+        }
+        assert_eq!(answered, REQUESTS_WAITING);
     }
 }

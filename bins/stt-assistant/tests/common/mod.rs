@@ -50,6 +50,7 @@ pub fn env(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> Jo
         tools: Arc::new(stt_tools::Registry::new(&[]).expect("the built-in tools")),
         settings: Arc::new(settings),
         memory,
+        chat_system: None,
     }
 }
 

@@ -1,0 +1,256 @@
+//! The owner's job lifecycle: the next job from the queue starts (when the providers let
+//! it), its reports are taken in (published, remembered, kept for the session), and its end
+//! makes way for the next. Nothing here names a kind of background work: what differs by
+//! kind is asked of its row ([`JobKind::rule`]) or of the work itself.
+
+use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode};
+
+use super::providers::Go;
+use super::{Input, Owner, Running, now};
+use crate::lane::Sink;
+use crate::llm::{self, End, Report, Work};
+use crate::memory::Episode;
+use crate::queue::{Job, JobKind, Resumes};
+use crate::session::Tokens;
+
+impl Owner {
+    /// Starts the next queued job, unless one is running or the providers say to wait (no
+    /// probe has chosen one yet: the first comes within a fraction of a second of the start;
+    /// a server still loading its model would refuse the job).
+    pub(super) fn start_next(&mut self) {
+        if self.running.is_some() {
+            return;
+        }
+        if self.registry.is_some() {
+            let (active, has_client) = (self.active(), self.env.client.is_some());
+            match self.providers.go(active, has_client, self.queue.depth() > 0) {
+                Go::Start => {}
+                Go::Wait => return,
+                Go::ProbeFirst => return self.probe_now(),
+            }
+        }
+        // Background work a person stopped goes on as its row says: at once, or once
+        // things are quiet again.
+        let quiet = self.quiet();
+        let may = |job: &Job| match job {
+            Job::Background { work, resumed: true } => {
+                work.kind().rule().resumes == Resumes::AtOnce || quiet
+            }
+            _ => true,
+        };
+        let Some(job) = self.queue.start_next(may) else { return };
+        let id = self.job_id();
+        self.env.fallback = self.fallback(job.kind().rule().tools);
+        // A chat turn's words, as sent, for the session's display turns.
+        let (work, segs, question) = match job {
+            Job::Command { text, edited, segs } => {
+                let episode = Episode::Command(id);
+                self.remember(episode, stt_memory::Role::User, None, &text);
+                (Work::Command { text, edited, episode }, segs, String::new())
+            }
+            Job::Chat(turn) => {
+                let episode = self.chat_episode();
+                self.remember(episode, stt_memory::Role::User, turn.speaker.name(), &turn.words);
+                let (segs, line) = (turn.segs.clone(), turn.line());
+                (self.chat_work(turn), segs, line)
+            }
+            Job::Background { work, .. } => (work, vec![], String::new()),
+        };
+        self.launch(id, work, &segs, question);
+    }
+
+    /// The next job's id: the one place ids are given.
+    pub(super) fn job_id(&mut self) -> u64 {
+        let id = self.next_job;
+        self.next_job += 1;
+        id
+    }
+
+    /// Starts job `id` doing `work` (said in segments `segs`; `question`: a chat turn's
+    /// words). Whoever waits for a job of its kind to start is told.
+    pub(super) fn launch(&mut self, id: u64, work: Work, segs: &[u64], question: String) {
+        // Everything the job logs names it; this names its segments.
+        let span = tracing::info_span!("job", job = id);
+        span.in_scope(|| {
+            for seg_id in segs {
+                tracing::debug!(seg_id, "job for segment");
+            }
+        });
+        let kind = work.kind();
+        for (_, reply, said) in self.starts.extract_if(.., |(waits_for, ..)| *waits_for == kind) {
+            let _ = reply.send(said);
+        }
+        // Background work a person stops is wanted again, as it was.
+        let again = (!kind.rule().person).then(|| work.clone());
+        self.env.chat_system.clone_from(&self.session.system);
+        let inputs = self.inputs.clone();
+        let out = Sink::new(move |report| {
+            // Gone only when the loop has ended, and then nobody listens.
+            let _ = inputs.send(Input::Llm { job: id, report });
+        });
+        let handle = llm::spawn(&self.env, work, self.epoch, span.clone(), out);
+        span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
+        self.running = Some(Running {
+            job: id,
+            handle,
+            reply_id: None,
+            question,
+            answer: String::new(),
+            stopped: false,
+            cut: false,
+            again,
+            preempted: false,
+            started: now(),
+            tokens: None,
+        });
+    }
+
+    pub(super) fn on_report(&mut self, job: u64, report: Report) {
+        let Some(running) = self.running.as_ref().filter(|r| r.job == job) else {
+            tracing::debug!("a report from a job that is over: {report:?}");
+            return;
+        };
+        let current = running.handle.epoch == self.epoch;
+        // A `clear` came after this chat turn started: nothing of it is shown or kept.
+        let stale = running.handle.is(JobKind::Chat) && !current;
+        let command = running.handle.is(JobKind::Command);
+        match &report {
+            Report::Publish(AssistantEvent::ToolCall(call)) if command => {
+                let line = format!("{}({})", call.tool, call.args);
+                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
+            }
+            // What recall found is in memory already: only the call is kept.
+            Report::Publish(AssistantEvent::ToolResult(result))
+                if command && !crate::memory::tools::is_recall(&result.tool) =>
+            {
+                let line = format!("{} → {}", result.tool, result.result);
+                self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);
+            }
+            Report::Reply { text, partial: false, .. } if command && !text.trim().is_empty() => {
+                self.remember(Episode::Command(job), stt_memory::Role::Assistant, None, text);
+            }
+            _ => {}
+        }
+        match report {
+            Report::Publish(event) if !stale => self.publish(&event),
+            Report::Reply { text, partial, stopped } if !stale => {
+                if let Some(running) = self.running.as_mut() {
+                    if partial {
+                        running.answer.push_str(&text);
+                    } else {
+                        running.answer.clone_from(&text);
+                    }
+                    running.cut |= stopped;
+                }
+                let id = self.reply_id();
+                self.publish(&AssistantEvent::ChatMessage(ChatMessage {
+                    id,
+                    role: ChatRole::Assistant,
+                    speaker: None,
+                    text,
+                    partial,
+                    stopped,
+                }));
+            }
+            Report::Note(text) if !stale => self.note(text),
+            Report::Failed(text) if !stale => self.chat_error(text),
+            Report::Publish(_) | Report::Reply { .. } | Report::Note(_) | Report::Failed(_) => {}
+            Report::Usage(usage) => {
+                if let Some(running) = self.running.as_mut() {
+                    let mut tokens = running.tokens.unwrap_or_default();
+                    tokens.add(Tokens::of(usage));
+                    running.tokens = Some(tokens);
+                }
+            }
+            Report::Resume(handle) => {
+                if current {
+                    self.session.handle = Some(handle);
+                }
+            }
+            Report::Reachable(reachable) => self.providers.answered(reachable),
+            Report::Confirm { call_id, answer } => {
+                self.core.confirmation_requested(&call_id);
+                self.answers.insert(call_id, answer);
+            }
+            Report::ConfirmOver { call_id } => {
+                self.core.confirmation_over(&call_id);
+                self.answers.remove(&call_id);
+            }
+            Report::Timer { after, label } => {
+                let id = self.core.next_id();
+                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
+                self.timers.add(id, label, now() + after);
+            }
+            Report::Audit(record) => self.writer.audit_action(*record),
+            Report::Hinted(notes) if !stale => {
+                for note in notes {
+                    self.note(note);
+                }
+            }
+            Report::Hinted(_) => {}
+            Report::DreamNow => self.want_dream("asked"),
+            Report::TreeMore(true) => self.tree_may_be_due(),
+            Report::TreeMore(false) => {}
+            Report::Conversation(chat) => {
+                if current {
+                    self.session.set_chat(&chat);
+                    self.save_session();
+                    self.conversation = chat;
+                }
+            }
+            Report::Finished(end) => self.finished(end),
+        }
+    }
+
+    /// The id of the running job's reply line, given on its first piece.
+    pub(super) fn reply_id(&mut self) -> u64 {
+        let Some(running) = self.running.as_mut() else { return self.core.next_id() };
+        *running.reply_id.get_or_insert_with(|| self.core.next_id())
+    }
+
+    /// The running job is over: the next one starts.
+    pub(super) fn finished(&mut self, end: End) {
+        let Some(running) = self.running.take() else { return };
+        self.queue.done();
+        // Whatever it still waited for is moot.
+        for call_id in std::mem::take(&mut self.answers).into_keys() {
+            self.core.confirmation_over(&call_id);
+        }
+        tracing::debug!(?end, "job over");
+        if running.handle.is(JobKind::Chat) && running.handle.epoch == self.epoch {
+            self.chat_finished(&running, end);
+        }
+        if running.handle.is(JobKind::Dream) {
+            self.dream_over(end);
+        }
+        if running.handle.kind.rule().person {
+            self.activity();
+        }
+        // Background work a person stopped goes on later.
+        if running.preempted
+            && end == End::Cancelled
+            && let Some(work) = running.again.clone()
+        {
+            self.queue.want_again(work);
+        }
+        match end {
+            End::Done => {}
+            End::Cancelled if running.handle.is(JobKind::Command) => {
+                self.note("command cancelled".into());
+            }
+            End::Cancelled => {}
+            End::Panicked => self.error(
+                ErrorCode::Internal,
+                "the job failed on a bug in stt-assistant (see its log); the next one runs",
+            ),
+        }
+        if running.handle.is(JobKind::Command) {
+            if let Some(memory) = &self.memory {
+                memory.close(Episode::Command(running.job));
+            }
+            let effects = self.core.execution_finished();
+            self.apply(effects);
+        }
+        self.start_next();
+    }
+}
