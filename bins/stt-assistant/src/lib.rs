@@ -31,6 +31,7 @@ pub mod memory;
 pub mod names;
 pub mod owner;
 pub mod queue;
+pub mod recur;
 pub mod session;
 pub mod slash;
 pub mod timers;

@@ -16,6 +16,7 @@ use super::{Helped, Owner, now};
 use crate::llm::{End, Work};
 use crate::memory::{DreamRules, Memory, Refusal, Reply, TreeShown, tools};
 use crate::queue::{JobKind, Need};
+use crate::recur::Recurring;
 
 /// A `memory` request memory has answered.
 #[derive(Debug)]
@@ -316,12 +317,12 @@ fn describe_item(item: &Item) -> String {
     lines.join("\n")
 }
 
-/// Dreams: when one starts on its own, one asked for, and who waits for it to start.
+/// Dreams: when one starts on its own.
 #[derive(Debug)]
 pub struct Dreams {
     rules: DreamRules,
-    /// A check whether one is due is on its way.
-    checking: bool,
+    /// The check whether one is due: one on its way at most.
+    check: Recurring,
     /// When someone last spoke, asked or was answered.
     last_activity: Instant,
     /// Heartbeats since the last check.
@@ -342,7 +343,7 @@ pub(super) const RESUME_QUIET: std::time::Duration = std::time::Duration::from_s
 
 impl Dreams {
     pub fn new(rules: DreamRules, now: Instant) -> Self {
-        Dreams { rules, checking: false, last_activity: now, beats: 0 }
+        Dreams { rules, check: Recurring::default(), last_activity: now, beats: 0 }
     }
 }
 
@@ -406,7 +407,7 @@ impl Owner {
     /// Now and then, when everything is quiet, asks memory whether a dream is due.
     pub(super) fn maybe_dream(&mut self) {
         self.dreams.beats += 1;
-        if self.dreams.beats < CHECK_EVERY || self.dreams.checking {
+        if self.dreams.beats < CHECK_EVERY || self.dreams.check.running() {
             return;
         }
         self.dreams.beats = 0;
@@ -414,7 +415,7 @@ impl Owner {
         if !self.idle_for_dream() {
             return;
         }
-        self.dreams.checking = true;
+        self.dreams.check.start();
         let quiet = now().saturating_duration_since(self.dreams.last_activity);
         let rules = self.dreams.rules;
         self.help(async move {
@@ -435,7 +436,7 @@ impl Owner {
 
     /// Memory said whether a dream is due.
     pub(super) fn dream_due(&mut self, trigger: Option<String>) {
-        self.dreams.checking = false;
+        self.dreams.check.done();
         if let Some(trigger) = trigger.filter(|_| self.idle_for_dream()) {
             tracing::info!(%trigger, "a dream is due");
             self.want_dream(&trigger);

@@ -14,6 +14,7 @@ use stt_proto::{ErrorCode, ErrorMsg};
 use super::{Helped, Owner};
 use crate::lane::Sink;
 use crate::llm;
+use crate::recur::Recurring;
 
 /// How soon the first probe again comes while no provider is there.
 const FIRST_REPROBE: Duration = Duration::from_secs(2);
@@ -34,8 +35,8 @@ pub struct Providers {
     reachable: Option<bool>,
     /// How soon to look again while no provider is there.
     reprobe_after: Duration,
-    /// A probe asked for by [`Owner::probe_soon`] is on its way.
-    reprobe_pending: bool,
+    /// The probe [`Owner::probe_soon`] makes: one on its way at most.
+    reprobe: Recurring,
     /// A job found no provider: whether it waits for a probe made for it, or has had one.
     look: Look,
     /// Whether the local model's prompt cache holds the command prefix.
@@ -114,7 +115,7 @@ impl Providers {
             probed: false,
             reachable: None,
             reprobe_after: FIRST_REPROBE,
-            reprobe_pending: false,
+            reprobe: Recurring::default(),
             look: Look::Idle,
             warmth: Warmth::Cold,
         }
@@ -208,11 +209,11 @@ impl Providers {
     /// Whether a probe for [`Self::next_look`] may go out now (one at a time); it is then
     /// on its way until [`Self::reprobed`].
     pub fn may_reprobe(&mut self) -> bool {
-        !std::mem::replace(&mut self.reprobe_pending, true)
+        self.reprobe.start()
     }
 
     pub fn reprobed(&mut self) {
-        self.reprobe_pending = false;
+        self.reprobe.done();
     }
 
     /// Whether a job may start: not before the first probe, nor while the model loads or
