@@ -16,7 +16,7 @@
 //! fact's message brought back word for word for the question. The report says which. A
 //! figure, not a gate.
 //!
-//! Usage: `scripts/bench-tree [--turns N] [--write] [--real URL [--runs N]]` (`--write` puts
+//! Usage: `scripts/bench-tree [--turns N] [--write] [--real URL [--runs N] [--from N]]` (`--write` puts
 //! the figures into docs/PERFORMANCE.md).
 
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used, reason = "a benchmark")]
@@ -175,10 +175,12 @@ struct Args {
     /// `--real URL`: the fact-recall runs on the model there instead.
     real: Option<String>,
     runs: usize,
+    /// `--from N`: the first fact's number (1-based), to go on from runs done before.
+    from: usize,
 }
 
 fn args() -> Result<Args, String> {
-    let mut args = Args { turns: 10_000, write: false, real: None, runs: 5 };
+    let mut args = Args { turns: 10_000, write: false, real: None, runs: 5, from: 1 };
     let mut turns = None;
     let mut it = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = it.next() {
@@ -190,6 +192,13 @@ fn args() -> Result<Args, String> {
             "--real" => args.real = Some(it.next().ok_or("--real takes the model's URL")?),
             "--runs" => {
                 args.runs = it.next().and_then(|n| n.parse().ok()).ok_or("--runs takes N")?;
+            }
+            "--from" => {
+                args.from = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| (1..=FACTS.len()).contains(n))
+                    .ok_or("--from takes the first fact's number, 1 to 5")?;
             }
             other => return Err(format!("unknown argument {other}")),
         }
@@ -227,19 +236,18 @@ const SMALL_TALK: [&str; 12] = [
 /// the fact at turn 5 and the question last, every summary the tree asks for written by the
 /// model. Returns the report.
 fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -> String {
+    let runs = args.runs.min(FACTS.len() + 1 - args.from);
     let mut report = format!(
-        "{} runs of {} chat turns each on the model at {url} (replies of at most 64 tokens, \
+        "{runs} runs of {} chat turns each on the model at {url} (replies of at most 64 tokens, \
          greedy), the default tree (60/40, 8 → 4); a fact told at turn 5, asked for at turn \
          {}; memory's hints off, so the answer comes from the tree alone: its summaries and \
          buffer, or its messages brought back word for word.\n\n| fact | asked | answer | \
          the fact's word in a summary or the buffer | brought back | summaries written | \
          time |\n|---|---|---|---|---|---:|---:|\n",
-        args.runs.min(FACTS.len()),
-        args.turns,
-        args.turns
+        args.turns, args.turns
     );
     let mut right = 0;
-    for (n, (fact, question, key)) in FACTS.iter().take(args.runs).enumerate() {
+    for (n, (fact, question, key)) in FACTS.iter().enumerate().skip(args.from - 1).take(runs) {
         let started = Instant::now();
         let db = dir.join(format!("real-{n}.db"));
         let settings = memory::Settings { hints: false, ..memory::Settings::new(db) };
@@ -291,9 +299,8 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
     }
     report.push_str(&format!(
         "
-Answered right: {right} of {}.
-",
-        args.runs.min(FACTS.len())
+Answered right: {right} of {runs}.
+"
     ));
     report
 }
@@ -320,7 +327,7 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: scripts/bench-tree [--turns N] [--write] [--real URL [--runs N]]"
+                "{e}\nusage: scripts/bench-tree [--turns N] [--write] [--real URL [--runs N] [--from N]]"
             );
             return ExitCode::from(2);
         }
