@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg,
-    Mode, Request, Speaker, SpeakerStatus, Speakers, Transcript,
+    Mode, Request, Speaker, SpeakerStatus, Speakers, Transcript, TranscriptPartial,
 };
 
 use crate::ids::Ids;
@@ -67,6 +67,9 @@ pub struct Core {
     /// The segments whose words are in `buffer`.
     segs: Vec<u64>,
     edited: bool,
+    /// The segment whose partial words the command text last showed after `buffer`, until
+    /// its final is in.
+    live: Option<u64>,
     require_viewer: bool,
     stale_after: Duration,
     daemon_connected: bool,
@@ -96,6 +99,7 @@ impl Core {
             buffer: String::new(),
             segs: Vec::new(),
             edited: false,
+            live: None,
             require_viewer,
             stale_after,
             daemon_connected: false,
@@ -226,8 +230,17 @@ impl Core {
             }
             DaemonEvent::SegmentDone(done) => {
                 self.unfinished.remove(&done.seg_id);
+                // Its partial words were shown, and no final replaced them (it heard
+                // nothing real): the command text goes back to what is in the buffer.
+                if self.live == Some(done.seg_id) {
+                    self.live = None;
+                    if self.mode == Mode::CommandArmed && !self.edited {
+                        return vec![self.command_text()];
+                    }
+                }
                 vec![]
             }
+            DaemonEvent::TranscriptPartial(partial) => self.partial(partial),
             DaemonEvent::Transcript(transcript) => self.transcript(transcript),
             DaemonEvent::Speakers(mut roster) => {
                 self.gone.retain(|id| roster.speakers.iter().any(|s| &s.id == id));
@@ -252,6 +265,27 @@ impl Core {
         roster.or_else(|| transcript.speaker.clone())
     }
 
+    /// Words of a segment still being spoken: relayed, and in `command_armed` shown after
+    /// the command's words so far (the buffer itself waits for the final).
+    fn partial(&mut self, partial: TranscriptPartial) -> Vec<Effect> {
+        let words = partial.text.trim();
+        let live =
+            (self.mode == Mode::CommandArmed && !self.edited && !words.is_empty()).then(|| {
+                let mut text = self.buffer.clone();
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(words);
+                AssistantEvent::CommandText { text, edited: false }
+            });
+        let mut effects = vec![Effect::Publish(AssistantEvent::TranscriptPartial(partial.clone()))];
+        if let Some(text) = live {
+            self.live = Some(partial.seg_id);
+            effects.push(Effect::Publish(text));
+        }
+        effects
+    }
+
     fn transcript(&mut self, mut transcript: Transcript) -> Vec<Effect> {
         let name = self.speaker_name(&transcript);
         transcript.speaker.clone_from(&name);
@@ -265,6 +299,9 @@ impl Core {
                 }
                 self.buffer.push_str(&text);
                 self.segs.push(seg_id);
+                if self.live == Some(seg_id) {
+                    self.live = None;
+                }
                 effects.push(self.command_text());
             }
             Mode::Chat if !text.is_empty() => {
@@ -711,6 +748,59 @@ mod tests {
         core.execution_finished();
         assert_eq!(core.mode(), Mode::Idle);
         assert_eq!(core.buffer(), ("", false));
+    }
+
+    fn partial(seg_id: u64, text: &str, committed_len: usize) -> DaemonEvent {
+        DaemonEvent::TranscriptPartial(TranscriptPartial {
+            seg_id,
+            text: text.into(),
+            committed_len,
+        })
+    }
+
+    fn command_texts(effects: &[Effect]) -> Vec<&str> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Publish(AssistantEvent::CommandText { text, .. }) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_armed_command_grows_with_the_words_being_spoken_and_keeps_only_finals() {
+        let (mut core, now) = ready();
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        say(&mut core, now, 1, "what time");
+        // Relayed as they come, and shown after the command's words.
+        let effects = core.daemon_event(partial(2, "is", 0), now);
+        assert_eq!(
+            effects[0],
+            Effect::Publish(AssistantEvent::TranscriptPartial(TranscriptPartial {
+                seg_id: 2,
+                text: "is".into(),
+                committed_len: 0
+            }))
+        );
+        assert_eq!(command_texts(&effects), ["what time is"]);
+        let effects = core.daemon_event(partial(2, "is it in", 5), now);
+        assert_eq!(command_texts(&effects), ["what time is it in"]);
+        assert_eq!(core.buffer(), ("what time", false), "the buffer waits for the final");
+        // The final replaces the partial words.
+        let effects = core.daemon_event(transcript(2, "is it"), now);
+        assert_eq!(command_texts(&effects), ["what time is it"]);
+        let effects = core.daemon_event(DaemonEvent::SegmentDone(SegmentDone { seg_id: 2 }), now);
+        assert!(command_texts(&effects).is_empty(), "{effects:?}");
+        // A segment whose final heard nothing real: its partial words go when it is done.
+        core.daemon_event(partial(3, "uh", 0), now);
+        let effects = core.daemon_event(DaemonEvent::SegmentDone(SegmentDone { seg_id: 3 }), now);
+        assert_eq!(command_texts(&effects), ["what time is it"]);
+        // Not armed: relayed only.
+        check(&mut core, now, Request::CommandCancel, OUT, None, "");
+        let effects = core.daemon_event(partial(4, "hello", 0), now);
+        assert_eq!(effects.len(), 1, "{effects:?}");
+        assert!(command_texts(&effects).is_empty());
     }
 
     #[test]

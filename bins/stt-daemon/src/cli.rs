@@ -57,7 +57,8 @@ pub struct Source {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub channels: u16,
 
-    /// Feed a file as fast as transcription takes it instead of at real time
+    /// Feed a file as fast as transcription takes it instead of at real time (no live
+    /// partial transcripts then)
     #[arg(long)]
     pub fast: bool,
 

@@ -4,6 +4,7 @@
 //!
 //! Modules, in reading order: [`cli`] (flags and subcommands), [`settings`] (config →
 //! the library crates' settings), [`pipeline`] (the threads and what each publishes),
+//! [`live`] (when partial passes run and what of them is published),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
 //! that runs the daemon, the assistant and the TUI as children).
 //!
@@ -11,10 +12,11 @@
 //!
 //! The socket is bound before anything expensive, so a second daemon fails fast. Every closed
 //! segment gets exactly one `segment_done`, after its `speech_stop` and after its `transcript` if
-//! it has one. A file input waits for room in whisper's queue; the microphone drops the oldest
+//! it has one; its `transcript_partial`s come before its `transcript`. A file input waits for room in whisper's queue; the microphone drops the oldest
 //! waiting segment, and the daemon publishes that it did.
 
 pub mod cli;
+pub mod live;
 pub mod pipeline;
 pub mod settings;
 pub mod speakers;

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! audio thread ──AudioEvent──▶ vad thread ──Job──▶ whisper thread
-//!  (stt-audio)   (bounded)     speech_start   │      transcript (with its speaker)
-//!                              speech_stop    │      segment_done
+//!  (stt-audio)   (bounded)     speech_start   │      transcript_partial (open segments)
+//!                              speech_stop    │      transcript (with its speaker)
+//!                                             │      segment_done
 //!                              error{audio}   │      error{stt}
 //!                                             └─Segment─▶ speaker thread (when on)
 //!                                                        speakers, error{speaker}
@@ -15,6 +16,11 @@
 //! after, so subscribers always see them in that order. Every closed segment ends with a
 //! `segment_done`: transcribed, too short to transcribe, dropped because transcription fell
 //! behind (with an `error` saying so), or failed (with an `error`).
+//!
+//! Live partials (`[daemon].partials`): while a segment is open the vad thread offers the
+//! whisper worker a pass over it so far ([`crate::live::Schedule`]); the worker runs it only
+//! when no closed segment waits, and the whisper thread publishes what two passes agree on
+//! ([`crate::live::Live`]). A segment's partials all come before its `transcript`.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
-use stt_asr::{Done, Job, QueuePolicy, Submitted, Worker};
+use stt_asr::{Done, Job, Offered, Pass, QueuePolicy, Submitted, Worker};
 use stt_audio::{AudioEvent, InputState, Pace, Sink, Source, StopFlag};
 use stt_bus::{BoundSocket, Publisher};
 use stt_config::Config;
@@ -32,6 +38,8 @@ use stt_proto::{
     AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg, Hello, SegmentDone, SpeechStart,
     SpeechStop, Transcript,
 };
+
+use crate::live::{Live, Schedule};
 use stt_vad::SegEvent;
 
 use crate::settings::VadSegmenter;
@@ -68,10 +76,14 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let (speakers, roster_warnings) = crate::speakers::Lane::start(&config, &publisher)?;
     let worker = {
         let (publisher, speakers) = (publisher.clone(), speakers.clone());
+        let mut live = Live::default();
         Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
-            publish_done(&publisher, done, speakers.as_ref());
+            publish_done(&publisher, done, speakers.as_ref(), &mut live);
         })?
     };
+    // A file fed as fast as whisper goes has no one waiting for its words as they are said.
+    let partials = (config.daemon.partials && !cli.source.fast)
+        .then(|| Schedule::new(config.daemon.partial_interval_ms));
     let worker = Arc::new(worker);
     let heart = Arc::new(Heart::new(worker.model_name().to_owned()));
     tracing::info!(
@@ -125,8 +137,8 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("vad".into())
             .spawn(move || {
-                let lanes = Lanes { worker: &worker, speakers: speakers.as_ref() };
-                let outcome = segment(segmenter, &audio_rx, &lanes, policy, &heart, &publisher);
+                let mut lanes = Lanes { worker: &worker, speakers: speakers.as_ref(), partials };
+                let outcome = segment(segmenter, &audio_rx, &mut lanes, policy, &heart, &publisher);
                 let _ = ended_tx.send(outcome);
             })
             .context("cannot start the VAD thread")?
@@ -216,29 +228,33 @@ fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
     })
 }
 
-/// Where the VAD thread sends a closed segment: whisper, and the speaker lane when on.
+/// Where the VAD thread sends a closed segment: whisper, and the speaker lane when on; and
+/// when it offers whisper a partial pass, when partials are on.
 struct Lanes<'a> {
     worker: &'a Worker,
     speakers: Option<&'a Lane>,
+    partials: Option<Schedule>,
 }
 
 /// The VAD thread: audio in, segments out. Returns when the input ends or goes away.
 fn segment(
     mut segmenter: VadSegmenter,
     audio: &std::sync::mpsc::Receiver<AudioEvent>,
-    lanes: &Lanes<'_>,
+    lanes: &mut Lanes<'_>,
     policy: QueuePolicy,
     heart: &Heart,
     publisher: &Publisher,
 ) -> anyhow::Result<()> {
     let mut next_seg_id = 0u64;
     let open: Cell<Option<u64>> = Cell::new(None);
+    let opened = Cell::new(false);
     let mut handle = |events: Vec<SegEvent>| {
         for event in events {
             match event {
                 SegEvent::Start { start_s } => {
                     next_seg_id += 1;
                     open.set(Some(next_seg_id));
+                    opened.set(true);
                     tracing::debug!(seg_id = next_seg_id, start_s, "speech started");
                     publisher.publish(&DaemonEvent::SpeechStart(SpeechStart {
                         seg_id: next_seg_id,
@@ -286,6 +302,12 @@ fn segment(
         match event {
             AudioEvent::Samples(samples) => {
                 handle(segmenter.push(&samples));
+                if let (Some(schedule), Some(seg_id)) = (lanes.partials.as_mut(), open.get()) {
+                    if opened.replace(false) {
+                        schedule.opened();
+                    }
+                    offer_partial(schedule, &segmenter, seg_id, lanes.worker);
+                }
                 // A pause as long as the segment's tail: the speaker lane may start on it
                 // now, during the hangover, rather than after it beside whisper.
                 if let (Some(speakers), Some(seg_id)) = (lanes.speakers, open.get())
@@ -317,9 +339,46 @@ fn segment(
     Ok(())
 }
 
-/// The whisper thread's report for one segment: its transcript (unless there was nothing
-/// real in it) with who spoke it, when the speaker lane is on, then `segment_done`.
-fn publish_done(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
+/// Offers the whisper worker a partial pass over the open segment `seg_id`, when one is due.
+fn offer_partial(schedule: &mut Schedule, segmenter: &VadSegmenter, seg_id: u64, worker: &Worker) {
+    let Some(grown) = segmenter.growing() else { return };
+    if !schedule.due(grown.samples.len(), grown.speech_s, worker.partial_pending()) {
+        return;
+    }
+    let job = Job {
+        seg_id,
+        start: grown.start_s,
+        end: grown.start_s + stt_asr::whisper::seconds(grown.samples),
+        samples: grown.samples.to_vec(),
+        speech_s: grown.speech_s,
+    };
+    if worker.offer_partial(job) == Offered::Taken {
+        schedule.taken(grown.samples.len());
+    }
+}
+
+/// The whisper thread's report for one pass. A partial: what it shows now, if that changed.
+/// A final: its transcript (unless there was nothing real in it) with who spoke it, when the
+/// speaker lane is on, then `segment_done`.
+fn publish_done(publisher: &Publisher, done: Done, speakers: Option<&Lane>, live: &mut Live) {
+    if done.pass == Pass::Partial {
+        match &done.outcome {
+            Ok(transcription) => {
+                tracing::trace!(
+                    elapsed_ms = done.elapsed.as_millis(),
+                    raw = %transcription.raw,
+                    "partial pass"
+                );
+                if let Some(partial) = live.partial(done.seg_id, transcription.text.as_deref()) {
+                    publisher.publish(&DaemonEvent::TranscriptPartial(partial));
+                }
+            }
+            // The final will say it, if it fails too.
+            Err(e) => tracing::debug!("partial pass failed: {e}"),
+        }
+        return;
+    }
+    live.finished(done.seg_id);
     let who = speakers.map_or(Who::NONE, |lane| lane.take(done.seg_id));
     match done.outcome {
         Ok(transcription) => {

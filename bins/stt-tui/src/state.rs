@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use ratatui::layout::Rect;
-use stt_proto::{ChatRole, ChatSession, Mode, SideEffect};
+use stt_proto::{ChatRole, ChatSession, Mode, SideEffect, TranscriptPartial};
 
 /// The `[tui]` settings the screen follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,6 +331,9 @@ pub struct State {
     pub buffer_edited: bool,
     /// The segment whose speech is open, if any.
     pub speaking: Option<u64>,
+    /// The words of a segment still being transcribed (the last `transcript_partial`), shown
+    /// on an open line under the transcripts until its final comes.
+    pub live: Option<TranscriptPartial>,
     /// The transcripts pane, oldest first.
     pub transcripts: VecDeque<TranscriptLine>,
     /// The conversation / command output pane, oldest first.
@@ -369,6 +372,7 @@ impl State {
             buffer: String::new(),
             buffer_edited: false,
             speaking: None,
+            live: None,
             transcripts: VecDeque::new(),
             entries: VecDeque::new(),
             pending: Vec::new(),

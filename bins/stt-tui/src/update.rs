@@ -296,8 +296,18 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             if state.speaking == Some(t.seg_id) {
                 state.speaking = None;
             }
+            if state.live.as_ref().is_some_and(|live| live.seg_id <= t.seg_id) {
+                state.live = None;
+            }
         }
-        AssistantEvent::SpeechStart(start) => state.speaking = Some(start.seg_id),
+        AssistantEvent::TranscriptPartial(partial) => state.live = Some(partial),
+        AssistantEvent::SpeechStart(start) => {
+            state.speaking = Some(start.seg_id);
+            // An earlier segment's words that no final replaced: it heard nothing real.
+            if state.live.as_ref().is_some_and(|live| live.seg_id < start.seg_id) {
+                state.live = None;
+            }
+        }
         AssistantEvent::SpeechStop(stop) => {
             if state.speaking == Some(stop.seg_id) {
                 state.speaking = None;

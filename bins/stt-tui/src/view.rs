@@ -13,7 +13,7 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
-use stt_proto::{ChatRole, ChatSession, Mode, TokenUsage};
+use stt_proto::{ChatRole, ChatSession, Mode, TokenUsage, TranscriptPartial};
 
 use crate::keymap::{self, Situation};
 use crate::state::{Connection, Entry, Input, Pane, Pending, Scroll, State, TranscriptLine};
@@ -332,11 +332,26 @@ fn counter(active: bool) -> Style {
 }
 
 fn transcript_lines(state: &State) -> Vec<Line<'static>> {
-    if state.transcripts.is_empty() {
+    if state.transcripts.is_empty() && state.live.is_none() {
         return vec![Line::from(Span::styled("nothing heard yet", dim()))];
     }
     let timestamps = state.options.show_timestamps;
-    state.transcripts.iter().map(|t| transcript_line(t, timestamps)).collect()
+    let mut lines: Vec<Line<'static>> =
+        state.transcripts.iter().map(|t| transcript_line(t, timestamps)).collect();
+    if let Some(live) = &state.live {
+        lines.push(live_line(live));
+    }
+    lines
+}
+
+/// The open line: the words being spoken, those that may still change dimmed.
+fn live_line(live: &TranscriptPartial) -> Line<'static> {
+    let (committed, tail) = live.split();
+    Line::from(vec![
+        Span::styled("… ", Style::new().cyan()),
+        Span::raw(committed.to_owned()),
+        Span::styled(tail.to_owned(), dim().italic()),
+    ])
 }
 
 fn transcript_line(t: &TranscriptLine, timestamps: bool) -> Line<'static> {

@@ -377,3 +377,38 @@ fn an_error_chat_message_is_a_red_line() {
     let (x, y) = find(&buffer, "set OPENAI_API_KEY").unwrap();
     assert_eq!(buffer[(x, y)].fg, Color::Red, "the wrapped rest is red too");
 }
+
+#[test]
+fn words_being_spoken_show_on_an_open_line_the_unsettled_ones_dimmed_until_the_final() {
+    let mut actions = armed();
+    actions.extend([
+        event(r#"{"type":"speech_start","seg_id":4,"start":8.0}"#),
+        event(r#"{"type":"transcript_partial","seg_id":4,"text":"and in Lisbon tomor","committed_len":13}"#),
+        event(r#"{"type":"command_text","text":"what time is it and in Lisbon tomor","edited":false}"#),
+    ]);
+    let (mut state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("… and in Lisbon tomor"), "{screen}");
+    assert!(screen.contains("what time is it and in Lisbon tomor"), "the command grows: {screen}");
+    insta::assert_snapshot!(screen);
+    let buffer = draw(&state);
+    let (x, y) = find(&buffer, "and in Lisbon tomor").unwrap();
+    assert_eq!(buffer[(x, y)].fg, Color::Reset, "committed words are plain");
+    let (x, y) = find(&buffer, " tomor").unwrap();
+    assert_eq!(buffer[(x + 1, y)].fg, Color::DarkGray, "the tentative tail is dimmed");
+    assert!(buffer[(x + 1, y)].modifier.contains(Modifier::ITALIC));
+
+    // The final replaces the open line.
+    feed(
+        &mut state,
+        [
+            event(r#"{"type":"speech_stop","seg_id":4,"end":10.2}"#),
+            event(
+                r#"{"type":"transcript","seg_id":4,"text":"and in Lisbon tomorrow","language":"en","start":8.0,"end":10.2,"duration":2.2,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}"#,
+            ),
+        ],
+    );
+    let screen = support::screen(&state);
+    assert!(!screen.contains("… and"), "{screen}");
+    assert!(screen.contains("(2.2s): and in Lisbon tomorrow"), "{screen}");
+}

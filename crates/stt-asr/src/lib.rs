@@ -5,6 +5,8 @@
 //!   segment of 16 kHz mono audio, with an encoder window sized to the segment.
 //! - [`filter`]: whisper's known failures on silence and noise ("Thank you.",
 //!   "[BLANK_AUDIO]", a phrase repeated over and over), caught before anyone sees them.
+//! - [`agreement`]: which words of a segment still being spoken are settled (two passes in a
+//!   row agree on them), for live partial transcripts.
 //! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed
 //!   by a bounded queue of closed segments whose depth is the daemon's backlog.
 //!
@@ -17,12 +19,13 @@
 //! held idle (`Whisper::shed` whenever the queue empties): nothing grows with the number of
 //! segments.
 
+pub mod agreement;
 pub mod filter;
 pub mod whisper;
 pub mod worker;
 
 pub use whisper::{AsrConfig, Transcription, Whisper};
-pub use worker::{Done, Job, QueuePolicy, Submitted, Worker};
+pub use worker::{Done, Job, Offered, Pass, QueuePolicy, Submitted, Worker};
 
 use std::path::PathBuf;
 

@@ -196,6 +196,26 @@ impl Whisper {
         samples: &[f32],
         speech_s: f64,
     ) -> Result<Transcription, AsrError> {
+        self.run(samples, speech_s, true)
+    }
+
+    /// Transcribes a segment still being spoken, for a live partial: one decoding pass, never
+    /// decoded again wider; a pass that looks like a runaway gives no text (the final will
+    /// decode it properly).
+    pub fn partial(&mut self, samples: &[f32], speech_s: f64) -> Result<Transcription, AsrError> {
+        let mut transcription = self.run(samples, speech_s, false)?;
+        if transcription.runaway.is_some() {
+            transcription.text = None;
+        }
+        Ok(transcription)
+    }
+
+    fn run(
+        &mut self,
+        samples: &[f32],
+        speech_s: f64,
+        retries: bool,
+    ) -> Result<Transcription, AsrError> {
         let mut padded;
         let audio = if samples.len() < MIN_SAMPLES {
             padded = samples.to_vec();
@@ -228,7 +248,7 @@ impl Whisper {
         // window, which whisper reads as it was trained to, and the widest decode is taken.
         // This costs time only when it happens (docs/PERFORMANCE.md, "Real speech").
         let mut why = filter::runaway(&decoded.text, speech_s, decoded.ended);
-        for wider in retry_windows(audio_ctx) {
+        for wider in if retries { retry_windows(audio_ctx) } else { Vec::new() } {
             let Some(reason) = why else { break };
             tracing::debug!(raw = %decoded.text, ?reason, audio_ctx, wider, "decoding again with a wider window");
             decoded = self.decode(strategy.clone(), language.as_deref(), audio, wider)?;

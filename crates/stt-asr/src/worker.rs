@@ -6,6 +6,12 @@
 //! full a file input waits ([`QueuePolicy::Block`]: nothing is lost, the input just slows
 //! down), while the microphone cannot wait, so the oldest waiting segment is dropped
 //! ([`QueuePolicy::DropOldest`]) and reported to the caller.
+//!
+//! Beside the queue there is one slot for a *partial* pass: the open segment, transcribed
+//! again while it is still being spoken. Finals always go first: a partial is taken only when
+//! no final waits, refused while one does, and replaced by a newer one while it waits (the
+//! latest only), so a final waits behind at most the one partial pass already running. A
+//! final drops a waiting partial of its own segment or an earlier one: it would come too late.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,9 +34,54 @@ pub struct Job {
     pub speech_s: f64,
 }
 
+/// Which kind of pass a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// A closed segment: its transcript.
+    Final,
+    /// An open segment so far: a live partial transcript (one decode, no retries).
+    Partial,
+}
+
+/// What the worker thread runs: [`Whisper`], or a stand-in in tests of the scheduling.
+pub trait Engine {
+    fn model_name(&self) -> &str;
+    fn transcribe(
+        &mut self,
+        pass: Pass,
+        samples: &[f32],
+        speech_s: f64,
+    ) -> Result<Transcription, AsrError>;
+    /// Gives back memory when idle.
+    fn shed(&mut self) -> Result<(), AsrError>;
+}
+
+impl Engine for Whisper {
+    fn model_name(&self) -> &str {
+        Whisper::model_name(self)
+    }
+
+    fn transcribe(
+        &mut self,
+        pass: Pass,
+        samples: &[f32],
+        speech_s: f64,
+    ) -> Result<Transcription, AsrError> {
+        match pass {
+            Pass::Final => Whisper::transcribe(self, samples, speech_s),
+            Pass::Partial => Whisper::partial(self, samples, speech_s),
+        }
+    }
+
+    fn shed(&mut self) -> Result<(), AsrError> {
+        Whisper::shed(self)
+    }
+}
+
 /// A finished job.
 #[derive(Debug)]
 pub struct Done {
+    pub pass: Pass,
     pub seg_id: u64,
     pub start: f64,
     pub end: f64,
@@ -60,10 +111,22 @@ pub enum Submitted {
     Closed,
 }
 
+/// What became of a partial pass offered to the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// In the slot; it replaced a waiting one, if there was one.
+    Taken,
+    /// A final is waiting, or the worker is shutting down: not taken.
+    Skipped,
+}
+
 #[derive(Debug)]
 struct Queue {
     jobs: VecDeque<(Job, Instant)>,
-    busy: bool,
+    /// The one partial pass waiting, if any.
+    partial: Option<(Job, Instant)>,
+    /// The pass in progress, if any.
+    busy: Option<Pass>,
     closed: bool,
 }
 
@@ -109,10 +172,24 @@ impl Worker {
     pub fn spawn(
         config: AsrConfig,
         capacity: usize,
+        on_done: impl FnMut(Done) + Send + 'static,
+    ) -> Result<Self, AsrError> {
+        Self::spawn_with(move || Whisper::load(config), capacity, on_done)
+    }
+
+    /// [`Worker::spawn`] with any engine: `load` runs on the new thread.
+    pub fn spawn_with<E: Engine>(
+        load: impl FnOnce() -> Result<E, AsrError> + Send + 'static,
+        capacity: usize,
         mut on_done: impl FnMut(Done) + Send + 'static,
     ) -> Result<Self, AsrError> {
         let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue { jobs: VecDeque::new(), busy: false, closed: false }),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                partial: None,
+                busy: None,
+                closed: false,
+            }),
             changed: Condvar::new(),
             capacity: capacity.max(1),
             alive: AtomicBool::new(true),
@@ -124,27 +201,28 @@ impl Worker {
                 .name("whisper".into())
                 .spawn(move || {
                     let _alive = AliveGuard(Arc::clone(&shared));
-                    let mut whisper = match Whisper::load(config) {
-                        Ok(w) => {
-                            let _ = loaded_tx.send(Ok(w.model_name().to_owned()));
-                            w
+                    let mut engine = match load() {
+                        Ok(engine) => {
+                            let _ = loaded_tx.send(Ok(engine.model_name().to_owned()));
+                            engine
                         }
                         Err(e) => {
                             let _ = loaded_tx.send(Err(e));
                             return;
                         }
                     };
-                    while let Some((job, queued_at)) = next_job(&shared) {
+                    while let Some((pass, job, queued_at)) = next_job(&shared) {
                         // What is logged about a segment names it, in every process.
                         let _segment =
                             tracing::info_span!("segment", seg_id = job.seg_id).entered();
                         let waited = queued_at.elapsed();
                         let started = Instant::now();
-                        let outcome = whisper.transcribe(&job.samples, job.speech_s);
+                        let outcome = engine.transcribe(pass, &job.samples, job.speech_s);
                         let elapsed = started.elapsed();
                         // Report before marking idle, so the backlog never reads 0 while a
                         // result is still unpublished.
                         on_done(Done {
+                            pass,
                             seg_id: job.seg_id,
                             start: job.start,
                             end: job.end,
@@ -152,12 +230,14 @@ impl Worker {
                             elapsed,
                             waited,
                         });
-                        shared.lock().busy = false;
+                        shared.lock().busy = None;
                         shared.changed.notify_all();
-                        // Nothing waiting: give back what decoding touched (about 20 ms;
-                        // a segment arriving meanwhile waits that long).
-                        if shared.lock().jobs.is_empty()
-                            && let Err(e) = whisper.shed()
+                        // Nothing waiting after a final: give back what decoding touched
+                        // (about 20 ms; a segment arriving meanwhile waits that long). Not
+                        // after a partial: the segment is still open, its final comes soon.
+                        if pass == Pass::Final
+                            && shared.lock().jobs.is_empty()
+                            && let Err(e) = engine.shed()
                         {
                             tracing::warn!("{e}; the next segment tries again");
                         }
@@ -196,16 +276,40 @@ impl Worker {
                 }
             }
         }
+        // A partial of this segment or an earlier one would come after its final.
+        if queue.partial.as_ref().is_some_and(|(p, _)| p.seg_id <= job.seg_id) {
+            queue.partial = None;
+        }
         queue.jobs.push_back((job, Instant::now()));
         drop(queue);
         self.shared.changed.notify_all();
         dropped.map_or(Submitted::Queued, Submitted::DroppedOldest)
     }
 
-    /// Segments closed but not yet transcribed: waiting, plus the one in progress.
+    /// Offers a partial pass over an open segment: taken into the slot (replacing a waiting
+    /// one) unless a final is waiting.
+    pub fn offer_partial(&self, job: Job) -> Offered {
+        let mut queue = self.shared.lock();
+        if queue.closed || !queue.jobs.is_empty() {
+            return Offered::Skipped;
+        }
+        queue.partial = Some((job, Instant::now()));
+        drop(queue);
+        self.shared.changed.notify_all();
+        Offered::Taken
+    }
+
+    /// Whether a partial pass is waiting or running.
+    pub fn partial_pending(&self) -> bool {
+        let queue = self.shared.lock();
+        queue.partial.is_some() || queue.busy == Some(Pass::Partial)
+    }
+
+    /// Segments closed but not yet transcribed: waiting, plus the one in progress (partial
+    /// passes are not counted).
     pub fn backlog(&self) -> usize {
         let queue = self.shared.lock();
-        queue.jobs.len() + usize::from(queue.busy)
+        queue.jobs.len() + usize::from(queue.busy == Some(Pass::Final))
     }
 
     /// Whether the whisper thread is still running (it ends once [`Worker::finish`] has
@@ -231,19 +335,175 @@ impl Drop for Worker {
     }
 }
 
-/// Blocks until there is a job (→ `Some`) or the queue is closed and empty (→ `None`).
-fn next_job(shared: &Shared) -> Option<(Job, Instant)> {
+/// Blocks until there is a job (→ `Some`: a final first, else the partial) or the queue is
+/// closed and empty of finals (→ `None`; a waiting partial is dropped then).
+fn next_job(shared: &Shared) -> Option<(Pass, Job, Instant)> {
     let mut queue = shared.lock();
     loop {
-        if let Some(job) = queue.jobs.pop_front() {
-            queue.busy = true;
+        let next = match queue.jobs.pop_front() {
+            Some((job, at)) => Some((Pass::Final, job, at)),
+            None if !queue.closed => queue.partial.take().map(|(job, at)| (Pass::Partial, job, at)),
+            None => None,
+        };
+        if let Some((pass, job, at)) = next {
+            queue.busy = Some(pass);
             drop(queue);
             shared.changed.notify_all();
-            return Some(job);
+            return Some((pass, job, at));
         }
         if queue.closed {
             return None;
         }
         queue = shared.changed.wait(queue).unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// Reports each pass it starts, then waits for the test to let it finish.
+    struct Gate {
+        started: mpsc::Sender<(Pass, u64)>,
+        go: mpsc::Receiver<()>,
+    }
+
+    impl Engine for Gate {
+        fn model_name(&self) -> &str {
+            "gate"
+        }
+
+        fn transcribe(
+            &mut self,
+            pass: Pass,
+            samples: &[f32],
+            _: f64,
+        ) -> Result<Transcription, AsrError> {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let seg_id = samples[0] as u64;
+            let _ = self.started.send((pass, seg_id));
+            let _ = self.go.recv();
+            Ok(Transcription {
+                text: Some(format!("{pass:?} {seg_id}")),
+                raw: String::new(),
+                language: "en".into(),
+                no_speech_prob: 0.0,
+                decodes: 1,
+                runaway: None,
+            })
+        }
+
+        fn shed(&mut self) -> Result<(), AsrError> {
+            Ok(())
+        }
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn job(seg_id: u64) -> Job {
+        Job { seg_id, start: 0.0, end: 1.0, samples: vec![seg_id as f32], speech_s: 1.0 }
+    }
+
+    struct Rig {
+        worker: Worker,
+        started: mpsc::Receiver<(Pass, u64)>,
+        go: mpsc::Sender<()>,
+        done: mpsc::Receiver<(Pass, u64)>,
+    }
+
+    fn rig() -> Rig {
+        let (started_tx, started) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel();
+        let worker = Worker::spawn_with(
+            move || Ok(Gate { started: started_tx, go: go_rx }),
+            4,
+            move |d: Done| {
+                let _ = done_tx.send((d.pass, d.seg_id));
+            },
+        )
+        .unwrap();
+        Rig { worker, started, go, done }
+    }
+
+    impl Rig {
+        fn started(&self) -> (Pass, u64) {
+            self.started.recv_timeout(Duration::from_secs(10)).expect("a pass starts")
+        }
+
+        /// Lets the running pass finish and returns what it reported.
+        fn finish_one(&self) -> (Pass, u64) {
+            self.go.send(()).unwrap();
+            self.done.recv_timeout(Duration::from_secs(10)).expect("a pass ends")
+        }
+    }
+
+    #[test]
+    fn a_final_waits_behind_at_most_the_partial_already_running() {
+        let rig = rig();
+        assert_eq!(rig.worker.offer_partial(job(1)), Offered::Taken);
+        assert_eq!(rig.started(), (Pass::Partial, 1));
+        assert!(rig.worker.partial_pending());
+        // A newer partial waits in the slot; then segment 1 closes: its final drops it.
+        assert_eq!(rig.worker.offer_partial(job(1)), Offered::Taken);
+        assert_eq!(rig.worker.submit(job(1), QueuePolicy::Block), Submitted::Queued);
+        // While a final waits, partials are refused.
+        assert_eq!(rig.worker.offer_partial(job(2)), Offered::Skipped);
+        assert_eq!(rig.worker.backlog(), 1, "partials are not backlog");
+        assert_eq!(rig.finish_one(), (Pass::Partial, 1));
+        assert_eq!(rig.started(), (Pass::Final, 1));
+        assert_eq!(rig.finish_one(), (Pass::Final, 1));
+        assert!(!rig.worker.partial_pending());
+        rig.worker.finish();
+        assert!(rig.started.try_recv().is_err(), "the dropped partial never ran");
+    }
+
+    #[test]
+    fn the_slot_keeps_only_the_latest_partial_and_finals_go_first() {
+        let rig = rig();
+        assert_eq!(rig.worker.submit(job(1), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.started(), (Pass::Final, 1));
+        // Segment 2 is open; three partial passes offered while the final runs: the last wins.
+        for _ in 0..3 {
+            assert_eq!(rig.worker.offer_partial(job(2)), Offered::Taken);
+        }
+        assert_eq!(rig.finish_one(), (Pass::Final, 1));
+        assert_eq!(rig.started(), (Pass::Partial, 2));
+        assert_eq!(rig.finish_one(), (Pass::Partial, 2));
+        // A partial of a later segment is not dropped by an earlier segment's final.
+        assert_eq!(rig.worker.submit(job(2), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.started(), (Pass::Final, 2));
+        assert_eq!(rig.worker.offer_partial(job(3)), Offered::Taken);
+        assert_eq!(rig.worker.submit(job(2), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.finish_one(), (Pass::Final, 2));
+        assert_eq!(rig.started(), (Pass::Final, 2));
+        assert_eq!(rig.finish_one(), (Pass::Final, 2));
+        assert_eq!(rig.started(), (Pass::Partial, 3));
+        assert_eq!(rig.finish_one(), (Pass::Partial, 3));
+        rig.worker.finish();
+    }
+
+    #[test]
+    fn finishing_drains_the_finals_and_drops_a_waiting_partial() {
+        let rig = rig();
+        assert_eq!(rig.worker.submit(job(1), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.started(), (Pass::Final, 1));
+        assert_eq!(rig.worker.offer_partial(job(2)), Offered::Taken);
+        let (go, shared) = (rig.go.clone(), Arc::clone(&rig.worker.shared));
+        let finishing = std::thread::spawn(move || {
+            // Let the final through once finish() has closed the queue.
+            let mut queue = shared.lock();
+            while !queue.closed {
+                queue = shared.changed.wait(queue).unwrap();
+            }
+            drop(queue);
+            go.send(()).unwrap();
+        });
+        rig.worker.finish();
+        finishing.join().unwrap();
+        assert_eq!(rig.done.try_recv().unwrap(), (Pass::Final, 1));
+        assert!(rig.done.try_recv().is_err(), "no partial after finish");
+        assert_eq!(rig.worker.offer_partial(job(3)), Offered::Skipped);
     }
 }

@@ -356,6 +356,10 @@ mod tests {
         );
         check("[daemon]\ntranscribe_queue_size = 0\n", &["daemon.transcribe_queue_size"]);
         check("[daemon]\nheartbeat_interval_ms = 0\n", &["daemon.heartbeat_interval_ms"]);
+        check(
+            "[daemon]\npartial_interval_ms = 50\n",
+            &["daemon.partial_interval_ms", "partials = false"],
+        );
         check("[assistant]\nmax_tool_iterations = 0\n", &["assistant.max_tool_iterations"]);
         check("[assistant]\ntrim_block_turns = 0\n", &["assistant.trim_block_turns"]);
         check(

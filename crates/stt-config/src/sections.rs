@@ -75,6 +75,10 @@ pub struct DaemonConfig {
     pub transcribe_queue_size: u32,
     /// Interval between heartbeat events, in milliseconds.
     pub heartbeat_interval_ms: u64,
+    /// Live partial transcripts while speech is open.
+    pub partials: bool,
+    /// Audio between two partial passes over an open segment, in milliseconds.
+    pub partial_interval_ms: u32,
 }
 
 impl Default for DaemonConfig {
@@ -99,6 +103,8 @@ impl Default for DaemonConfig {
             vad_max_segment_s: 20,
             transcribe_queue_size: 8,
             heartbeat_interval_ms: 1000,
+            partials: true,
+            partial_interval_ms: 500,
         }
     }
 }

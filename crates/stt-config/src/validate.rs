@@ -144,7 +144,18 @@ fn daemon(c: &DaemonConfig) -> Checked {
         c.transcribe_queue_size.into(),
         d.transcribe_queue_size.into(),
     )?;
-    positive("daemon", "heartbeat_interval_ms", c.heartbeat_interval_ms, d.heartbeat_interval_ms)
+    positive("daemon", "heartbeat_interval_ms", c.heartbeat_interval_ms, d.heartbeat_interval_ms)?;
+    if c.partial_interval_ms < 100 {
+        return Err(problem(
+            KeyPath::new("daemon", "partial_interval_ms"),
+            format!(
+                "{} ms is too short: a partial pass takes about 100 ms of whisper; set at least \
+                 100 (default {}), or partials = false",
+                c.partial_interval_ms, d.partial_interval_ms
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn assistant(c: &AssistantConfig) -> Checked {

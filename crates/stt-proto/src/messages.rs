@@ -161,6 +161,28 @@ pub struct Transcript {
     pub speaker_score: Option<f32>,
 }
 
+/// The words of a segment still being spoken, from one pass of the live transcriber: the
+/// first `committed_len` characters are words two passes in a row agreed on (they stay, in
+/// later partials, unless the final transcript says otherwise); the rest may still change.
+/// The segment's `transcript` replaces all of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptPartial {
+    pub seg_id: u64,
+    pub text: String,
+    /// Characters (Unicode scalar values) of `text` that are committed.
+    pub committed_len: usize,
+}
+
+impl TranscriptPartial {
+    /// The committed words and the tentative tail, split where `committed_len` says (a
+    /// length past the end or inside a character is taken as the whole text).
+    pub fn split(&self) -> (&str, &str) {
+        let at =
+            self.text.char_indices().nth(self.committed_len).map_or(self.text.len(), |(i, _)| i);
+        self.text.split_at(at)
+    }
+}
+
 /// All of a segment's events have been published.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SegmentDone {
@@ -238,6 +260,7 @@ family! {
         Hello(Hello) = "hello",
         SpeechStart(SpeechStart) = "speech_start",
         SpeechStop(SpeechStop) = "speech_stop",
+        TranscriptPartial(TranscriptPartial) = "transcript_partial",
         Transcript(Transcript) = "transcript",
         SegmentDone(SegmentDone) = "segment_done",
         Speakers(Speakers) = "speakers",
@@ -252,6 +275,7 @@ impl DaemonEvent {
         match self {
             Self::SpeechStart(e) => Some(e.seg_id),
             Self::SpeechStop(e) => Some(e.seg_id),
+            Self::TranscriptPartial(e) => Some(e.seg_id),
             Self::Transcript(e) => Some(e.seg_id),
             Self::SegmentDone(e) => Some(e.seg_id),
             _ => None,
@@ -637,6 +661,8 @@ family! {
         /// The command buffer changed.
         CommandText { text: String, edited: bool } = "command_text",
         Transcript(Transcript) = "transcript",
+        /// The daemon's `transcript_partial`, relayed.
+        TranscriptPartial(TranscriptPartial) = "transcript_partial",
         SpeechStart(SpeechStart) = "speech_start",
         SpeechStop(SpeechStop) = "speech_stop",
         ToolCall(ToolCall) = "tool_call",

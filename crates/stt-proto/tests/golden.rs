@@ -59,6 +59,14 @@ pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
             r#"{"type":"speech_stop","seg_id":7,"end":14.1}"#,
         ),
         (
+            DaemonEvent::TranscriptPartial(TranscriptPartial {
+                seg_id: 7,
+                text: "what time is".into(),
+                committed_len: 9,
+            }),
+            r#"{"type":"transcript_partial","seg_id":7,"text":"what time is","committed_len":9}"#,
+        ),
+        (
             DaemonEvent::Transcript(transcript(None)),
             r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}"#,
         ),
@@ -211,6 +219,14 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 ..transcript(None)
             }),
             r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":"spk_0002","speaker_status":"unknown","speaker":null,"speaker_score":0.41}"#,
+        ),
+        (
+            AssistantEvent::TranscriptPartial(TranscriptPartial {
+                seg_id: 8,
+                text: "and tomor".into(),
+                committed_len: 3,
+            }),
+            r#"{"type":"transcript_partial","seg_id":8,"text":"and tomor","committed_len":3}"#,
         ),
         (
             AssistantEvent::SpeechStart(SpeechStart { seg_id: 8, start: 15.0 }),
@@ -456,4 +472,19 @@ fn a_request_id_comes_back_as_in_reply_to() {
         assert_eq!(parse::<AssistantEvent>(golden.as_bytes()), Ok(reply));
         assert!(doc.contains(request) && doc.contains(golden), "docs/PROTOCOL.md lacks {golden}");
     }
+}
+
+#[test]
+fn a_partial_splits_into_committed_words_and_the_tentative_tail() {
+    let partial = |text: &str, committed_len| TranscriptPartial {
+        seg_id: 1,
+        text: text.into(),
+        committed_len,
+    };
+    assert_eq!(partial("what time is", 9).split(), ("what time", " is"));
+    assert_eq!(partial("what time is", 0).split(), ("", "what time is"));
+    // Characters, not bytes.
+    assert_eq!(partial("café au lait", 7).split(), ("café au", " lait"));
+    // Past the end: all of it is committed.
+    assert_eq!(partial("done", 40).split(), ("done", ""));
 }

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 pub use config::VadConfig;
 pub use gate::Gated;
 pub use prob::{Earshot, SpeechProb};
-pub use segmenter::{SegEvent, Segmenter, Settled};
+pub use segmenter::{Growing, SegEvent, Segmenter, Settled};
 pub use silero::Silero;
 
 /// The sample rate every function here expects, in Hz (mono `f32` in `[-1, 1]`).

@@ -61,6 +61,14 @@ pub struct Settled {
     pub speech_s: f64,
 }
 
+/// The open segment while it grows (see [`Segmenter::growing`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growing<'a> {
+    pub start_s: f64,
+    pub samples: &'a [f32],
+    pub speech_s: f64,
+}
+
 /// Turns a 16 kHz mono stream into speech segments; see the [crate docs](crate).
 pub struct Segmenter<P = Earshot> {
     prob: P,
@@ -202,6 +210,17 @@ impl<P: SpeechProb> Segmenter<P> {
     /// Whether a segment is open (a `Start` was reported and its `End` not yet).
     pub fn in_segment(&self) -> bool {
         self.open.is_some()
+    }
+
+    /// The open segment so far: its audio from its start to now, and the seconds of speech in
+    /// it (first to last speech frame). `None` when no segment is open. For live partial
+    /// transcripts; the segment's `End` may still add to it or trim its tail.
+    pub fn growing(&self) -> Option<Growing<'_>> {
+        self.open.as_ref().map(|o| Growing {
+            start_s: secs(o.start),
+            samples: &o.samples,
+            speech_s: secs(o.speech_end.saturating_sub(o.speech_start)),
+        })
     }
 
     /// The open segment as its `End` will carry it, once per pause in its speech: when the
@@ -502,6 +521,34 @@ mod tests {
         // A pause shorter than the tail settles nothing.
         let (probs, audio) = scene(&[(200, 0.0), (800, 0.9), (200, 0.0), (800, 0.9)], &[]);
         assert!(run_settled(&probs, &audio).1.is_empty());
+    }
+
+    #[test]
+    fn the_growing_segment_is_the_start_of_what_its_end_carries() {
+        let (probs, audio) = scene(&[(500, 0.0), (1200, 0.9), (800, 0.0)], &[]);
+        let mut seg = Segmenter::with_prob(cfg(), Script { probs, next: 0 }).unwrap();
+        let mut seen = Vec::new();
+        let mut events = Vec::new();
+        for frame in audio.chunks(FRAME) {
+            events.extend(seg.push(frame));
+            if let Some(g) = seg.growing() {
+                seen.push((g.start_s, g.samples.to_vec(), g.speech_s));
+            }
+        }
+        let Some(SegEvent::End { start_s, samples, .. }) = events.get(1) else {
+            panic!("{events:?}")
+        };
+        assert!(seg.growing().is_none(), "closed");
+        assert!(!seen.is_empty());
+        for (at, grown, _) in &seen {
+            assert_eq!(at, start_s);
+            let n = grown.len().min(samples.len());
+            assert_eq!(grown[..n], samples[..n], "what grew is what the end carries");
+        }
+        // It grows a frame at a time, and its speech with it, never beyond the audio.
+        assert!(seen.windows(2).all(|w| w[1].1.len() == w[0].1.len() + FRAME));
+        assert!(seen.iter().all(|(_, grown, speech)| *speech <= grown.len() as f64 / 16_000.0));
+        assert!(seen.last().unwrap().2 > 1.0, "{:?}", seen.last().unwrap().2);
     }
 
     fn check(cfg: VadConfig, timeline: &[(u32, f32)], dips: &[(u32, u32)], expected: &[&str]) {

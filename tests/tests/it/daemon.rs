@@ -295,6 +295,74 @@ fn fed_faster_than_real_time_the_backlog_rises_and_drains() {
 }
 
 #[test]
+fn while_a_sentence_is_spoken_its_words_show_and_settle_before_the_final() {
+    let _turn = one_at_a_time();
+    let lines = &LINES[2..5];
+    let file = speech().clip(&speech::spoken(lines), Format::wav(16_000, 1));
+    let sandbox = sandbox("");
+    // At real time, as a microphone gives it.
+    let mut daemon =
+        sandbox.spawn("stt-daemon", &["--input", path_str(&file), "--wait-for-subscriber"]);
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    let events = run_to_the_end(&sandbox, &mut daemon, &subscriber);
+    let texts = segment_texts(&events, lines.len(), "the file at real time");
+    let said = lines.iter().map(|l| l.text).collect::<Vec<_>>().join(" ");
+    let wer = speech::wer(&said, &texts.join(" "));
+    assert!(wer <= MAX_WER, "WER {:.1}% with partials on: {texts:?}", wer * 100.0);
+
+    let mut report = String::new();
+    let mut early = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let start = events.iter().position(|e| matches!(e, DaemonEvent::SpeechStart(_)));
+        let id = events
+            .iter()
+            .filter_map(|e| match e {
+                DaemonEvent::SpeechStart(s) => Some(s.seg_id),
+                _ => None,
+            })
+            .nth(i)
+            .unwrap();
+        assert!(start.is_some());
+        let mine: Vec<&DaemonEvent> = events.iter().filter(|e| e.seg_id() == Some(id)).collect();
+        let stop = mine.iter().position(|e| matches!(e, DaemonEvent::SpeechStop(_))).unwrap();
+        let partials: Vec<(usize, &stt_proto::TranscriptPartial)> = mine
+            .iter()
+            .enumerate()
+            .filter_map(|(at, e)| match e {
+                DaemonEvent::TranscriptPartial(p) => Some((at, p)),
+                _ => None,
+            })
+            .collect();
+        report.push_str(&format!("  {:?}\n", line.text));
+        for (_, p) in &partials {
+            let (committed, tail) = p.split();
+            report.push_str(&format!("    [{committed}]{tail}\n"));
+        }
+        // Each sentence is 2-3 s long: whisper has had a look at it before it ended.
+        assert!(partials.len() >= 2, "segment {id}: {} partials\n{report}", partials.len());
+        if partials.first().is_some_and(|(at, _)| *at < stop) {
+            early += 1;
+        }
+        // What is committed stays: each partial starts with the last one's committed words.
+        for pair in partials.windows(2) {
+            let (before, after) = (pair[0].1, pair[1].1);
+            let (kept, _) = before.split();
+            assert!(
+                after.committed_len >= before.committed_len && after.text.starts_with(kept),
+                "segment {id}: {before:?} then {after:?}\n{report}"
+            );
+        }
+        // The last partial heard most of what the final did.
+        let last = words(&partials.last().unwrap().1.text);
+        let heard = words(&texts[i]);
+        let shared = heard.iter().filter(|w| last.contains(w)).count();
+        assert!(shared * 2 >= heard.len(), "segment {id}: {last:?} against {heard:?}\n{report}");
+    }
+    note(&format!("partials:\n{report}"));
+    assert_eq!(early, lines.len(), "every sentence shows words before it ends\n{report}");
+}
+
+#[test]
 fn transcribe_prints_one_line_per_segment_and_nothing_else() {
     let lines = transcribe_lines("", Format::wav(22_050, 1));
     expect_spoken(&lines, "stt-daemon transcribe");
@@ -462,7 +530,8 @@ fn stop(sandbox: &Sandbox, daemon: &mut Proc) {
 // ---- checks ------------------------------------------------------------------------------
 
 /// The transcripts of a run, one per sentence, after checking that each segment published
-/// exactly `speech_start`, `speech_stop`, `transcript`, `segment_done` in that order, that
+/// exactly `speech_start`, `speech_stop`, `transcript`, `segment_done` in that order (with
+/// any `transcript_partial`s after the start and before the transcript), that
 /// segment ids increase, that there is one segment per sentence, and that nothing failed.
 fn segments(events: &[DaemonEvent], what: &str) -> Vec<String> {
     segment_texts(events, LINES.len(), what)
@@ -491,7 +560,17 @@ fn segment_texts(events: &[DaemonEvent], expected: usize, what: &str) -> Vec<Str
     }
     let mut texts = Vec::new();
     for &id in &ids {
-        let group: Vec<&DaemonEvent> = events.iter().filter(|e| e.seg_id() == Some(id)).collect();
+        let all: Vec<&DaemonEvent> = events.iter().filter(|e| e.seg_id() == Some(id)).collect();
+        // Live partials come anywhere after the start, but never after the transcript.
+        let last_partial = all.iter().rposition(|e| matches!(e, DaemonEvent::TranscriptPartial(_)));
+        let transcript = all.iter().position(|e| matches!(e, DaemonEvent::Transcript(_)));
+        if let (Some(p), Some(t)) = (last_partial, transcript)
+            && p > t
+        {
+            fail(format!("segment {id} has a partial after its transcript: {all:?}"));
+        }
+        let group: Vec<&DaemonEvent> =
+            all.into_iter().filter(|e| !matches!(e, DaemonEvent::TranscriptPartial(_))).collect();
         match group[..] {
             [
                 DaemonEvent::SpeechStart(start),
