@@ -4,7 +4,8 @@
 //!
 //! Modules, in reading order: [`cli`] (flags and subcommands), [`settings`] (config →
 //! the library crates' settings), [`pipeline`] (the threads and what each publishes),
-//! [`live`] (when partial passes run and what of them is published),
+//! [`live`] (when partial passes run and what of them is published), [`vocabulary`] (the
+//! words whisper is told to expect),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
 //! that runs the daemon, the assistant and the TUI as children).
 //!
@@ -22,6 +23,7 @@ pub mod settings;
 pub mod speakers;
 pub mod transcribe;
 pub mod up;
+pub mod vocabulary;
 
 pub use cli::{Cli, Command, UpArgs};
 

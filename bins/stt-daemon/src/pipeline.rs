@@ -22,7 +22,7 @@
 //! when no closed segment waits, and the whisper thread publishes what two passes agree on
 //! ([`crate::live::Live`]). A segment's partials all come before its `transcript`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -40,6 +40,7 @@ use stt_proto::{
 };
 
 use crate::live::{Live, Schedule};
+use crate::vocabulary::Vocabulary;
 use stt_vad::SegEvent;
 
 use crate::settings::VadSegmenter;
@@ -137,7 +138,12 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         std::thread::Builder::new()
             .name("vad".into())
             .spawn(move || {
-                let mut lanes = Lanes { worker: &worker, speakers: speakers.as_ref(), partials };
+                let mut lanes = Lanes {
+                    worker: &worker,
+                    speakers: speakers.as_ref(),
+                    partials,
+                    vocabulary: RefCell::new(Vocabulary::new(&config)),
+                };
                 let outcome = segment(segmenter, &audio_rx, &mut lanes, policy, &heart, &publisher);
                 let _ = ended_tx.send(outcome);
             })
@@ -234,6 +240,7 @@ struct Lanes<'a> {
     worker: &'a Worker,
     speakers: Option<&'a Lane>,
     partials: Option<Schedule>,
+    vocabulary: RefCell<Vocabulary>,
 }
 
 /// The VAD thread: audio in, segments out. Returns when the input ends or goes away.
@@ -274,7 +281,14 @@ fn segment(
                     if let Some(speakers) = lanes.speakers {
                         speakers.submit(seg_id, &samples, speech_s);
                     }
-                    let job = Job { seg_id, start: start_s, end: end_s, samples, speech_s };
+                    let job = Job {
+                        seg_id,
+                        start: start_s,
+                        end: end_s,
+                        samples,
+                        speech_s,
+                        vocabulary: lanes.vocabulary.borrow_mut().current(),
+                    };
                     match lanes.worker.submit(job, policy) {
                         Submitted::Queued => {}
                         Submitted::DroppedOldest(old) => {
@@ -306,7 +320,7 @@ fn segment(
                     if opened.replace(false) {
                         schedule.opened();
                     }
-                    offer_partial(schedule, &segmenter, seg_id, lanes.worker);
+                    offer_partial(schedule, &segmenter, seg_id, lanes.worker, &lanes.vocabulary);
                 }
                 // A pause as long as the segment's tail: the speaker lane may start on it
                 // now, during the hangover, rather than after it beside whisper.
@@ -340,7 +354,13 @@ fn segment(
 }
 
 /// Offers the whisper worker a partial pass over the open segment `seg_id`, when one is due.
-fn offer_partial(schedule: &mut Schedule, segmenter: &VadSegmenter, seg_id: u64, worker: &Worker) {
+fn offer_partial(
+    schedule: &mut Schedule,
+    segmenter: &VadSegmenter,
+    seg_id: u64,
+    worker: &Worker,
+    vocabulary: &RefCell<Vocabulary>,
+) {
     let Some(grown) = segmenter.growing() else { return };
     if !schedule.due(grown.samples.len(), grown.speech_s, worker.partial_pending()) {
         return;
@@ -351,6 +371,7 @@ fn offer_partial(schedule: &mut Schedule, segmenter: &VadSegmenter, seg_id: u64,
         end: grown.start_s + stt_asr::whisper::seconds(grown.samples),
         samples: grown.samples.to_vec(),
         speech_s: grown.speech_s,
+        vocabulary: vocabulary.borrow_mut().current(),
     };
     if worker.offer_partial(job) == Offered::Taken {
         schedule.taken(grown.samples.len());

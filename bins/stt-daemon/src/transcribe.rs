@@ -42,6 +42,7 @@ pub fn run(config: &Config, cli: &Cli, file: &Path) -> anyhow::Result<()> {
         .context("cannot start the voice detector's thread")?;
 
     let mut whisper = Whisper::load(settings::asr(config, cli)?)?;
+    whisper.set_vocabulary(&crate::vocabulary::Vocabulary::new(config).current())?;
     let mut out = std::io::stdout().lock();
     transcribe(&mut whisper, &segments, &mut out)?;
     // The segmenter is done once its channel has closed; the reader has then ended too

@@ -32,6 +32,9 @@ pub struct Job {
     pub samples: Vec<f32>,
     /// Seconds of speech in it, as the voice detector measured them.
     pub speech_s: f64,
+    /// Words to expect ([`Whisper::set_vocabulary`]); the same `Arc` from job to job while
+    /// it does not change.
+    pub vocabulary: Arc<[String]>,
 }
 
 /// Which kind of pass a job is.
@@ -52,6 +55,8 @@ pub trait Engine {
         samples: &[f32],
         speech_s: f64,
     ) -> Result<Transcription, AsrError>;
+    /// Words to expect from now on.
+    fn set_vocabulary(&mut self, terms: &[String]) -> Result<(), AsrError>;
     /// Gives back memory when idle.
     fn shed(&mut self) -> Result<(), AsrError>;
 }
@@ -71,6 +76,10 @@ impl Engine for Whisper {
             Pass::Final => Whisper::transcribe(self, samples, speech_s),
             Pass::Partial => Whisper::partial(self, samples, speech_s),
         }
+    }
+
+    fn set_vocabulary(&mut self, terms: &[String]) -> Result<(), AsrError> {
+        Whisper::set_vocabulary(self, terms).map(drop)
     }
 
     fn shed(&mut self) -> Result<(), AsrError> {
@@ -211,10 +220,17 @@ impl Worker {
                             return;
                         }
                     };
+                    let mut vocabulary: Arc<[String]> = Arc::from(Vec::new());
                     while let Some((pass, job, queued_at)) = next_job(&shared) {
                         // What is logged about a segment names it, in every process.
                         let _segment =
                             tracing::info_span!("segment", seg_id = job.seg_id).entered();
+                        if !Arc::ptr_eq(&vocabulary, &job.vocabulary) {
+                            vocabulary = Arc::clone(&job.vocabulary);
+                            if let Err(e) = engine.set_vocabulary(&vocabulary) {
+                                tracing::warn!("{e}; transcribing without the vocabulary");
+                            }
+                        }
                         let waited = queued_at.elapsed();
                         let started = Instant::now();
                         let outcome = engine.transcribe(pass, &job.samples, job.speech_s);
@@ -395,6 +411,10 @@ mod tests {
             })
         }
 
+        fn set_vocabulary(&mut self, _: &[String]) -> Result<(), AsrError> {
+            Ok(())
+        }
+
         fn shed(&mut self) -> Result<(), AsrError> {
             Ok(())
         }
@@ -402,7 +422,14 @@ mod tests {
 
     #[allow(clippy::cast_precision_loss)]
     fn job(seg_id: u64) -> Job {
-        Job { seg_id, start: 0.0, end: 1.0, samples: vec![seg_id as f32], speech_s: 1.0 }
+        Job {
+            seg_id,
+            start: 0.0,
+            end: 1.0,
+            samples: vec![seg_id as f32],
+            speech_s: 1.0,
+            vocabulary: Arc::from(Vec::new()),
+        }
     }
 
     struct Rig {

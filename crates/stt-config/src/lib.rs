@@ -25,6 +25,8 @@
 //! - `parse`: text to [`Config`]; maps serde's byte spans to key paths and lines.
 //! - `validate`: the checks beyond types.
 //! - [`dirs`]: the config file, data and runtime directories, and the socket paths.
+//! - [`vocabulary`]: the user's words for whisper, from `[daemon].vocabulary` and the
+//!   vocabulary file that `stt-ctl vocabulary` writes.
 //! - `error`: [`ConfigError`].
 //!
 //! # Invariants
@@ -42,6 +44,7 @@ mod error;
 mod parse;
 mod sections;
 mod validate;
+pub mod vocabulary;
 
 pub use dirs::Env;
 pub use error::ConfigError;
@@ -360,6 +363,7 @@ mod tests {
             "[daemon]\npartial_interval_ms = 50\n",
             &["daemon.partial_interval_ms", "partials = false"],
         );
+        check("[daemon]\nvocabulary = [\"Efren\", \" \"]\n", &["daemon.vocabulary", "\" \""]);
         check("[assistant]\nmax_tool_iterations = 0\n", &["assistant.max_tool_iterations"]);
         check("[assistant]\ntrim_block_turns = 0\n", &["assistant.trim_block_turns"]);
         check(

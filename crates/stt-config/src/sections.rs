@@ -79,6 +79,9 @@ pub struct DaemonConfig {
     pub partials: bool,
     /// Audio between two partial passes over an open segment, in milliseconds.
     pub partial_interval_ms: u32,
+    /// Words whisper is told to expect (names, jargon), beside those in
+    /// `<data_dir>/vocabulary.txt` (`stt-ctl vocabulary add`).
+    pub vocabulary: Vec<String>,
 }
 
 impl Default for DaemonConfig {
@@ -105,6 +108,7 @@ impl Default for DaemonConfig {
             heartbeat_interval_ms: 1000,
             partials: true,
             partial_interval_ms: 500,
+            vocabulary: Vec::new(),
         }
     }
 }

@@ -155,6 +155,12 @@ fn daemon(c: &DaemonConfig) -> Checked {
             ),
         ));
     }
+    if let Some(word) = c.vocabulary.iter().find(|w| w.trim().is_empty() || w.contains('\n')) {
+        return Err(problem(
+            KeyPath::new("daemon", "vocabulary"),
+            format!("holds {word:?}: each entry is a word or a short phrase on one line"),
+        ));
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! socket override) and one connect-send-receive.
 
 pub mod play;
+pub mod vocabulary;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -154,10 +155,30 @@ pub enum Verb {
         #[command(subcommand)]
         verb: MemoryVerb,
     },
+    /// The words whisper should expect (names, jargon it misspells): list, add or remove
+    /// them; the running daemon takes a change from its next segment
+    Vocabulary {
+        #[command(subcommand)]
+        verb: VocabularyVerb,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
     ConfigDefault,
+}
+
+/// What `stt-ctl vocabulary` does.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum VocabularyVerb {
+    /// Show the vocabulary: `[daemon].vocabulary`, then the vocabulary file's
+    List,
+    /// Add terms to the vocabulary file, each a word or a short phrase (quote a phrase)
+    Add {
+        #[arg(required = true, num_args = 1.., value_name = "TERM")]
+        terms: Vec<String>,
+    },
+    /// Remove a term from the vocabulary file
+    Remove { term: String },
 }
 
 /// What `stt-ctl memory` does.
@@ -273,7 +294,10 @@ impl Verb {
             Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
             Self::ChatStop => Request::ChatStop,
             Self::Memory { verb } => Request::Memory(verb.request()),
-            Self::Completions { .. } | Self::ConfigDefault | Self::SpeakerPlay { .. } => {
+            Self::Completions { .. }
+            | Self::ConfigDefault
+            | Self::SpeakerPlay { .. }
+            | Self::Vocabulary { .. } => {
                 return None;
             }
         })
@@ -296,6 +320,9 @@ pub fn main() -> ExitCode {
 pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     if let Verb::SpeakerPlay { id, print } = &cli.verb {
         return play::run(cli, id, *print, out, err);
+    }
+    if let Verb::Vocabulary { verb } = &cli.verb {
+        return vocabulary::run(cli, verb, out, err);
     }
     let Some(request) = cli.verb.request() else {
         return local(&cli.verb, out);

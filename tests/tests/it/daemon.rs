@@ -363,6 +363,53 @@ fn while_a_sentence_is_spoken_its_words_show_and_settle_before_the_final() {
 }
 
 #[test]
+fn a_word_added_with_stt_ctl_is_spelled_right_by_the_running_daemon() {
+    let _turn = one_at_a_time();
+    // tiny.en hears espeak-ng's "Siobhan" as "Siwaan" without being told the name.
+    let line = Line { text: "ask Siobhan to check the dashboard", voice: "en-us" };
+    let raw =
+        std::fs::read(speech().clip(&speech::spoken(&[line]), Format::raw(16_000, 1))).unwrap();
+    let sandbox = sandbox("");
+    let (mut daemon, mut stdin) = sandbox.spawn_with_stdin(
+        "stt-daemon",
+        &["--input", "-", "--format", "s16le", "--rate", "16000", "--wait-for-subscriber"],
+    );
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    let transcripts = |seen: &Seen| -> Vec<String> {
+        seen.events
+            .iter()
+            .filter_map(|e| match e {
+                DaemonEvent::Transcript(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    use std::io::Write;
+    stdin.write_all(&raw).unwrap();
+    let before = subscriber.wait_for("the first transcript", &daemon, RUN_DEADLINE, |seen| {
+        transcripts(seen).first().cloned()
+    });
+    assert!(!before.contains("Siobhan"), "already right without the vocabulary: {before:?}");
+
+    let out = sandbox.run("stt-ctl", &["vocabulary", "add", "Siobhan"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.contains("added Siobhan"), "{out:?}");
+    let bad = sandbox.run("stt-ctl", &["vocabulary", "add", "two\nlines"]);
+    assert_eq!(bad.code, Some(2), "{bad:?}");
+    assert!(bad.stderr.contains("line break"), "{bad:?}");
+    let list = sandbox.run("stt-ctl", &["vocabulary", "list"]);
+    assert_eq!(list.stdout.trim(), "Siobhan", "{list:?}");
+    // The same words again, after the file changed: the daemon reads it before the segment.
+    stdin.write_all(&raw).unwrap();
+    drop(stdin);
+    let events = run_to_the_end(&sandbox, &mut daemon, &subscriber);
+    let texts = segment_texts(&events, 2, "the sentence twice");
+    // (What the prompt does to the other words is measured, not tested: scripts/bench-asr.)
+    assert!(texts[1].contains("Siobhan"), "not spelled right after `vocabulary add`: {texts:?}");
+    note(&format!("before and after `vocabulary add`: {texts:?}"));
+}
+
+#[test]
 fn transcribe_prints_one_line_per_segment_and_nothing_else() {
     let lines = transcribe_lines("", Format::wav(22_050, 1));
     expect_spoken(&lines, "stt-daemon transcribe");
