@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Live speech benchmark for stt, run by `scripts/bench-asr --only live` (which sets up what
+it needs): the release daemon on bench-asr's 20 espeak-ng utterances paced at real time, once
+with live partial transcripts (`[daemon].partials = true`, the default) and once without, in
+the same run. Measures:
+  - word spoken -> first shown: for every word, the time from the end of that word in the
+    audio to the first event of its segment (a `transcript_partial`, or the `transcript`)
+    showing at least that many words. A word's end is where espeak-ng's speech of the
+    sentence up to that word ends (each prefix is synthesised on its own);
+  - end of spoken audio -> final `transcript`, median and p90;
+  - the daemon's CPU over the run (user + system seconds, from getrusage);
+  - committed words the final changed: of the words the last partial of a segment had
+    committed, how many the final transcript has otherwise or not at all;
+  - the finals' WER, which partials must not raise.
+Prints a Markdown report and, with --write FILE, replaces its section in FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("bench_asr", HERE / "bench-asr.py")
+asr = importlib.util.module_from_spec(spec)
+assert spec.loader is not None
+spec.loader.exec_module(asr)
+
+SECTION = "bench-live"
+
+
+def log(msg: str) -> None:
+    print(f"bench-live: {msg}", file=sys.stderr, flush=True)
+
+
+def word_ends(work: Path, n: int, voice: str, wpm: int, text: str) -> list[float]:
+    """Seconds from the start of the sentence's speech to the end of each of its words."""
+    words = text.split()
+    ends = []
+    for k in range(1, len(words) + 1):
+        raw = work / f"prefix{n:02}-{k:02}.wav"
+        conv = work / f"prefix{n:02}-{k:02}-16k.wav"
+        subprocess.run(["espeak-ng", "-v", voice, "-s", str(wpm), "-w", str(raw), " ".join(words[:k])], check=True)
+        subprocess.run(["sox", "-R", str(raw), "-r", str(asr.RATE), "-c", "1", "-b", "16", "-e", "signed-integer", str(conv)],
+                       check=True)
+        x = asr.read_wav(conv)
+        loud = np.flatnonzero(np.abs(x) >= asr.SILENT)
+        ends.append((loud[-1] + 1 - loud[0]) / asr.RATE if len(loud) else 0.0)
+    # Never past the whole sentence's end (a prefix ends a little longer: a final fall).
+    whole = ends[-1]
+    return [min(e, whole) for e in ends]
+
+
+def children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def aligned_changes(committed: list[str], final: list[str]) -> int:
+    """Committed words the final has otherwise or not at all: the edits of the best alignment
+    of `committed` to a prefix of `final`, less those that only add final words."""
+    if not committed:
+        return 0
+    # Edit distance of committed to every prefix of final; the best prefix.
+    prev = list(range(len(final) + 1))
+    for i, c in enumerate(committed, 1):
+        cur = [i] + [0] * len(final)
+        for j, f in enumerate(final, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (c != f))
+        prev = cur
+    return min(prev)
+
+
+def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[int, list[float]], work: Path,
+        partials: bool) -> dict:
+    tag = "partials" if partials else "finals"
+    config = "" if partials else "[daemon]\npartials = false\n"
+    cpu0 = children_cpu_s()
+    d = asr.Daemon(binary, model, session, work, f"live-{tag}", config)
+    t0 = d.wait_hello()
+    total = max(c["session_end"] for c in clips) + asr.GAP_S
+    d.wait(total + 120)
+    cpu = children_cpu_s() - cpu0
+    by_seg: dict[int, list[tuple[float, dict]]] = {}
+    for at, ev in d.events:
+        sid = ev.get("seg_id")
+        if sid is not None:
+            by_seg.setdefault(sid, []).append((at, ev))
+    shown_lat, final_lat, changed, committed_n, pairs, partial_counts = [], [], 0, 0, [], []
+    segs_per_clip = []
+    for c in clips:
+        mine = [sid for sid, evs in by_seg.items()
+                if any(ev["type"] == "speech_start" and ev["start"] < c["session_end"] for _, ev in evs)
+                and any(ev["type"] == "speech_stop" and ev["end"] > c["session_start"] for _, ev in evs)]
+        segs_per_clip.append(len(mine))
+        events = sorted((x for sid in mine for x in by_seg[sid]), key=lambda x: x[0])
+        finals = [(at, ev) for at, ev in events if ev["type"] == "transcript"]
+        partial = [(at, ev) for at, ev in events if ev["type"] == "transcript_partial"]
+        partial_counts.append(len(partial))
+        text = " ".join(ev["text"] for _, ev in finals)
+        pairs.append(asr.errors(c["text"], text))
+        if len(mine) != 1 or not finals:
+            continue
+        final_at, final = finals[-1]
+        final_lat.append((final_at - (t0 + c["session_end"])) * 1000)
+        # Word k (1-based) is shown by the first event with at least k words.
+        for k, end in enumerate(ends[c["n"]], 1):
+            spoken_at = t0 + c["session_start"] + end
+            for at, ev in events:
+                if ev["type"] in ("transcript_partial", "transcript") and len(asr.normalize(ev["text"])) >= k:
+                    shown_lat.append(max(0.0, at - spoken_at) * 1000)
+                    break
+        if partial:
+            last = partial[-1][1]
+            committed = asr.normalize(last["text"][: last["committed_len"]])
+            committed_n += len(committed)
+            changed += aligned_changes(committed, asr.normalize(final["text"]))
+    return {"shown": shown_lat, "final": final_lat, "cpu_s": cpu, "wer": asr.wer_of(pairs),
+            "changed": changed, "committed": committed_n, "partials": sum(partial_counts),
+            "split": sum(1 for n in segs_per_clip if n > 1), "missed": sum(1 for n in segs_per_clip if n == 0),
+            "audio_s": total, "exit": d.proc.returncode}
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    return float(np.percentile(xs, q))
+
+
+def report(args, clips, runs: dict[str, dict], noise: str) -> str:
+    on, off = runs["partials"], runs["finals"]
+    words = sum(len(asr.normalize(c["text"])) for c in clips)
+    out = [
+        "## Live partial transcripts (`scripts/bench-asr --only live`)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release build, whisper "
+        f"`{Path(args.model).name}` on {args.threads} threads, the shipped defaults but for `partials`. "
+        f"Reproduce with `scripts/bench-asr --only live` (about 5 minutes; `scripts/bench-live.py` measures).",
+        "",
+        f"**Clips**: bench-asr's {len(clips)} espeak-ng utterances ({words} words, 0.8–6.7 s of speech each), "
+        f"1.8 s apart in one WAV paced at real time ({on['audio_s']:.0f} s), read by the release daemon twice: "
+        "with live partials and without. A word's time is the end of the sentence's speech up to it (each prefix "
+        "synthesised alone); *first shown* is from there to the first event of its segment (a partial, or the "
+        "final) holding at least that many words. End of speech → final is from the end of the utterance's audio "
+        "to its `transcript`. CPU is the daemon's user + system time over the whole run (getrusage). "
+        f"Machine noise during the runs: {noise}.",
+        "",
+        "| | partials on (`partial_interval_ms` = 500) | partials off |",
+        "|---|---:|---:|",
+        f"| word spoken → first shown, median | {pct(on['shown'], 50):.0f} ms | {pct(off['shown'], 50):.0f} ms |",
+        f"| word spoken → first shown, p90 | {pct(on['shown'], 90):.0f} ms | {pct(off['shown'], 90):.0f} ms |",
+        f"| end of speech → final, median | {pct(on['final'], 50):.0f} ms | {pct(off['final'], 50):.0f} ms |",
+        f"| end of speech → final, p90 | {pct(on['final'], 90):.0f} ms | {pct(off['final'], 90):.0f} ms |",
+        f"| daemon CPU over the run | {on['cpu_s']:.1f} s ({on['cpu_s'] / on['audio_s'] * 100:.0f}% of a core) "
+        f"| {off['cpu_s']:.1f} s ({off['cpu_s'] / off['audio_s'] * 100:.0f}% of a core) |",
+        f"| partials published | {on['partials']} | – |",
+        f"| committed words the final changed | {on['changed']} of {on['committed']} "
+        f"({on['changed'] / max(on['committed'], 1) * 100:.1f}%) | – |",
+        f"| WER of the finals | {on['wer'] * 100:.1f}% | {off['wer'] * 100:.1f}% |",
+        f"| utterances split in two / missed | {on['split']} / {on['missed']} | {off['split']} / {off['missed']} |",
+        "",
+        "**Targets** (issue 26): word spoken → first shown median ≤ 0.6 s: "
+        f"**{'met' if pct(on['shown'], 50) <= 600 else 'not met'}** ({pct(on['shown'], 50):.0f} ms); "
+        f"p90 ≤ 1.0 s: **{'met' if pct(on['shown'], 90) <= 1000 else 'not met'}** ({pct(on['shown'], 90):.0f} ms); "
+        "committed words changed by the final ≤ 5%: "
+        f"**{'met' if on['changed'] <= 0.05 * max(on['committed'], 1) else 'not met'}**; "
+        f"the finals' WER with partials on not above it without: **{'met' if on['wer'] <= off['wer'] else 'not met'}** "
+        f"({on['wer'] * 100:.1f}% against {off['wer'] * 100:.1f}%).",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--daemon", required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--clips", type=int, default=len(asr.UTTERANCES))
+    p.add_argument("--write")
+    a = p.parse_args()
+    work = Path(a.work)
+    utterances = asr.UTTERANCES[: a.clips]
+    log(f"making {len(utterances)} clips and their word times")
+    clips, session = asr.make_clips(work, utterances)
+    ends = {c["n"]: word_ends(work, c["n"], c["voice"], c["wpm"], c["text"]) for c in clips}
+    runs = {}
+    for partials in (True, False):
+        tag = "partials" if partials else "finals"
+        log(f"daemon at real time, {tag}")
+        with asr.Phase(f"daemon {tag}"):
+            runs[tag] = run(a.daemon, a.model, session, clips, ends, work, partials)
+    body = report(a, clips, runs, asr.noise_summary())
+    print(body)
+    if a.write:
+        asr.write_section(Path(a.write), body, SECTION, after="<!-- bench-asr:end -->")
+
+
+if __name__ == "__main__":
+    main()
