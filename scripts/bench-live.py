@@ -59,6 +59,31 @@ def word_ends(work: Path, n: int, voice: str, wpm: int, text: str) -> list[float
     return [min(e, whole) for e in ends]
 
 
+def matched(ref: list[str], hyp: list[str]) -> set[int]:
+    """The reference words a best word alignment of `hyp` to `ref` matches exactly."""
+    n, m = len(ref), len(hyp)
+    d = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        d[i][0] = i
+    for j in range(m + 1):
+        d[0][j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
+    out, i, j = set(), n, m
+    while i > 0 and j > 0:
+        if ref[i - 1] == hyp[j - 1] and d[i][j] == d[i - 1][j - 1]:
+            out.add(i - 1)
+            i, j = i - 1, j - 1
+        elif d[i][j] == d[i - 1][j - 1] + 1:
+            i, j = i - 1, j - 1
+        elif d[i][j] == d[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return out
+
+
 def children_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -111,13 +136,18 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
             continue
         final_at, final = finals[-1]
         final_lat.append((final_at - (t0 + c["session_end"])) * 1000)
-        # Word k (1-based) is shown by the first event with at least k words.
-        for k, end in enumerate(ends[c["n"]], 1):
+        # Word k is shown by the first event whose words, aligned to what was said, have it
+        # (a word no event ever gets right: by the first with as many words as reach it).
+        ref = asr.normalize(c["text"])
+        shown = [(at, matched(ref, asr.normalize(ev["text"])), len(asr.normalize(ev["text"])))
+                 for at, ev in events if ev["type"] in ("transcript_partial", "transcript")]
+        for k, end in enumerate(ends[c["n"]]):
             spoken_at = t0 + c["session_start"] + end
-            for at, ev in events:
-                if ev["type"] in ("transcript_partial", "transcript") and len(asr.normalize(ev["text"])) >= k:
-                    shown_lat.append(max(0.0, at - spoken_at) * 1000)
-                    break
+            first = next((at for at, hit, _ in shown if k in hit), None)
+            if first is None:
+                first = next((at for at, _, n in shown if n > k), None)
+            if first is not None:
+                shown_lat.append((first - spoken_at) * 1000)
         if partial:
             last = partial[-1][1]
             committed = asr.normalize(last["text"][: last["committed_len"]])
@@ -149,7 +179,9 @@ def report(args, clips, runs: dict[str, dict], noise: str) -> str:
         f"1.8 s apart in one WAV paced at real time ({on['audio_s']:.0f} s), read by the release daemon twice: "
         "with live partials and without. A word's time is the end of the sentence's speech up to it (each prefix "
         "synthesised alone); *first shown* is from there to the first event of its segment (a partial, or the "
-        "final) holding at least that many words. End of speech → final is from the end of the utterance's audio "
+        "final) whose words, aligned to what was said, have it right (a word no event gets right: the first "
+        "with as many words as reach it). Whisper hears the start of a word before it ends, so a few are "
+        "shown before their end (negative times, counted as they are). End of speech → final is from the end of the utterance's audio "
         "to its `transcript`. CPU is the daemon's user + system time over the whole run (getrusage). "
         f"Machine noise during the runs: {noise}.",
         "",
@@ -157,6 +189,8 @@ def report(args, clips, runs: dict[str, dict], noise: str) -> str:
         "|---|---:|---:|",
         f"| word spoken → first shown, median | {pct(on['shown'], 50):.0f} ms | {pct(off['shown'], 50):.0f} ms |",
         f"| word spoken → first shown, p90 | {pct(on['shown'], 90):.0f} ms | {pct(off['shown'], 90):.0f} ms |",
+        f"| words shown before their end in the audio | {sum(x < 0 for x in on['shown'])} of {len(on['shown'])} "
+        f"| {sum(x < 0 for x in off['shown'])} of {len(off['shown'])} |",
         f"| end of speech → final, median | {pct(on['final'], 50):.0f} ms | {pct(off['final'], 50):.0f} ms |",
         f"| end of speech → final, p90 | {pct(on['final'], 90):.0f} ms | {pct(off['final'], 90):.0f} ms |",
         f"| daemon CPU over the run | {on['cpu_s']:.1f} s ({on['cpu_s'] / on['audio_s'] * 100:.0f}% of a core) "
