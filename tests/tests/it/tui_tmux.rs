@@ -2,7 +2,9 @@
 //! command (a WAV, which `up` plays once the assistant is first armed) against the scripted
 //! model. A person's keys arm the command (`a`), run it (Enter) and quit (`q`); the screen
 //! shows the transcript, the tool's call and result and the answer; and once `q` is
-//! pressed `up` exits 0 with none of its processes left.
+//! pressed `up` exits 0 with none of its processes left. And a real person's recording,
+//! played at real time, shows its words on the open line (live partials) before its final
+//! replaces them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -155,4 +157,46 @@ fn a_spoken_command_runs_from_the_tui_in_tmux_and_q_stops_everything() {
     assert!(log.contains("[up] stopped"), "{log}");
     assert!(!sandbox.daemon_socket().exists(), "the daemon did not clean up:\n{log}");
     assert!(!sandbox.assistant_socket().exists(), "the assistant did not clean up:\n{log}");
+}
+
+#[test]
+fn a_real_recording_shows_its_words_on_the_open_line_before_its_final() {
+    // The longest recording of a person in the test set, played at real time.
+    let clip = stt_testkit::real_speech::test_set()
+        .into_iter()
+        .max_by(|a, b| a.speech_s.total_cmp(&b.speech_s))
+        .expect("the real-speech test set has clips");
+    let sandbox = Sandbox::new();
+    let out = sandbox.root().join("real.wav");
+    stt_testkit::real_speech::session(std::slice::from_ref(&clip), 1.0, &out);
+    let config = sandbox.config_file();
+    std::fs::write(&config, "[llm]\nenabled = false\nlocal_server = false\n").unwrap();
+    let log = sandbox.root().join("up.log");
+    let mut command = sandbox.command("stt-daemon");
+    command.args(["up", "--with-tui", "--play-at-once", "--input"]).arg(&out);
+    command.arg("--config").arg(&config).arg("--log").arg(&log);
+    let tmux = Tmux::start(&command, 120, 40).showing(&log);
+
+    // While the person speaks: the open line, "… " and the words so far.
+    let screen = tmux.wait_for("words on the open line while the recording plays", DEADLINE, |s| {
+        panel(s, "transcripts").is_some_and(|text| {
+            text.lines()
+                .any(|l| l.trim_start().starts_with("… ") && l.split_whitespace().count() > 2)
+        })
+    });
+    let open = panel(&screen, "transcripts").unwrap_or_default();
+    // Then the final replaces it.
+    let said = stt_testkit::real_speech::spoken_words(&clip.text);
+    let screen = tmux.wait_for("the final in place of the open line", DEADLINE, |s| {
+        panel(s, "transcripts").is_some_and(|text| {
+            !text.lines().any(|l| l.trim_start().starts_with("… "))
+                && said.iter().filter(|w| stt_testkit::speech::words(&text).contains(w)).count() * 2
+                    >= said.len()
+        })
+    });
+    eprintln!(
+        "open line while speaking:\n{open}\nthen:\n{}",
+        panel(&screen, "transcripts").unwrap_or_default()
+    );
+    tmux.send("q");
 }
