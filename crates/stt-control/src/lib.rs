@@ -584,6 +584,7 @@ mod tests {
             &["chat-command", "/providers"],
             &["chat-stop"],
             &["memory", "stats"],
+            &["vocabulary", "list"],
             &["completions", "bash"],
             &["config-default"],
         ];
