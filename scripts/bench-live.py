@@ -92,16 +92,7 @@ def children_cpu_s() -> float:
 def aligned_changes(committed: list[str], final: list[str]) -> int:
     """Committed words the final has otherwise or not at all: the edits of the best alignment
     of `committed` to a prefix of `final`, less those that only add final words."""
-    if not committed:
-        return 0
-    # Edit distance of committed to every prefix of final; the best prefix.
-    prev = list(range(len(final) + 1))
-    for i, c in enumerate(committed, 1):
-        cur = [i] + [0] * len(final)
-        for j, f in enumerate(final, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (c != f))
-        prev = cur
-    return min(prev)
+    return min(asr.edit_distance(committed, final[:j]) for j in range(len(final) + 1))
 
 
 def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[int, list[float]], work: Path,
