@@ -18,9 +18,7 @@ Prints a Markdown report and, with --write FILE, replaces its section in FILE.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -29,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("bench_asr", HERE / "bench-asr.py")
-asr = importlib.util.module_from_spec(spec)
-assert spec.loader is not None
-spec.loader.exec_module(asr)
+sys.path.insert(0, str(HERE / "lib"))
+from load_script import load  # noqa: E402
+
+asr = load("bench_asr", "bench-asr.py")
 
 SECTION = "bench-live"
 

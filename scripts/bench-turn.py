@@ -10,7 +10,6 @@ utterance are counted. Prints a Markdown report and, with --write FILE, replaces
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -18,15 +17,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-
-
-def load(name: str, file: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / file)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(HERE / "lib"))
+from load_script import load  # noqa: E402
 
 
 asr = load("bench_asr", "bench-asr.py")
