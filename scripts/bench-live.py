@@ -18,6 +18,7 @@ Prints a Markdown report and, with --write FILE, replaces its section in FILE.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
@@ -148,6 +149,39 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
             "audio_s": total, "exit": d.proc.returncode}
 
 
+def run_real(binary: str, model: str, speech: Path, work: Path) -> dict[str, float]:
+    """The real recordings (scripts/fetch-speech), 1 s of silence around each, at real time:
+    the finals' WER with partials on and off."""
+    manifest = json.loads((speech / "manifest.json").read_text())
+    around = np.zeros(asr.RATE, np.float32)
+    parts, spans, at = [], [], 0.0
+    for m in manifest:
+        x = np.concatenate([around, asr.read_wav(speech / m["file"]), around])
+        spans.append((m["text"], at, at + len(x) / asr.RATE))
+        parts.append(x)
+        at += len(x) / asr.RATE
+    wav = work / "real-session.wav"
+    asr.write_wav(wav, np.concatenate(parts))
+    out = {}
+    for partials in (True, False):
+        tag = "partials" if partials else "finals"
+        log(f"the {len(manifest)} real recordings at real time ({at:.0f} s), {tag}")
+        d = asr.Daemon(binary, model, wav, work, f"real-{tag}", "" if partials else "[daemon]\npartials = false\n")
+        d.wait_hello()
+        d.wait(at + 300)
+        segs = asr.segments_of(d)
+        pairs = []
+        for text, start, end in spans:
+            heard = " ".join(s["text"] for _, s in sorted(segs.items())
+                             if s.get("text") and s.get("start", 1e9) < end and s.get("end", -1) > start)
+            pairs.append(asr.errors(text, heard))
+        out[tag] = asr.wer_of(pairs)
+        out[tag + "_partials"] = sum(1 for _, ev in d.events if ev.get("type") == "transcript_partial")
+    out["clips"] = len(manifest)
+    out["seconds"] = at
+    return out
+
+
 def pct(xs: list[float], q: float) -> float:
     if not xs:
         return float("nan")
@@ -209,6 +243,7 @@ def main() -> None:
     p.add_argument("--daemon", required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--clips", type=int, default=len(asr.UTTERANCES))
+    p.add_argument("--speech", help="scripts/fetch-speech's directory: the real recordings too")
     p.add_argument("--write")
     a = p.parse_args()
     work = Path(a.work)
@@ -223,6 +258,14 @@ def main() -> None:
         with asr.Phase(f"daemon {tag}"):
             runs[tag] = run(a.daemon, a.model, session, clips, ends, work, partials)
     body = report(a, clips, runs, asr.noise_summary())
+    if a.speech:
+        real = run_real(a.daemon, a.model, Path(a.speech), work)
+        body += (
+            f"**Real speech**: the {real['clips']} recordings of people (scripts/fetch-speech), 1 s of silence "
+            f"around each, at real time ({real['seconds']:.0f} s): the finals' WER {real['partials'] * 100:.1f}% "
+            f"with partials on ({real['partials_partials']} partials), {real['finals'] * 100:.1f}% without: "
+            f"**{'met' if real['partials'] <= real['finals'] else 'not met'}** (not above).\n"
+        )
     print(body)
     if a.write:
         asr.write_section(Path(a.write), body, SECTION, after="<!-- bench-asr:end -->")
