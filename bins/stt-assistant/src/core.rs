@@ -269,20 +269,17 @@ impl Core {
     /// the command's words so far (the buffer itself waits for the final).
     fn partial(&mut self, partial: TranscriptPartial) -> Vec<Effect> {
         let words = partial.text.trim();
-        let live =
-            (self.mode == Mode::CommandArmed && !self.edited && !words.is_empty()).then(|| {
-                let mut text = self.buffer.clone();
-                if !text.is_empty() {
-                    text.push(' ');
-                }
-                text.push_str(words);
-                AssistantEvent::CommandText { text, edited: false }
-            });
-        let mut effects = vec![Effect::Publish(AssistantEvent::TranscriptPartial(partial.clone()))];
-        if let Some(text) = live {
+        let mut effects = Vec::with_capacity(2);
+        if self.mode == Mode::CommandArmed && !self.edited && !words.is_empty() {
+            let mut text = self.buffer.clone();
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(words);
             self.live = Some(partial.seg_id);
-            effects.push(Effect::Publish(text));
+            effects.push(Effect::Publish(AssistantEvent::CommandText { text, edited: false }));
         }
+        effects.insert(0, Effect::Publish(AssistantEvent::TranscriptPartial(partial)));
         effects
     }
 

@@ -57,8 +57,8 @@ pub struct Live {
 }
 
 impl Live {
-    /// A partial pass over `seg_id` heard `text` (`None`: nothing real). Returns the partial
-    /// to publish, if what is shown changed.
+    /// A partial pass over `seg_id` heard `text` (`None`: nothing real, which changes
+    /// nothing). Returns the partial to publish, if what is shown changed.
     pub fn partial(&mut self, seg_id: u64, text: Option<&str>) -> Option<TranscriptPartial> {
         if seg_id <= self.finished {
             return None;
@@ -66,7 +66,9 @@ impl Live {
         if seg_id != self.seg_id {
             *self = Self { seg_id, finished: self.finished, ..Self::default() };
         }
-        let shown = self.agreement.pass(text.unwrap_or_default());
+        // A pass that heard nothing real (a runaway, a hallucination) is not one of the two
+        // that must agree: the next pass is compared with the one before it.
+        let shown = self.agreement.pass(text?);
         if shown.text.is_empty() || self.shown.as_ref() == Some(&shown) {
             return None;
         }
@@ -102,6 +104,16 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_that_heard_nothing_real_does_not_break_the_agreement() {
+        let mut live = Live::default();
+        live.partial(1, Some("Open the"));
+        // A runaway between two passes that agree: they still commit.
+        assert!(live.partial(1, None).is_none());
+        let p = live.partial(1, Some("Open the calendar")).unwrap();
+        assert_eq!((p.text.as_str(), p.committed_len), ("Open the calendar", 8));
+    }
+
+    #[test]
     fn partials_show_what_changed_and_none_comes_after_the_final() {
         let mut live = Live::default();
         let p = live.partial(3, Some("Turn the")).unwrap();
@@ -113,6 +125,7 @@ mod tests {
         assert!(live.partial(3, Some("Turn the kitchen")).is_none());
         // Nothing real heard shows nothing.
         assert!(live.partial(4, None).is_none());
+        assert!(live.partial(4, Some("")).is_none());
         live.finished(3);
         assert!(live.partial(3, Some("Turn the kitchen lights")).is_none(), "after its final");
         // The next segment starts afresh.

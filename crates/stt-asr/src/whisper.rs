@@ -184,16 +184,21 @@ impl Whisper {
     pub fn set_vocabulary(&mut self, terms: &[String]) -> Result<usize, AsrError> {
         let terms: Vec<&str> =
             terms.iter().map(|t| t.trim()).filter(|t| !t.is_empty() && !t.contains('\0')).collect();
+        // The most terms, from the first, whose prompt fits (more terms never take fewer
+        // tokens): a binary search, so a long list costs a few tokenizations, not one a term.
         let mut n = terms.len();
-        self.prompt.clear();
-        while n > 0 {
-            if self.set_prompt(&vocabulary_prompt(&terms[..n]))? <= MAX_PROMPT_TOKENS {
-                break;
+        if self.set_prompt(&vocabulary_prompt(&terms))? > MAX_PROMPT_TOKENS {
+            let (mut fits, mut over) = (0, terms.len());
+            while over - fits > 1 {
+                let mid = (fits + over) / 2;
+                if self.set_prompt(&vocabulary_prompt(&terms[..mid]))? <= MAX_PROMPT_TOKENS {
+                    fits = mid;
+                } else {
+                    over = mid;
+                }
             }
-            n -= 1;
-        }
-        if n == 0 {
-            self.prompt.clear();
+            n = fits;
+            self.set_prompt(&vocabulary_prompt(&terms[..n]))?;
         }
         if n < terms.len() {
             tracing::warn!(
@@ -208,11 +213,14 @@ impl Whisper {
     /// Sets whisper's initial prompt to `text` as it is (empty: none); returns its length in
     /// tokens. [`Whisper::set_vocabulary`] is the way to give it words to expect.
     pub fn set_prompt(&mut self, text: &str) -> Result<usize, AsrError> {
+        // Room for one token a byte, which no text can exceed: given less room than a text
+        // needs, whisper.cpp returns minus the count it needs, which whisper-rs 0.16 takes
+        // for a length (a vector longer than its memory).
         self.prompt = if text.is_empty() {
             Vec::new()
         } else {
             self._ctx
-                .tokenize(text, 4 * MAX_PROMPT_TOKENS + 64)
+                .tokenize(text, text.len() + 1)
                 .map_err(|e| AsrError::Whisper(format!("cannot read the prompt: {e}")))?
         };
         Ok(self.prompt.len())
@@ -409,6 +417,9 @@ impl Whisper {
 /// such terms (a bare list, "Glossary:", "Names and terms:", "We talked about"), this one
 /// spelled the most right with tiny.en and changed nothing in a plain sentence.
 pub fn vocabulary_prompt(terms: &[&str]) -> String {
+    if terms.is_empty() {
+        return String::new();
+    }
     format!("Glossary: {}.", terms.join(", "))
 }
 

@@ -130,6 +130,29 @@ fn no_word_is_clipped_at_the_segment_edges() {
 }
 
 #[test]
+fn a_vocabulary_longer_than_the_prompt_keeps_its_first_terms() {
+    let _turn = one_at_a_time();
+    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
+        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
+        ..stt_asr::AsrConfig::default()
+    })
+    .unwrap();
+    let few: Vec<String> = ["Siobhan", "kubectl", "Nextcloud"].map(String::from).to_vec();
+    assert_eq!(whisper.set_vocabulary(&few).unwrap(), 3);
+    let many: Vec<String> = (0..300).map(|i| format!("Projectname{i}")).collect();
+    let kept = whisper.set_vocabulary(&many).unwrap();
+    assert!(kept > 10 && kept < 300, "{kept} of 300 kept");
+    // What was kept is the first terms, and it fits.
+    let prompt: Vec<&str> = many[..kept].iter().map(String::as_str).collect();
+    let tokens = whisper.set_prompt(&stt_asr::whisper::vocabulary_prompt(&prompt)).unwrap();
+    assert!(tokens <= stt_asr::whisper::MAX_PROMPT_TOKENS, "{tokens} tokens");
+    let one_more: Vec<&str> = many[..=kept].iter().map(String::as_str).collect();
+    let over = whisper.set_prompt(&stt_asr::whisper::vocabulary_prompt(&one_more)).unwrap();
+    assert!(over > stt_asr::whisper::MAX_PROMPT_TOKENS, "{over} tokens with one more term");
+    assert_eq!(whisper.set_vocabulary(&[]).unwrap(), 0);
+}
+
+#[test]
 fn whisper_hears_the_same_after_giving_its_buffers_back() {
     let _turn = one_at_a_time();
     let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
