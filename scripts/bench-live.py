@@ -95,9 +95,8 @@ def aligned_changes(committed: list[str], final: list[str]) -> int:
 
 
 def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[int, list[float]], work: Path,
-        partials: bool) -> dict:
-    tag = "partials" if partials else "finals"
-    config = "" if partials else "[daemon]\npartials = false\n"
+        tag: str, config: str = "") -> dict:
+    """The daemon with `config` (TOML) on the session at real time: what the report needs."""
     cpu0 = children_cpu_s()
     d = asr.Daemon(binary, model, session, work, f"live-{tag}", config)
     t0 = d.wait_hello()
@@ -256,7 +255,8 @@ def main() -> None:
         tag = "partials" if partials else "finals"
         log(f"daemon at real time, {tag}")
         with asr.Phase(f"daemon {tag}"):
-            runs[tag] = run(a.daemon, a.model, session, clips, ends, work, partials)
+            config = "" if partials else "[daemon]\npartials = false\n"
+            runs[tag] = run(a.daemon, a.model, session, clips, ends, work, tag, config)
     body = report(a, clips, runs, asr.noise_summary())
     if a.speech:
         real = run_real(a.daemon, a.model, Path(a.speech), work)

@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
-"""End-of-turn benchmark for stt, run by `scripts/bench-asr --only turn`: how often the daemon
-splits one utterance in two at a pause inside it, for several `vad_hangover_ms`. Each of
-bench-asr's 20 espeak-ng utterances of four words or more is cut where a middle word ends (the
-audio of the whole sentence, so its intonation goes on) and a pause of 300, 450 or 600 ms is
-put there; the release daemon reads them (`--fast`, 1.8 s apart) and the segments per
-utterance are counted. Prints a Markdown report and, with --write FILE, replaces its section.
+"""End-of-turn benchmark for stt, run by `scripts/bench-asr --only turn`: for each way of
+ending a turn (`[daemon].end_of_turn` and its pause, or a fixed `vad_hangover_ms`), in one run
+of the release daemon:
+  - latency: end of spoken audio -> final `transcript`, median and p90, on bench-asr's 20
+    espeak-ng utterances at real time (bench-live's session and measure);
+  - splits at a pause inside an utterance: each utterance of four words or more cut where its
+    middle word ends (the audio of the whole sentence, so its intonation goes on) with 300,
+    450 or 600 ms of silence put in; read with `--fast`, which ends a turn where an instant
+    whisper would (the most a pause can be cut short); utterances split in two are counted;
+  - the VAD set's gaps (scripts/measure-vad.py's clips: five sentences a clip, 1-2.5 s apart,
+    clean and in pink noise at 10 dB SNR): utterances split, and gaps not cut (two utterances
+    in one segment);
+  - WER of the finals: the espeak-ng session, and the 59 recordings of people
+    (scripts/fetch-speech) read with `--fast`.
+Prints a Markdown report and, with --write FILE, replaces its section.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -23,30 +33,36 @@ from load_script import load  # noqa: E402
 
 asr = load("bench_asr", "bench-asr.py")
 live = load("bench_live", "bench-live.py")
+vadset = load("measure_vad", "measure-vad.py")
 
 SECTION = "bench-turn"
 PAUSES_MS = [300, 450, 600]
-HANGOVERS_MS = [500, 400, 300, 200]
+VAD_CONDITIONS = ["clean", "pink10"]
+# (name, [daemon] keys). The first is the fixed hangover that shipped before issue 26.
+POLICIES = [
+    ("hangover 500 ms", 'end_of_turn = "hangover"\nvad_hangover_ms = 500\n'),
+    ("hangover 300 ms", 'end_of_turn = "hangover"\nvad_hangover_ms = 300\n'),
+    ("text, 250 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 250\n'),
+    ("text, 300 ms (shipped)", 'end_of_turn = "text"\nend_of_turn_pause_ms = 300\n'),
+    ("text, 350 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 350\n'),
+]
 
 
 def log(msg: str) -> None:
     print(f"bench-turn: {msg}", file=sys.stderr, flush=True)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--work", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--daemon", required=True)
-    p.add_argument("--write")
-    a = p.parse_args()
-    work = Path(a.work) / "turn"
-    work.mkdir(parents=True, exist_ok=True)
-    clips, _ = asr.make_clips(work, asr.UTTERANCES)
-    clips = [c for c in clips if len(c["text"].split()) >= 4]
-    ends = {c["n"]: live.word_ends(work, c["n"], c["voice"], c["wpm"], c["text"]) for c in clips}
+def spans_split(segs: dict[int, dict], spans: list[tuple[float, float]]) -> tuple[int, int]:
+    """Utterances split over more than one segment, and segments holding more than one."""
+    closed = [s for s in segs.values() if "start" in s and "end" in s]
+    split = sum(1 for a, b in spans if sum(1 for s in closed if s["start"] < b and s["end"] > a) > 1)
+    merged = sum(1 for s in closed if sum(1 for a, b in spans if s["start"] < b and s["end"] > a) > 1)
+    return split, merged
+
+
+def paused_sessions(work: Path, clips: list[dict], ends: dict) -> dict[int, tuple[Path, list]]:
     gap = np.zeros(int(asr.GAP_S * asr.RATE), np.float32)
-    rows = {}
+    out = {}
     for pause_ms in PAUSES_MS:
         parts, spans, at = [np.zeros(int(asr.LEAD_S * asr.RATE), np.float32)], [], asr.LEAD_S
         for c in clips:
@@ -62,39 +78,144 @@ def main() -> None:
             at += (len(utterance) + len(gap)) / asr.RATE
         wav = work / f"paused-{pause_ms}.wav"
         asr.write_wav(wav, np.concatenate(parts))
-        for hangover in HANGOVERS_MS:
-            log(f"pause {pause_ms} ms, hangover {hangover} ms")
-            d = asr.Daemon(a.daemon, a.model, wav, work, f"turn-{pause_ms}-{hangover}",
-                           f"[daemon]\nvad_hangover_ms = {hangover}\n", ("--fast",))
-            d.wait_hello()
-            d.wait(600)
-            segs = asr.segments_of(d)
-            split = 0
-            for start, end in spans:
-                mine = [s for s in segs.values() if "start" in s and "end" in s and s["start"] < end and s["end"] > start]
-                split += len(mine) > 1
-            rows[(pause_ms, hangover)] = split
-    n = len(clips)
-    out = [
-        "## A pause inside an utterance (`scripts/bench-asr --only turn`)",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release daemon, Silero VAD at the shipped "
-        f"threshold. {n} of bench-asr's espeak-ng utterances (those of four words or more), each cut where its "
-        "middle word ends (in the audio of the whole sentence, so the voice does not fall there) with a pause put "
-        "in; read with `--fast`; utterances the daemon split in two, by pause and `vad_hangover_ms` (500 ships). "
-        "Reproduce with `scripts/bench-asr --only turn` (`scripts/bench-turn.py`).",
-        "",
-        "| pause | " + " | ".join(f"hangover {h} ms" for h in HANGOVERS_MS) + " |",
-        "|---|" + "---:|" * len(HANGOVERS_MS),
-    ]
-    for pause_ms in PAUSES_MS:
-        out.append(f"| {pause_ms} ms | " + " | ".join(f"{rows[(pause_ms, h)]} of {n}" for h in HANGOVERS_MS) + " |")
-    out += ["", "The baseline for the end-of-turn work of issue 26: a shorter hangover ends a turn sooner "
-            "and splits more of these (the latency of each policy is to be measured beside it).", ""]
-    body = "\n".join(out)
+        out[pause_ms] = (wav, spans)
+    return out
+
+
+def vad_sessions(work: Path) -> dict[str, tuple[Path, list]]:
+    """The VAD set's clips of each condition, one after another (2 s apart), with the spans of
+    their sentences in seconds."""
+    vad_work = work / "vadset"
+    if not (vad_work / "truth.tsv").exists():
+        vadset.build(str(vad_work))
+    truth = [line.split("\t") for line in (vad_work / "truth.tsv").read_text().splitlines()]
+    out = {}
+    for cond in VAD_CONDITIONS:
+        parts, spans, at = [], [], 0
+        between = np.zeros(2 * asr.RATE, np.float32)
+        for name, kind, _, raw_spans in truth:
+            if kind != "speech" or not name.endswith("-" + cond):
+                continue
+            x = asr.read_wav(vad_work / "clips" / f"{name}.wav")
+            for span in raw_spans.strip().split(","):
+                a, b = (int(v) for v in span.split(":"))
+                spans.append(((at + a) / asr.RATE, (at + b) / asr.RATE))
+            parts += [x, between]
+            at += len(x) + len(between)
+        wav = work / f"vadset-{cond}.wav"
+        asr.write_wav(wav, np.concatenate(parts))
+        out[cond] = (wav, spans)
+    return out
+
+
+def real_session(work: Path, speech: Path) -> tuple[Path, list]:
+    manifest = json.loads((speech / "manifest.json").read_text())
+    around = np.zeros(asr.RATE, np.float32)
+    parts, spans, at = [], [], 0.0
+    for m in manifest:
+        x = np.concatenate([around, asr.read_wav(speech / m["file"]), around])
+        spans.append((m["text"], at, at + len(x) / asr.RATE))
+        parts.append(x)
+        at += len(x) / asr.RATE
+    wav = work / "real-session.wav"
+    asr.write_wav(wav, np.concatenate(parts))
+    return wav, spans
+
+
+def fast(a, wav: Path, work: Path, tag: str, keys: str) -> dict[int, dict]:
+    d = asr.Daemon(a.daemon, a.model, wav, work, tag, "[daemon]\n" + keys, ("--fast",))
+    d.wait_hello()
+    d.wait(900)
+    return asr.segments_of(d)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--daemon", required=True)
+    p.add_argument("--speech", help="scripts/fetch-speech's directory: the real recordings' WER")
+    p.add_argument("--write")
+    a = p.parse_args()
+    work = Path(a.work) / "turn"
+    work.mkdir(parents=True, exist_ok=True)
+    all_clips, session = asr.make_clips(work, asr.UTTERANCES)
+    ends = {c["n"]: live.word_ends(work, c["n"], c["voice"], c["wpm"], c["text"]) for c in all_clips}
+    clips = [c for c in all_clips if len(c["text"].split()) >= 4]
+    paused = paused_sessions(work, clips, ends)
+    log("building the VAD set's clips")
+    vad = vad_sessions(work)
+    real = real_session(work, Path(a.speech)) if a.speech else None
+    rows = []
+    for name, keys in POLICIES:
+        row = {"name": name}
+        log(f"{name}: the espeak-ng session at real time")
+        timed = live.run(a.daemon, a.model, session, all_clips, ends, work, f"turn-{len(rows)}", "[daemon]\n" + keys)
+        row["final"] = timed["final"]
+        row["wer"] = timed["wer"]
+        row["session_split"] = timed["split"]
+        for pause_ms, (wav, spans) in paused.items():
+            log(f"{name}: a pause of {pause_ms} ms")
+            row[pause_ms] = spans_split(fast(a, wav, work, f"turn-{len(rows)}-{pause_ms}", keys), spans)[0]
+        for cond, (wav, spans) in vad.items():
+            log(f"{name}: the VAD set, {cond}")
+            row[cond] = spans_split(fast(a, wav, work, f"turn-{len(rows)}-{cond}", keys), spans)
+            row[cond + "_n"] = len(spans)
+        if real:
+            log(f"{name}: the real recordings")
+            segs = fast(a, real[0], work, f"turn-{len(rows)}-real", keys)
+            pairs = []
+            for text, start, end in real[1]:
+                heard = " ".join(s["text"] for _, s in sorted(segs.items())
+                                 if s.get("text") and s.get("start", 1e9) < end and s.get("end", -1) > start)
+                pairs.append(asr.errors(text, heard))
+            row["real_wer"] = asr.wer_of(pairs)
+        rows.append(row)
+    body = report(a, rows, len(clips), len(all_clips), real)
     print(body)
     if a.write:
         asr.write_section(Path(a.write), body, SECTION, after="<!-- bench-vocabulary:end -->")
+
+
+def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
+    pct = live.pct
+    head = ("| policy | end of speech → final, median | p90 | split at a pause of "
+            + " / ".join(f"{p}" for p in PAUSES_MS) + " ms (of " + str(n) + ") | VAD set: split, gaps not cut "
+            + " / ".join(VAD_CONDITIONS) + " | WER espeak | WER real |")
+    out = [
+        "## The end of a turn (`scripts/bench-asr --only turn`)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release daemon, Silero VAD at the shipped "
+        f"threshold, each policy in the same run. Latency: bench-asr's {n_all} espeak-ng utterances at real "
+        "time, end of spoken audio → final `transcript`. Splits: the " + str(n) + " of four words or more, "
+        "each cut where its middle word ends (in the audio of the whole sentence, so the voice does not fall "
+        "there) with a pause put in, read with `--fast`, which ends a turn where an instant whisper would: "
+        "the most a pause can be cut short (live, speech that resumes while whisper reads the pause keeps "
+        "the turn open). VAD set: scripts/measure-vad.py's clips, five sentences each 1–2.5 s apart "
+        f"({rows[0]['clean_n']} sentences a condition), `--fast`. WER real: the "
+        + (f"{len(real[1])} recordings of people (scripts/fetch-speech), `--fast`." if real else "(not run).")
+        + " Reproduce with `scripts/bench-asr --only turn` (`scripts/bench-turn.py`).",
+        "",
+        "Policies: *hangover N* (`end_of_turn = \"hangover\"`, `vad_hangover_ms = N`): the turn ends after N ms "
+        "of silence; whisper decodes the segment during the pause (at 300 ms, or when it closes if that is "
+        "sooner), so its final is ready when the hangover runs out. *text, N ms* (`end_of_turn = \"text\"`, "
+        "`end_of_turn_pause_ms = N`): whisper reads the pause 150 ms before N (at least 100 ms in); when the "
+        "text is finished (it ends in a full stop, question or exclamation mark whisper gave at least 0.5, and "
+        "not on \"and\", \"the\", …) the turn ends at N ms of pause, otherwise after the 500 ms hangover.",
+        "",
+        head,
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        vad = " / ".join(f"{r[c][0]}, {r[c][1]}" for c in VAD_CONDITIONS)
+        real_wer = f"{r['real_wer'] * 100:.1f}%" if "real_wer" in r else "—"
+        out.append(
+            f"| {r['name']} | {pct(r['final'], 50):.0f} ms | {pct(r['final'], 90):.0f} ms | "
+            + " / ".join(str(r[p]) for p in PAUSES_MS)
+            + f" | {vad} | {r['wer'] * 100:.1f}% | {real_wer} |"
+        )
+    out.append("")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

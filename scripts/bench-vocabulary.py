@@ -131,7 +131,8 @@ def main() -> None:
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release build, whisper `{Path(a.model).name}`, "
         "`stt-daemon transcribe` (the daemon's VAD and whisper, given the vocabulary as the running daemon gives it: "
-        "`Glossary: term, term, ….` as whisper's initial prompt). Reproduce with `scripts/bench-asr --only vocabulary` "
+        "`Glossary: term, term, ….` as whisper's initial prompt, and a word or run of words within a letter in five "
+        "of a term spelled as the term). Reproduce with `scripts/bench-asr --only vocabulary` "
         "(`scripts/bench-vocabulary.py`).",
         "",
         f"**Sentences**: {len(TERMS)} names and terms in {n} espeak-ng sentences (en-us and en-gb, 165 wpm), two each.",

@@ -25,7 +25,6 @@ import wave
 import importlib.util
 
 import numpy as np
-import onnxruntime
 
 RATE = 16000
 SEED = 20261130
@@ -163,6 +162,8 @@ def silero(work, names):
     # Located without importing the package, whose __init__ needs torch.
     package = importlib.util.find_spec("silero_vad").submodule_search_locations[0]
     model = os.path.join(package, "data", "silero_vad.onnx")
+    import onnxruntime  # here, so that bench-turn.py can build the clips without it
+
     opts = onnxruntime.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1

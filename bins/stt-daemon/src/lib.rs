@@ -4,8 +4,9 @@
 //!
 //! Modules, in reading order: [`cli`] (flags and subcommands), [`settings`] (config →
 //! the library crates' settings), [`pipeline`] (the threads and what each publishes),
-//! [`live`] (when partial passes run and what of them is published), [`vocabulary`] (the
-//! words whisper is told to expect),
+//! [`live`] (when partial passes run and what of them is published), [`turn`] (reading the
+//! pauses: a final ready when the segment closes, and a turn ended sooner when the text
+//! says it is finished), [`vocabulary`] (the words whisper is told to expect),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
 //! that runs the daemon, the assistant and the TUI as children).
 //!
@@ -22,6 +23,7 @@ pub mod pipeline;
 pub mod settings;
 pub mod speakers;
 pub mod transcribe;
+pub mod turn;
 pub mod up;
 pub mod vocabulary;
 

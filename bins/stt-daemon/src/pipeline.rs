@@ -21,6 +21,11 @@
 //! whisper worker a pass over it so far ([`crate::live::Schedule`]); the worker runs it only
 //! when no closed segment waits, and the whisper thread publishes what two passes agree on
 //! ([`crate::live::Live`]). A segment's partials all come before its `transcript`.
+//!
+//! Pauses (`[daemon].end_of_turn`): at a pause the vad thread offers whisper the segment so
+//! far, decoded as a final; the whisper thread answers each such pass with a
+//! [`crate::turn::Verdict`] on a channel back, and the vad thread may end the turn there. A
+//! segment that closes with exactly the audio of a pause pass has its final at once.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +45,7 @@ use stt_proto::{
 };
 
 use crate::live::{Live, Schedule};
+use crate::turn::{Turn, Verdict};
 use crate::vocabulary::Vocabulary;
 use stt_vad::SegEvent;
 
@@ -75,16 +81,23 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let segmenter = settings::segmenter(&config)?;
 
     let (speakers, roster_warnings) = crate::speakers::Lane::start(&config, &publisher)?;
-    let worker = {
-        let (publisher, speakers) = (publisher.clone(), speakers.clone());
-        let mut live = Live::default();
-        Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
-            publish_done(&publisher, done, speakers.as_ref(), &mut live);
-        })?
-    };
     // A file fed as fast as whisper goes has no one waiting for its words as they are said.
     let partials = (config.daemon.partials && !cli.source.fast)
         .then(|| Schedule::new(config.daemon.partial_interval_ms));
+    let (verdicts, verdicts_rx) = std::sync::mpsc::channel();
+    let worker = {
+        let (publisher, speakers) = (publisher.clone(), speakers.clone());
+        let mut whisper = Whispered { live: partials.is_some().then(Live::default), verdicts };
+        Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
+            whisper.publish(&publisher, done, speakers.as_ref());
+        })?
+    };
+    let turn = Turn::new(
+        config.daemon.end_of_turn,
+        config.daemon.end_of_turn_pause_ms,
+        cli.source.fast,
+        verdicts_rx,
+    );
     let worker = Arc::new(worker);
     let heart = Arc::new(Heart::new(worker.model_name().to_owned()));
     tracing::info!(
@@ -142,6 +155,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
                     worker: &worker,
                     speakers: speakers.as_ref(),
                     partials,
+                    turn,
                     vocabulary: RefCell::new(Vocabulary::new(&config)),
                 };
                 let outcome = segment(segmenter, &audio_rx, &mut lanes, policy, &heart, &publisher);
@@ -234,12 +248,13 @@ fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
     })
 }
 
-/// Where the VAD thread sends a closed segment: whisper, and the speaker lane when on; and
-/// when it offers whisper a partial pass, when partials are on.
+/// Where the VAD thread sends a closed segment: whisper, and the speaker lane when on; when
+/// it offers whisper a partial pass, when partials are on; and which pauses it reads.
 struct Lanes<'a> {
     worker: &'a Worker,
     speakers: Option<&'a Lane>,
     partials: Option<Schedule>,
+    turn: Turn,
     vocabulary: RefCell<Vocabulary>,
 }
 
@@ -322,12 +337,12 @@ fn segment(
                     }
                     offer_partial(schedule, &segmenter, seg_id, lanes.worker, &lanes.vocabulary);
                 }
-                // A pause as long as the segment's tail: the speaker lane may start on it
-                // now, during the hangover, rather than after it beside whisper.
-                if let (Some(speakers), Some(seg_id)) = (lanes.speakers, open.get())
-                    && let Some(settled) = segmenter.take_settled()
-                {
-                    speakers.preview(seg_id, settled.samples, settled.speech_s);
+                if let Some(seg_id) = open.get() {
+                    read_pause(&mut segmenter, seg_id, lanes);
+                }
+                let grown = segmenter.growing();
+                if let Some(len) = lanes.turn.ended(open.get().zip(grown.as_ref())) {
+                    handle(segmenter.end_turn(len));
                 }
             }
             AudioEvent::State(InputState::Capturing) => heart.set_audio(AudioState::Capturing),
@@ -362,7 +377,9 @@ fn offer_partial(
     vocabulary: &RefCell<Vocabulary>,
 ) {
     let Some(grown) = segmenter.growing() else { return };
-    if !schedule.due(grown.samples.len(), grown.speech_s, worker.partial_pending()) {
+    if !schedule.due(grown.samples.len(), grown.speech_s, worker.partial_pending())
+        || grown.pause_len() >= PARTIALS_PAUSE
+    {
         return;
     }
     let job = Job {
@@ -378,28 +395,94 @@ fn offer_partial(
     }
 }
 
-/// The whisper thread's report for one pass. A partial: what it shows now, if that changed.
-/// A final: its transcript (unless there was nothing real in it) with who spoke it, when the
-/// speaker lane is on, then `segment_done`.
-fn publish_done(publisher: &Publisher, done: Done, speakers: Option<&Lane>, live: &mut Live) {
-    if done.pass == Pass::Partial {
-        match &done.outcome {
+/// A pause this long (in samples, 100 ms) stops partial passes: the pause passes read it.
+const PARTIALS_PAUSE: usize = 1600;
+
+/// A pause in the open segment `seg_id` as long as its tail: what its `End` will carry if
+/// nobody speaks again. The speaker lane may start on it now, during the hangover, rather
+/// than after it beside whisper; and whisper reads it ([`Turn`]).
+fn read_pause(segmenter: &mut VadSegmenter, seg_id: u64, lanes: &Lanes<'_>) {
+    let Some(settled) = segmenter.take_settled() else { return };
+    if let Some(speakers) = lanes.speakers {
+        speakers.preview(seg_id, settled.samples.clone(), settled.speech_s);
+    }
+    if lanes.turn.active() {
+        offer_pause(lanes, seg_id, settled.start_s, settled.samples, settled.speech_s);
+    }
+}
+
+/// Offers whisper a pause pass over the open segment's first `samples` (with `--fast`,
+/// waiting for its verdict).
+fn offer_pause(lanes: &Lanes<'_>, seg_id: u64, start_s: f64, samples: Vec<f32>, speech_s: f64) {
+    let len = samples.len();
+    let job = Job {
+        seg_id,
+        start: start_s,
+        end: start_s + stt_asr::whisper::seconds(&samples),
+        speech_s,
+        samples,
+        vocabulary: lanes.vocabulary.borrow_mut().current(),
+    };
+    if lanes.worker.offer_pause(job) == Offered::Taken {
+        lanes.turn.taken(seg_id, len);
+    }
+}
+
+/// The whisper thread's side: what it publishes of each pass, and what it tells the VAD
+/// thread of each pause pass.
+struct Whispered {
+    /// `None` when partials are off.
+    live: Option<Live>,
+    verdicts: std::sync::mpsc::Sender<Verdict>,
+}
+
+impl Whispered {
+    /// The report for one pass. A partial or a pause pass: what it shows now, if that
+    /// changed; and for a pause pass, whether its text ends the turn. A final: its
+    /// transcript (unless there was nothing real in it) with who spoke it, when the speaker
+    /// lane is on, then `segment_done`.
+    fn publish(&mut self, publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
+        if done.pass == Pass::Final {
+            if let Some(live) = self.live.as_mut() {
+                live.finished(done.seg_id);
+            }
+            publish_final(publisher, done, speakers);
+            return;
+        }
+        let end_p = done.outcome.as_ref().map_or(0.0, |t| t.end_p);
+        let text = match &done.outcome {
             Ok(transcription) => {
                 tracing::trace!(
+                    pass = ?done.pass,
                     elapsed_ms = done.elapsed.as_millis(),
                     raw = %transcription.raw,
-                    "partial pass"
+                    "pass over the open segment"
                 );
-                if let Some(partial) = live.partial(done.seg_id, transcription.text.as_deref()) {
-                    publisher.publish(&DaemonEvent::TranscriptPartial(partial));
-                }
+                transcription.text.as_deref()
             }
             // The final will say it, if it fails too.
-            Err(e) => tracing::debug!("partial pass failed: {e}"),
+            Err(e) => {
+                tracing::debug!("{:?} pass failed: {e}", done.pass);
+                None
+            }
+        };
+        if let Some(live) = self.live.as_mut()
+            && let Some(partial) = live.partial(done.seg_id, text)
+        {
+            publisher.publish(&DaemonEvent::TranscriptPartial(partial));
         }
-        return;
+        if done.pass == Pass::Pause {
+            let ends = text.is_some_and(|text| stt_asr::turn::ends_turn(text, end_p));
+            tracing::debug!(ends, end_p, len = done.len, text, "a pause read");
+            // The VAD thread is gone only when the input has ended.
+            let _ = self.verdicts.send(Verdict { seg_id: done.seg_id, len: done.len, ends });
+        }
     }
-    live.finished(done.seg_id);
+}
+
+/// A final's transcript (unless there was nothing real in it) with who spoke it, when the
+/// speaker lane is on, then `segment_done`.
+fn publish_final(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
     let who = speakers.map_or(Who::NONE, |lane| lane.take(done.seg_id));
     match done.outcome {
         Ok(transcription) => {
@@ -407,6 +490,7 @@ fn publish_done(publisher: &Publisher, done: Done, speakers: Option<&Lane>, live
             tracing::debug!(
                 elapsed_ms = done.elapsed.as_millis(),
                 waited_ms = done.waited.as_millis(),
+                ahead = done.ahead,
                 raw = %transcription.raw,
                 decodes = transcription.decodes,
                 runaway = ?transcription.runaway,

@@ -1,7 +1,7 @@
 //! The config file's `[daemon]` section turned into the library crates' settings.
 
 use stt_asr::AsrConfig;
-use stt_config::{Config, VadEngine};
+use stt_config::{Config, EndOfTurn, VadEngine};
 use stt_vad::{Earshot, Gated, Segmenter, Silero, SpeechProb, VadConfig};
 
 use crate::Cli;
@@ -48,6 +48,12 @@ fn vad(config: &Config) -> anyhow::Result<VadConfig> {
         pre_roll_ms: d.vad_pre_roll_ms,
         onset_ms: d.vad_onset_ms,
         hangover_ms: d.vad_hangover_ms,
+        // The pause whose text is read is the segment's tail: the audio it closes with, at
+        // the end of the turn or after the hangover, is the audio whisper read (crate::turn).
+        tail_ms: match d.end_of_turn {
+            EndOfTurn::Text => crate::turn::read_at_ms(d.end_of_turn_pause_ms),
+            EndOfTurn::Hangover => stt_vad::segmenter::TAIL_MS,
+        },
         min_speech_ms: d.vad_min_speech_ms,
         max_segment_s: d.vad_max_segment_s,
     };

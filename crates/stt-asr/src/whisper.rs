@@ -9,6 +9,7 @@ use whisper_rs::{
 
 use crate::AsrError;
 use crate::filter::{self, Heard, Runaway};
+use crate::spelling;
 
 /// Samples per second whisper expects.
 pub const SAMPLE_RATE: usize = 16_000;
@@ -107,6 +108,11 @@ pub struct Transcription {
     /// Why the last pass still looked like a runaway, if it did; the text was then bounded to
     /// what the speech can hold ([`filter::bound`]).
     pub runaway: Option<Runaway>,
+    /// How sure whisper was of the mark that ends its text: the probability it gave its last
+    /// token when that is a full stop, a question mark or an exclamation mark, else 0. A
+    /// sentence heard whole ends in a sure one; speech cut off mid-thought less often
+    /// ([`crate::turn`]).
+    pub end_p: f32,
 }
 
 /// What one decoding pass produced.
@@ -116,6 +122,8 @@ struct Decoded {
     no_speech_prob: f32,
     /// Whether it reached the end-of-text token (rather than its token limit).
     ended: bool,
+    /// See [`Transcription::end_p`].
+    end_p: f32,
 }
 
 /// A loaded model with its decoding state. Not thread-safe: it lives on one thread.
@@ -129,6 +137,9 @@ pub struct Whisper {
     model_name: String,
     /// The vocabulary as whisper's initial prompt (see [`Whisper::set_vocabulary`]).
     prompt: Vec<std::ffi::c_int>,
+    /// The vocabulary, whose near misses are spelled as the user wrote them
+    /// ([`crate::spelling`]).
+    terms: Vec<String>,
 }
 
 impl std::fmt::Debug for Whisper {
@@ -175,6 +186,7 @@ impl Whisper {
             multilingual,
             model_name,
             prompt: Vec::new(),
+            terms: Vec::new(),
         })
     }
 
@@ -184,6 +196,7 @@ impl Whisper {
     pub fn set_vocabulary(&mut self, terms: &[String]) -> Result<usize, AsrError> {
         let terms: Vec<&str> =
             terms.iter().map(|t| t.trim()).filter(|t| !t.is_empty() && !t.contains('\0')).collect();
+        self.terms = terms.iter().map(|t| (*t).to_owned()).collect();
         // The most terms, from the first, whose prompt fits (more terms never take fewer
         // tokens): a binary search, so a long list costs a few tokenizations, not one a term.
         let mut n = terms.len();
@@ -329,7 +342,8 @@ impl Whisper {
             text: &bounded,
             no_speech_prob: decoded.no_speech_prob,
             rms: filter::rms(samples),
-        });
+        })
+        .map(|text| spelling::respell(&text, &self.terms));
         Ok(Transcription {
             text,
             raw: decoded.text.trim().to_owned(),
@@ -337,6 +351,7 @@ impl Whisper {
             no_speech_prob: decoded.no_speech_prob,
             decodes,
             runaway: why,
+            end_p: decoded.end_p,
         })
     }
 
@@ -386,7 +401,8 @@ impl Whisper {
             self.state.as_mut().ok_or_else(|| AsrError::Whisper("no decoding state".into()))?;
         state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
 
-        let mut decoded = Decoded { text: String::new(), no_speech_prob: 0.0, ended: false };
+        let mut decoded =
+            Decoded { text: String::new(), no_speech_prob: 0.0, ended: false, end_p: 0.0 };
         for segment in state.as_iter() {
             if let Ok(text) = segment.to_str_lossy() {
                 decoded.text.push_str(&text);
@@ -394,6 +410,15 @@ impl Whisper {
             decoded.no_speech_prob = decoded.no_speech_prob.max(segment.no_speech_probability());
             decoded.ended |= (0..segment.n_tokens())
                 .any(|i| segment.get_token(i).is_some_and(|t| t.token_id() == eot));
+            // The last text token (special ones, from the end-of-text token on, are not).
+            let last = (0..segment.n_tokens())
+                .rev()
+                .filter_map(|i| segment.get_token(i))
+                .find(|t| t.token_id() < eot);
+            if let Some(token) = last {
+                let mark = token.to_str_lossy().is_ok_and(|t| t.trim().ends_with(['.', '?', '!']));
+                decoded.end_p = if mark { token.token_probability() } else { 0.0 };
+            }
         }
         // Nothing decoded (whisper found no speech) ended too.
         decoded.ended |= decoded.text.trim().is_empty();

@@ -12,6 +12,11 @@
 //! no final waits, refused while one does, and replaced by a newer one while it waits (the
 //! latest only), so a final waits behind at most the one partial pass already running. A
 //! final drops a waiting partial of its own segment or an earlier one: it would come too late.
+//!
+//! A [`Pass::Pause`] goes through the same slot: the open segment at a pause in its speech,
+//! decoded as its final would be. The worker keeps its result, and when the segment's final
+//! comes with exactly that audio, it is the final at once: whisper decoded it during the
+//! pause, while the voice detector waited to be sure the speech had ended.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +49,9 @@ pub enum Pass {
     Final,
     /// An open segment so far: a live partial transcript (one decode, no retries).
     Partial,
+    /// An open segment at a pause in its speech, decoded as a final (retries and all): a
+    /// partial now, and the segment's final if it closes with exactly this audio.
+    Pause,
 }
 
 /// What the worker thread runs: [`Whisper`], or a stand-in in tests of the scheduling.
@@ -73,7 +81,7 @@ impl Engine for Whisper {
         speech_s: f64,
     ) -> Result<Transcription, AsrError> {
         match pass {
-            Pass::Final => Whisper::transcribe(self, samples, speech_s),
+            Pass::Final | Pass::Pause => Whisper::transcribe(self, samples, speech_s),
             Pass::Partial => Whisper::partial(self, samples, speech_s),
         }
     }
@@ -94,11 +102,34 @@ pub struct Done {
     pub seg_id: u64,
     pub start: f64,
     pub end: f64,
+    /// The audio it covered, in samples.
+    pub len: usize,
     pub outcome: Result<Transcription, AsrError>,
-    /// Time spent in whisper.
+    /// Time spent in whisper (none for a final decoded ahead).
     pub elapsed: Duration,
     /// Time spent waiting in the queue.
     pub waited: Duration,
+    /// A final whose text a [`Pass::Pause`] over the same audio already had.
+    pub ahead: bool,
+}
+
+/// The last [`Pass::Pause`]'s result, kept for its segment's final.
+struct Ahead {
+    seg_id: u64,
+    samples: Vec<f32>,
+    vocabulary: Arc<[String]>,
+    transcription: Transcription,
+}
+
+impl Ahead {
+    /// The kept text, if `job` is a final over exactly the audio it was decoded from.
+    fn take_for(slot: &mut Option<Self>, job: &Job) -> Option<Transcription> {
+        let ahead = slot.take()?;
+        (ahead.seg_id == job.seg_id
+            && Arc::ptr_eq(&ahead.vocabulary, &job.vocabulary)
+            && ahead.samples == job.samples)
+            .then_some(ahead.transcription)
+    }
 }
 
 /// What to do with a new job when the queue is full.
@@ -132,8 +163,8 @@ pub enum Offered {
 #[derive(Debug)]
 struct Queue {
     jobs: VecDeque<(Job, Instant)>,
-    /// The one partial pass waiting, if any.
-    partial: Option<(Job, Instant)>,
+    /// The one partial pass (or [`Pass::Pause`]) waiting, if any.
+    partial: Option<(Pass, Job, Instant)>,
     /// The pass in progress, if any.
     busy: Option<Pass>,
     closed: bool,
@@ -221,6 +252,7 @@ impl Worker {
                         }
                     };
                     let mut vocabulary: Arc<[String]> = Arc::from(Vec::new());
+                    let mut ahead: Option<Ahead> = None;
                     while let Some((pass, job, queued_at)) = next_job(&shared) {
                         // What is logged about a segment names it, in every process.
                         let _segment =
@@ -233,8 +265,27 @@ impl Worker {
                         }
                         let waited = queued_at.elapsed();
                         let started = Instant::now();
-                        let outcome = engine.transcribe(pass, &job.samples, job.speech_s);
+                        let decoded_ahead = match pass {
+                            Pass::Final => Ahead::take_for(&mut ahead, &job),
+                            Pass::Partial | Pass::Pause => None,
+                        };
+                        let is_ahead = decoded_ahead.is_some();
+                        let outcome = match decoded_ahead {
+                            Some(transcription) => Ok(transcription),
+                            None => engine.transcribe(pass, &job.samples, job.speech_s),
+                        };
                         let elapsed = started.elapsed();
+                        let len = job.samples.len();
+                        if pass == Pass::Pause
+                            && let Ok(transcription) = &outcome
+                        {
+                            ahead = Some(Ahead {
+                                seg_id: job.seg_id,
+                                samples: job.samples,
+                                vocabulary: Arc::clone(&job.vocabulary),
+                                transcription: transcription.clone(),
+                            });
+                        }
                         // Report before marking idle, so the backlog never reads 0 while a
                         // result is still unpublished.
                         on_done(Done {
@@ -242,9 +293,11 @@ impl Worker {
                             seg_id: job.seg_id,
                             start: job.start,
                             end: job.end,
+                            len,
                             outcome,
                             elapsed,
                             waited,
+                            ahead: is_ahead,
                         });
                         shared.lock().busy = None;
                         shared.changed.notify_all();
@@ -293,7 +346,7 @@ impl Worker {
             }
         }
         // A partial of this segment or an earlier one would come after its final.
-        if queue.partial.as_ref().is_some_and(|(p, _)| p.seg_id <= job.seg_id) {
+        if queue.partial.as_ref().is_some_and(|(_, p, _)| p.seg_id <= job.seg_id) {
             queue.partial = None;
         }
         queue.jobs.push_back((job, Instant::now()));
@@ -305,20 +358,29 @@ impl Worker {
     /// Offers a partial pass over an open segment: taken into the slot (replacing a waiting
     /// one) unless a final is waiting.
     pub fn offer_partial(&self, job: Job) -> Offered {
+        self.offer(Pass::Partial, job)
+    }
+
+    /// Offers a [`Pass::Pause`] over an open segment, as [`Worker::offer_partial`].
+    pub fn offer_pause(&self, job: Job) -> Offered {
+        self.offer(Pass::Pause, job)
+    }
+
+    fn offer(&self, pass: Pass, job: Job) -> Offered {
         let mut queue = self.shared.lock();
         if queue.closed || !queue.jobs.is_empty() {
             return Offered::Skipped;
         }
-        queue.partial = Some((job, Instant::now()));
+        queue.partial = Some((pass, job, Instant::now()));
         drop(queue);
         self.shared.changed.notify_all();
         Offered::Taken
     }
 
-    /// Whether a partial pass is waiting or running.
+    /// Whether a partial pass (or a [`Pass::Pause`]) is waiting or running.
     pub fn partial_pending(&self) -> bool {
         let queue = self.shared.lock();
-        queue.partial.is_some() || queue.busy == Some(Pass::Partial)
+        queue.partial.is_some() || matches!(queue.busy, Some(Pass::Partial | Pass::Pause))
     }
 
     /// Segments closed but not yet transcribed: waiting, plus the one in progress (partial
@@ -358,7 +420,7 @@ fn next_job(shared: &Shared) -> Option<(Pass, Job, Instant)> {
     loop {
         let next = match queue.jobs.pop_front() {
             Some((job, at)) => Some((Pass::Final, job, at)),
-            None if !queue.closed => queue.partial.take().map(|(job, at)| (Pass::Partial, job, at)),
+            None if !queue.closed => queue.partial.take(),
             None => None,
         };
         if let Some((pass, job, at)) = next {
@@ -408,6 +470,7 @@ mod tests {
                 no_speech_prob: 0.0,
                 decodes: 1,
                 runaway: None,
+                end_p: 0.0,
             })
         }
 
@@ -509,6 +572,50 @@ mod tests {
         assert_eq!(rig.started(), (Pass::Partial, 3));
         assert_eq!(rig.finish_one(), (Pass::Partial, 3));
         rig.worker.finish();
+    }
+
+    #[test]
+    fn a_final_over_the_audio_of_the_last_pause_pass_is_not_decoded_again() {
+        let (started_tx, started) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel();
+        let worker = Worker::spawn_with(
+            move || Ok(Gate { started: started_tx, go: go_rx }),
+            4,
+            move |d: Done| {
+                let text = d.outcome.map(|t| t.text).unwrap_or_default();
+                let _ = done_tx.send((d.pass, d.seg_id, d.ahead, text));
+            },
+        )
+        .unwrap();
+        let next = || done.recv_timeout(Duration::from_secs(10)).expect("a pass ends");
+        let paused = Job { samples: vec![1.0, 0.5], ..job(1) };
+        assert_eq!(worker.offer_pause(paused.clone()), Offered::Taken);
+        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Pause, 1));
+        assert!(worker.partial_pending());
+        go.send(()).unwrap();
+        assert_eq!(next(), (Pass::Pause, 1, false, Some("Pause 1".into())));
+        // The segment closes with exactly that audio: its final is the pause pass's text, and
+        // whisper is not asked again.
+        assert_eq!(worker.submit(paused.clone(), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(next(), (Pass::Final, 1, true, Some("Pause 1".into())));
+        assert!(started.try_recv().is_err(), "no second decode");
+        // Speech came after the pause: the final's audio is longer, so it is decoded.
+        assert_eq!(worker.offer_pause(Job { seg_id: 2, ..paused.clone() }), Offered::Taken);
+        let _ = started.recv_timeout(Duration::from_secs(10)).unwrap();
+        go.send(()).unwrap();
+        assert_eq!(next().0, Pass::Pause);
+        let longer = Job { seg_id: 2, samples: vec![2.0, 0.5, 0.5], ..job(2) };
+        assert_eq!(worker.submit(longer, QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Final, 2));
+        go.send(()).unwrap();
+        assert_eq!(next(), (Pass::Final, 2, false, Some("Final 2".into())));
+        // A kept result serves one final only, and only its own segment's.
+        assert_eq!(worker.submit(paused, QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Final, 1));
+        go.send(()).unwrap();
+        assert!(!next().2, "decoded: not the kept one");
+        worker.finish();
     }
 
     #[test]

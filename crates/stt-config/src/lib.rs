@@ -50,9 +50,9 @@ pub use dirs::Env;
 pub use error::ConfigError;
 pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
-    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, LLM_PROVIDERS, LlmConfig, LlmProviderConfig,
-    MemoryConfig, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig,
-    VadEngine,
+    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
+    LlmProviderConfig, MemoryConfig, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig,
+    TriageConfig, TuiConfig, VadEngine,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -364,6 +364,12 @@ mod tests {
             &["daemon.partial_interval_ms", "partials = false"],
         );
         check("[daemon]\nvocabulary = [\"Efren\", \" \"]\n", &["daemon.vocabulary", "\" \""]);
+        check(
+            "[daemon]\nend_of_turn_pause_ms = 500\n",
+            &["daemon.end_of_turn_pause_ms", "vad_hangover_ms (500 ms)", "\"hangover\""],
+        );
+        check("[daemon]\nend_of_turn_pause_ms = 50\n", &["daemon.end_of_turn_pause_ms"]);
+        check("[daemon]\nend_of_turn = \"prosody\"\n", &["daemon.end_of_turn", "hangover"]);
         check("[assistant]\nmax_tool_iterations = 0\n", &["assistant.max_tool_iterations"]);
         check("[assistant]\ntrim_block_turns = 0\n", &["assistant.trim_block_turns"]);
         check(

@@ -67,6 +67,11 @@ pub struct DaemonConfig {
     pub vad_onset_ms: u32,
     /// Silence that closes a segment, in milliseconds.
     pub vad_hangover_ms: u32,
+    /// What ends a turn before the hangover has run out.
+    pub end_of_turn: EndOfTurn,
+    /// With `end_of_turn = "text"`: the pause, in milliseconds, at which whisper reads what
+    /// was said so far to judge whether it is finished.
+    pub end_of_turn_pause_ms: u32,
     /// Segments shorter than this, in milliseconds, are dropped untranscribed.
     pub vad_min_speech_ms: u32,
     /// Longer speech is cut into segments of at most this many seconds.
@@ -102,6 +107,8 @@ impl Default for DaemonConfig {
             vad_pre_roll_ms: 300,
             vad_onset_ms: 64,
             vad_hangover_ms: 500,
+            end_of_turn: EndOfTurn::Text,
+            end_of_turn_pause_ms: 300,
             vad_min_speech_ms: 150,
             vad_max_segment_s: 20,
             transcribe_queue_size: 8,
@@ -111,6 +118,18 @@ impl Default for DaemonConfig {
             vocabulary: Vec::new(),
         }
     }
+}
+
+/// `[daemon].end_of_turn`: when a segment closes. Either way whisper decodes the segment
+/// during the pause, so its transcript is ready when it closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndOfTurn {
+    /// After `vad_hangover_ms` of silence, whatever was said.
+    Hangover,
+    /// After `end_of_turn_pause_ms` when the text so far ends a sentence (and does not end
+    /// on a word such as "and" or "the"); otherwise after the hangover.
+    Text,
 }
 
 /// `[daemon].vad`: which classifier scores each frame of audio as speech or not.

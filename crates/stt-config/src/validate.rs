@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use crate::parse::KeyPath;
 use crate::sections::{
-    AssistantConfig, Config, DaemonConfig, LLM_PROVIDERS, LlmConfig, MemoryConfig, SideEffect,
-    SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
+    AssistantConfig, Config, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig, MemoryConfig,
+    SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -145,6 +145,18 @@ fn daemon(c: &DaemonConfig) -> Checked {
         d.transcribe_queue_size.into(),
     )?;
     positive("daemon", "heartbeat_interval_ms", c.heartbeat_interval_ms, d.heartbeat_interval_ms)?;
+    if c.end_of_turn == EndOfTurn::Text
+        && (c.end_of_turn_pause_ms < 100 || c.end_of_turn_pause_ms >= c.vad_hangover_ms)
+    {
+        return Err(Problem {
+            key: KeyPath::new("daemon", "end_of_turn_pause_ms"),
+            also: vec![KeyPath::new("daemon", "vad_hangover_ms")],
+            message: format!(
+                "{} ms must be at least 100 (whisper needs a moment of silence to read) and                  shorter than vad_hangover_ms ({} ms), which ends the turn anyway; default {},                  or end_of_turn = \"hangover\"",
+                c.end_of_turn_pause_ms, c.vad_hangover_ms, d.end_of_turn_pause_ms
+            ),
+        });
+    }
     if c.partial_interval_ms < 100 {
         return Err(problem(
             KeyPath::new("daemon", "partial_interval_ms"),

@@ -19,7 +19,7 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use stt_vad::segmenter::{HYSTERESIS, TAIL_MS};
+use stt_vad::segmenter::HYSTERESIS;
 use stt_vad::{Earshot, Gated, SAMPLE_RATE, SegEvent, Segmenter, Silero, SpeechProb, VadConfig};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -544,7 +544,7 @@ fn try_report(clips: &[Clip], vads: &[Vad], audio_s: f64, check: &str) -> Result
         cfg.hangover_ms,
         cfg.threshold,
         cfg.pre_roll_ms,
-        TAIL_MS.min(cfg.hangover_ms),
+        cfg.tail_ms.min(cfg.hangover_ms),
         cfg.min_speech_ms,
         cfg.max_segment_s,
     )?;

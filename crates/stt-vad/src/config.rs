@@ -18,6 +18,10 @@ pub struct VadConfig {
     pub onset_ms: u32,
     /// Non-speech this long closes a segment, in milliseconds; shorter pauses stay inside it.
     pub hangover_ms: u32,
+    /// Audio kept after the last speech frame when a segment closes, in milliseconds (at most
+    /// `hangover_ms`): word-final consonants and releases the classifier scores low. A pause
+    /// this long settles the segment ([`Segmenter::take_settled`](crate::Segmenter::take_settled)).
+    pub tail_ms: u32,
     /// A segment whose speech (first to last speech frame) is shorter than this, in
     /// milliseconds, is flagged `too_short`: speech was heard but is not worth transcribing.
     pub min_speech_ms: u32,
@@ -33,6 +37,7 @@ impl Default for VadConfig {
             pre_roll_ms: 300,
             onset_ms: 64,
             hangover_ms: 500,
+            tail_ms: crate::segmenter::TAIL_MS,
             min_speech_ms: 150,
             max_segment_s: 20,
         }

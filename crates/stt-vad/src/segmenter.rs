@@ -13,8 +13,8 @@ use crate::{Earshot, SAMPLE_RATE, SpeechProb, VadConfig, VadError};
 /// hangover.
 pub const HYSTERESIS: f64 = 0.15;
 
-/// Audio kept after the last speech frame when a segment closes, in milliseconds (at most
-/// the hangover): word-final consonants and releases the classifier scores low.
+/// The default [`VadConfig::tail_ms`]: audio kept after the last speech frame when a segment
+/// closes, in milliseconds.
 pub const TAIL_MS: u32 = 300;
 
 /// A segment that reaches its maximum length is split at the quietest point of its last
@@ -67,6 +67,16 @@ pub struct Growing<'a> {
     pub start_s: f64,
     pub samples: &'a [f32],
     pub speech_s: f64,
+    /// Where its speech so far ends: the end of the last speech frame, as an offset into
+    /// `samples`. What follows is a pause (or nothing, while speech goes on).
+    pub speech_len: usize,
+}
+
+impl Growing<'_> {
+    /// Samples since the last speech frame.
+    pub fn pause_len(&self) -> usize {
+        self.samples.len() - self.speech_len
+    }
 }
 
 /// Turns a 16 kHz mono stream into speech segments; see the [crate docs](crate).
@@ -142,7 +152,7 @@ impl<P: SpeechProb> Segmenter<P> {
             pre_roll: ms(cfg.pre_roll_ms),
             onset_frames,
             hangover: ms(cfg.hangover_ms),
-            tail: ms(TAIL_MS.min(cfg.hangover_ms)),
+            tail: ms(cfg.tail_ms.min(cfg.hangover_ms)),
             min_speech: ms(cfg.min_speech_ms),
             max_len,
             split_search: (SPLIT_SEARCH_MS as usize * SAMPLES_PER_MS as usize).min(max_len / 2),
@@ -220,11 +230,32 @@ impl<P: SpeechProb> Segmenter<P> {
             start_s: secs(o.start),
             samples: &o.samples,
             speech_s: secs(o.speech_end.saturating_sub(o.speech_start)),
+            speech_len: usize::try_from(o.speech_end - o.start)
+                .unwrap_or(usize::MAX)
+                .min(o.samples.len()),
         })
     }
 
+    /// Ends the turn in a pause, before the hangover: closes the open segment with its first
+    /// `len` samples, if no speech came after them (its last speech frame ends at or before
+    /// `len`, and it holds them all). Something that judged the pause the end of what was
+    /// said (the text so far) calls it; the segment's `End` then carries exactly the audio
+    /// it judged. Returns nothing, and changes nothing, when speech has resumed, the segment
+    /// closed, or `len` is not in it.
+    pub fn end_turn(&mut self, len: usize) -> Vec<SegEvent> {
+        let mut events = Vec::new();
+        let Some(open) = self.open.as_ref() else { return events };
+        let speech_len = open.speech_end - open.start;
+        if (len as u64) < speech_len || len > open.samples.len() {
+            return events;
+        }
+        tracing::debug!(pause_ms = (len as u64 - speech_len) / SAMPLES_PER_MS, "turn ended early");
+        self.close(open.start + len as u64, &mut events);
+        events
+    }
+
     /// The open segment as its `End` will carry it, once per pause in its speech: when the
-    /// pause has lasted [`TAIL_MS`], everything the `End` will hold is in, and only new
+    /// pause has lasted [`VadConfig::tail_ms`], everything the `End` will hold is in, and only new
     /// speech before the hangover runs out would change it. So work on the segment (a
     /// speaker's embedding) can start during the hangover, while nothing else runs, rather
     /// than after it; an `End` whose `samples` are longer than the settled ones means speech
@@ -449,6 +480,7 @@ mod tests {
             pre_roll_ms: 300,
             onset_ms: 60,
             hangover_ms: 500,
+            tail_ms: 300,
             min_speech_ms: 250,
             max_segment_s: 20,
         }
@@ -549,6 +581,53 @@ mod tests {
         assert!(seen.windows(2).all(|w| w[1].1.len() == w[0].1.len() + FRAME));
         assert!(seen.iter().all(|(_, grown, speech)| *speech <= grown.len() as f64 / 16_000.0));
         assert!(seen.last().unwrap().2 > 1.0, "{:?}", seen.last().unwrap().2);
+    }
+
+    #[test]
+    fn a_turn_ended_in_a_pause_closes_with_the_audio_judged_and_not_after_speech_resumes() {
+        // Speech from 200 to 1000 ms, a 200 ms pause, speech again, then silence.
+        let (probs, audio) =
+            scene(&[(200, 0.0), (800, 0.9), (200, 0.0), (600, 0.9), (1000, 0.0)], &[]);
+        let mut seg = Segmenter::with_prob(cfg(), Script { probs, next: 0 }).unwrap();
+        let mut frames = audio.chunks(FRAME);
+        let mut events = Vec::new();
+        // 150 ms into the first pause: what was judged is the segment so far.
+        for frame in frames.by_ref().take(115) {
+            events.extend(seg.push(frame));
+        }
+        let g = seg.growing().expect("open");
+        assert_eq!(g.pause_len(), 150 * 16, "a pause of 150 ms so far");
+        let (judged, speech_len) = (g.samples.len(), g.speech_len);
+        assert!(seg.end_turn(judged + 1).is_empty(), "audio it does not hold yet");
+        assert!(seg.end_turn(speech_len - 1).is_empty(), "a cut inside the speech");
+        // Speech resumes before the judgement comes back: it changes nothing.
+        for frame in frames.by_ref().take(10) {
+            events.extend(seg.push(frame));
+        }
+        assert_eq!(seg.growing().unwrap().pause_len(), 0, "speaking again");
+        assert!(seg.end_turn(judged).is_empty(), "speech came after it");
+        // 150 ms into the last pause the turn ends: the segment closes at once with exactly
+        // the audio judged, well before the 500 ms hangover.
+        for frame in frames.by_ref().take(70) {
+            events.extend(seg.push(frame));
+        }
+        let g = seg.growing().unwrap();
+        assert_eq!(g.pause_len(), 150 * 16);
+        let (start_s, judged) = (g.start_s, g.samples.to_vec());
+        let ended = seg.end_turn(judged.len());
+        let [SegEvent::End { start_s: s, end_s, samples, too_short: false, .. }] = &ended[..]
+        else {
+            panic!("{ended:?}")
+        };
+        assert_eq!((s, samples), (&start_s, &judged));
+        assert_eq!(ms(*end_s), "1950");
+        assert!(seg.growing().is_none() && seg.end_turn(judged.len()).is_empty(), "closed");
+        // The silence after it opens nothing more.
+        for frame in frames {
+            events.extend(seg.push(frame));
+        }
+        events.extend(seg.finish());
+        assert_eq!(events.len(), 1, "only the start came from push: {events:?}");
     }
 
     fn check(cfg: VadConfig, timeline: &[(u32, f32)], dips: &[(u32, u32)], expected: &[&str]) {

@@ -507,3 +507,45 @@ fn one_grep_follows_an_utterance_through_daemon_assistant_and_tui() {
     let in_tui = grep(&tui.log(), "seg_id", seg_id);
     assert!(has(&in_tui, "transcript received"), "{}", tui.log());
 }
+
+#[test]
+fn the_dump_prints_the_words_while_they_are_spoken_then_the_final() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), "[llm]\nenabled = false\nlocal_server = false\n")
+        .unwrap();
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let (dump, out) = sandbox.spawn_with_stdout("stt-tui", &["--dump", "0"]);
+    let lines = || std::fs::read_to_string(&out).unwrap_or_default();
+    expect_within("the dump prints the assistant's heartbeat", DEADLINE, || {
+        if lines().contains("\"type\":\"heartbeat\"") { Ok(()) } else { Err(dump.log()) }
+    });
+    // At real time, as a microphone gives it: partials while the sentence is spoken.
+    let wav = stt_testkit::viewer::speak(
+        sandbox.root(),
+        "long",
+        "please remind me to call my sister tomorrow about the trip",
+    );
+    let wav_arg = wav.to_string_lossy().into_owned();
+    let daemon =
+        sandbox.spawn("stt-daemon", &["--input", &wav_arg, "--stay", "--wait-for-subscriber"]);
+    let events: Vec<Value> = expect_within("the final in the dump", DEADLINE, || {
+        let text = lines();
+        if text.contains("\"type\":\"transcript\"") {
+            Ok(text.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+        } else {
+            Err(format!("{text}\n{}", daemon.log()))
+        }
+    });
+    let kind = |e: &Value| e["type"].as_str().unwrap_or_default().to_owned();
+    let first_partial = events.iter().position(|e| kind(e) == "transcript_partial");
+    let final_at = events.iter().position(|e| kind(e) == "transcript").unwrap();
+    // Whisper is idle when the sentence starts, so its first pass comes before the final.
+    let first_partial =
+        first_partial.unwrap_or_else(|| panic!("no transcript_partial in the dump: {events:#?}"));
+    assert!(first_partial < final_at, "{events:#?}");
+    let partial = &events[first_partial];
+    let text = partial["text"].as_str().unwrap();
+    let committed = usize::try_from(partial["committed_len"].as_u64().unwrap()).unwrap();
+    assert!(!text.is_empty() && committed <= text.len(), "{partial}");
+    assert_eq!(partial["seg_id"], events[final_at]["seg_id"], "{events:#?}");
+}

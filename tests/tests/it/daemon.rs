@@ -324,7 +324,10 @@ fn noise_and_a_music_bed_at_real_time_write_nothing_live_or_final() {
 #[test]
 fn fed_faster_than_real_time_the_backlog_rises_and_drains() {
     let _turn = one_at_a_time();
-    let sandbox = sandbox(FAST_HEARTBEATS);
+    // With the fixed hangover the VAD reads on while whisper works (with end_of_turn =
+    // "text" it waits at each pause of a `--fast` file for whisper's verdict, and segments
+    // never queue).
+    let sandbox = sandbox(&format!("{FAST_HEARTBEATS}end_of_turn = \"hangover\"\n"));
     let file = clip(Format::wav(48_000, 1));
     let mut daemon = sandbox.spawn(
         "stt-daemon",
@@ -419,6 +422,41 @@ fn while_a_sentence_is_spoken_its_words_show_and_settle_before_the_final() {
         assert!(changed <= 1, "segment {id}: committed {committed:?}, final {heard:?}\n{report}");
     }
     note(&format!("partials:\n{report}"));
+}
+
+#[test]
+fn a_finished_sentence_ends_its_turn_at_a_short_pause_and_an_unfinished_one_does_not() {
+    // A pause of about 400 ms (espeak-ng's own silence at the end and start of a sentence,
+    // about 200 ms, and 200 ms more): longer than the 300 ms that ends a finished turn,
+    // shorter than the 500 ms hangover.
+    let pause = Part::Silence(0.2);
+    let finished = Line { text: "turn on the kitchen lights", voice: "en-us" };
+    let goes_on = Line { text: "please remind me to call my sister and", voice: "en-gb" };
+    let then = Line { text: "what time does the library open", voice: "en-gb" };
+    let parts = [
+        Part::Silence(1.0),
+        Part::Say(finished),
+        pause,
+        Part::Say(then),
+        Part::Silence(1.5),
+        Part::Say(goes_on),
+        pause,
+        Part::Say(then),
+        Part::Silence(1.0),
+    ];
+    let file = speech().clip(&parts, Format::wav(16_000, 1));
+    // Read as fast as whisper goes, the VAD waits for whisper at each pause: the same
+    // segments on any machine.
+    let events = run_file_with(&file, "");
+    let texts = segment_texts(&events, 3, "end_of_turn = \"text\"");
+    expect_close(&texts[0], finished.text);
+    expect_close(&texts[1], then.text);
+    expect_close(&texts[2], &format!("{} {}", goes_on.text, then.text));
+    // With the fixed hangover, neither pause ends a turn.
+    let fixed = run_file_with(&file, "end_of_turn = \"hangover\"\n");
+    let texts = segment_texts(&fixed, 2, "end_of_turn = \"hangover\"");
+    expect_close(&texts[0], &format!("{} {}", finished.text, then.text));
+    note(&format!("with the fixed hangover: {texts:?}"));
 }
 
 #[test]
@@ -597,8 +635,13 @@ fn file_run() -> &'static [DaemonEvent] {
 /// What a daemon with the shipped defaults publishes on `file`, read as fast as it goes, to
 /// the end (see [`run_to_the_end`]).
 fn run_file(file: &Path) -> Vec<DaemonEvent> {
+    run_file_with(file, "")
+}
+
+/// [`run_file`] with `keys` in `[daemon]`.
+fn run_file_with(file: &Path, keys: &str) -> Vec<DaemonEvent> {
     let _turn = one_at_a_time();
-    let sandbox = sandbox("");
+    let sandbox = sandbox(keys);
     let mut daemon = sandbox
         .spawn("stt-daemon", &["--input", path_str(file), "--fast", "--wait-for-subscriber"]);
     let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
@@ -698,6 +741,12 @@ fn segment_texts(events: &[DaemonEvent], expected: usize, what: &str) -> Vec<Str
         fail(format!("events of segments that never started: {orphans:?}"));
     }
     texts
+}
+
+/// Checks that whisper's `text` says `said`, but for one word in five.
+fn expect_close(text: &str, said: &str) {
+    let wer = speech::wer(said, text);
+    assert!(wer <= 0.2, "{text:?} for {said:?}: WER {:.0}%", wer * 100.0);
 }
 
 /// Checks that `texts` (one per sentence) say [`LINES`]: WER over the file at most

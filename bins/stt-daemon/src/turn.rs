@@ -1,0 +1,204 @@
+//! The end of a turn: the VAD thread asks whisper to read each pause, and may end the turn
+//! on its answer.
+//!
+//! When a pause in the open segment's speech has lasted the segment's tail (the audio its
+//! `End` will carry if nobody speaks again), the VAD thread offers whisper that audio as a
+//! [`Pass::Pause`](stt_asr::Pass::Pause), decoded as the final would be. So with the fixed
+//! hangover (`[daemon].end_of_turn = "hangover"`) the final is ready when the hangover runs
+//! out. With `"text"` the tail is `end_of_turn_pause_ms` (200), and the whisper thread sends
+//! back a [`Verdict`] on each pass: whether its text ends a turn
+//! ([`stt_asr::turn::ends_turn`]). When it does and no speech came since, the VAD thread ends
+//! the turn there ([`stt_vad::Segmenter::end_turn`]) and the pass is the final; when it does
+//! not, the hangover closes the segment with the same audio, and the pass is the final then.
+//!
+//! A file read as fast as whisper goes (`--fast`) has no clock to race: the VAD thread waits
+//! for each verdict before reading on, so a turn ends where whisper would have ended it had it
+//! been instant (the most a pause can be cut short; a live daemon reads on while whisper
+//! works, and speech that resumes meanwhile keeps the turn open).
+
+use std::cell::Cell;
+use std::sync::mpsc::Receiver;
+
+use stt_config::EndOfTurn;
+use stt_vad::Growing;
+
+/// How long before the end of a turn whisper reads the pause, in milliseconds: about what a
+/// pass over a spoken command takes on two cores, so the verdict is in when the pause has
+/// lasted `end_of_turn_pause_ms`.
+pub const READ_AHEAD_MS: u32 = 150;
+
+/// The pause at which whisper reads the text so far (the segment's tail) for an
+/// `end_of_turn_pause_ms` of `end_pause_ms`: [`READ_AHEAD_MS`] before it, but never less
+/// than 100 ms (word-final consonants need it) nor more than the 300 ms tail of the fixed
+/// hangover.
+pub fn read_at_ms(end_pause_ms: u32) -> u32 {
+    end_pause_ms.saturating_sub(READ_AHEAD_MS).clamp(100, stt_vad::segmenter::TAIL_MS)
+}
+
+/// What whisper made of a pause pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub seg_id: u64,
+    /// The audio it read: the segment's first `len` samples.
+    pub len: usize,
+    /// The text ends a turn.
+    pub ends: bool,
+}
+
+/// The VAD thread's side: whether pauses are read, and when a verdict ends a turn.
+#[derive(Debug)]
+pub struct Turn {
+    policy: EndOfTurn,
+    /// The pause that ends a finished turn, in samples.
+    end_pause: usize,
+    /// Whether the VAD thread waits for each verdict (`--fast`).
+    wait: bool,
+    /// A verdict that the open segment's text is finished, until its pause has lasted
+    /// `end_pause` (or speech resumes, or the segment closes).
+    ending: Cell<Option<Verdict>>,
+    verdicts: Receiver<Verdict>,
+}
+
+impl Turn {
+    pub fn new(
+        policy: EndOfTurn,
+        end_pause_ms: u32,
+        fast: bool,
+        verdicts: Receiver<Verdict>,
+    ) -> Self {
+        let end_pause = end_pause_ms as usize * 16;
+        Self { policy, end_pause, wait: fast, ending: Cell::new(None), verdicts }
+    }
+
+    /// Whether pauses are read at all. Not for a file read fast with the fixed hangover:
+    /// nobody is waiting for its finals, and the VAD thread is past the pause before whisper
+    /// could read it.
+    pub fn active(&self) -> bool {
+        !(self.wait && self.policy == EndOfTurn::Hangover)
+    }
+
+    /// A pass over the first `len` samples of `seg_id` was taken: with `--fast`, waits for
+    /// its verdict.
+    pub fn taken(&self, seg_id: u64, len: usize) {
+        if !self.wait {
+            return;
+        }
+        // The worker answers every pass it runs; it drops a waiting one only when it shuts
+        // down, and then the channel closes.
+        if let Some(v) = self.verdicts.iter().find(|v| v.seg_id == seg_id && v.len == len) {
+            self.note(v);
+        }
+    }
+
+    /// After each chunk of audio: where the open segment (`grown`, `None` when none is
+    /// open) ends its turn now, if it does: a verdict said its text is finished, no speech
+    /// came since, and the pause has lasted `end_of_turn_pause_ms`.
+    pub fn ended(&self, open: Option<(u64, &Growing<'_>)>) -> Option<usize> {
+        for v in self.verdicts.try_iter() {
+            self.note(v);
+        }
+        let ending = self.ending.get()?;
+        let Some((seg_id, grown)) = open.filter(|(id, g)| {
+            *id == ending.seg_id && g.speech_len <= ending.len && ending.len <= g.samples.len()
+        }) else {
+            // Closed, or speaking again: the turn goes on.
+            self.ending.set(None);
+            return None;
+        };
+        debug_assert_eq!(seg_id, ending.seg_id);
+        if grown.pause_len() < self.end_pause {
+            return None;
+        }
+        self.ending.set(None);
+        Some(ending.len)
+    }
+
+    fn note(&self, v: Verdict) {
+        if self.policy != EndOfTurn::Text {
+            return;
+        }
+        if v.ends {
+            self.ending.set(Some(v));
+        } else if self.ending.get().is_some_and(|e| e.seg_id == v.seg_id) {
+            self.ending.set(None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    fn grown(samples: &[f32], speech_len: usize) -> Growing<'_> {
+        Growing { start_s: 0.0, samples, speech_s: 1.0, speech_len }
+    }
+
+    #[test]
+    fn the_pause_is_read_ahead_of_the_end_of_the_turn() {
+        assert_eq!(read_at_ms(350), 200);
+        assert_eq!(read_at_ms(300), 150);
+        assert_eq!(read_at_ms(200), 100, "never under 100 ms");
+        assert_eq!(read_at_ms(490), 300, "never over the fixed hangover's tail");
+    }
+
+    #[test]
+    fn pauses_are_read_unless_no_one_waits_for_the_final() {
+        for (policy, fast, active) in [
+            (EndOfTurn::Text, false, true),
+            (EndOfTurn::Text, true, true),
+            (EndOfTurn::Hangover, false, true),
+            (EndOfTurn::Hangover, true, false),
+        ] {
+            let (_tx, rx) = mpsc::channel();
+            assert_eq!(Turn::new(policy, 300, fast, rx).active(), active, "{policy:?}, {fast}");
+        }
+    }
+
+    #[test]
+    fn a_finished_text_ends_the_turn_once_the_pause_lasts_and_not_if_speech_resumes() {
+        let (tx, rx) = mpsc::channel();
+        let turn = Turn::new(EndOfTurn::Text, 300, false, rx);
+        let audio = vec![0.0; 32_000];
+        // Speech up to 16 000; whisper read the pause at 150 ms (18 400).
+        assert_eq!(turn.ended(Some((1, &grown(&audio[..18_400], 16_000)))), None, "no verdict");
+        tx.send(Verdict { seg_id: 1, len: 18_400, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((1, &grown(&audio[..19_000], 16_000)))), None, "187 ms");
+        assert_eq!(turn.ended(Some((1, &grown(&audio[..20_800], 16_000)))), Some(18_400));
+        assert_eq!(turn.ended(Some((1, &grown(&audio[..21_000], 16_000)))), None, "once");
+        // Speech resumes before the pause has lasted: the verdict is dropped.
+        tx.send(Verdict { seg_id: 2, len: 18_400, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((2, &grown(&audio[..19_000], 16_000)))), None);
+        assert_eq!(turn.ended(Some((2, &grown(&audio[..19_500], 19_500)))), None, "speaking");
+        assert_eq!(turn.ended(Some((2, &grown(&audio[..30_000], 19_500)))), None, "dropped");
+        // An unfinished text, another segment's verdict, or a closed segment: no end.
+        tx.send(Verdict { seg_id: 3, len: 18_400, ends: false }).unwrap();
+        assert_eq!(turn.ended(Some((3, &grown(&audio[..25_000], 16_000)))), None);
+        tx.send(Verdict { seg_id: 3, len: 18_400, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((4, &grown(&audio[..25_000], 16_000)))), None);
+        tx.send(Verdict { seg_id: 4, len: 18_400, ends: true }).unwrap();
+        assert_eq!(turn.ended(None), None);
+        assert_eq!(turn.ended(Some((4, &grown(&audio[..25_000], 16_000)))), None, "was closed");
+        // With the fixed hangover, no verdict ends a turn.
+        let (tx, rx) = mpsc::channel();
+        let fixed = Turn::new(EndOfTurn::Hangover, 300, false, rx);
+        tx.send(Verdict { seg_id: 1, len: 18_400, ends: true }).unwrap();
+        assert_eq!(fixed.ended(Some((1, &grown(&audio[..25_000], 16_000)))), None);
+    }
+
+    #[test]
+    fn a_fast_file_waits_for_the_verdict_on_its_pass() {
+        let (tx, rx) = mpsc::channel();
+        let turn = Turn::new(EndOfTurn::Text, 300, true, rx);
+        let whisper = std::thread::spawn(move || {
+            tx.send(Verdict { seg_id: 1, len: 50, ends: false }).unwrap();
+            tx.send(Verdict { seg_id: 1, len: 18_400, ends: true }).unwrap();
+        });
+        turn.taken(1, 18_400);
+        assert_eq!(turn.ending.get().map(|v| v.len), Some(18_400), "its own verdict, noted");
+        whisper.join().unwrap();
+        turn.taken(1, 30_000);
+        assert_eq!(turn.ending.get().map(|v| v.len), Some(18_400), "whisper gone: no wait");
+    }
+}
