@@ -81,8 +81,8 @@ def typing(rng: np.random.Generator, seconds: float) -> np.ndarray:
 
 
 def music(rng: np.random.Generator, seconds: float) -> np.ndarray:
-    """A music bed at -24 dBFS: held organ chords with tremolo under plucked arpeggios, a new
-    chord every two seconds."""
+    """A music bed: a new chord every two seconds, by turns its root held on an organ (a pure
+    tone with a 5 Hz tremolo, at -18 dBFS) and played as plucked arpeggios over a soft pad."""
     n = int(seconds * RATE)
     out = np.zeros(n)
     chords = [[220.0, 277.2, 329.6], [246.9, 311.1, 370.0], [196.0, 246.9, 293.7], [174.6, 220.0, 261.6]]
@@ -91,18 +91,22 @@ def music(rng: np.random.Generator, seconds: float) -> np.ndarray:
         chord = chords[k % len(chords)]
         m = min(step, n - at)
         t = np.arange(m) / RATE
-        tremolo = 1 + 0.4 * np.sin(2 * np.pi * 5 * t)
-        organ = sum(np.sin(2 * np.pi * f * t) + 0.4 * np.sin(4 * np.pi * f * t) for f in chord) * tremolo
-        out[at: at + m] += 0.3 * organ
+        if k % 2 == 0:
+            tremolo = 1 - 0.4 * (0.5 + 0.5 * np.sin(2 * np.pi * 5 * t))
+            organ = np.sin(2 * np.pi * chord[0] * t) * tremolo  # a held note: the root
+            out[at: at + m] += db(organ, -18)
+            continue
+        bar = db(sum(np.sin(2 * np.pi * f * t) for f in chord), -34)
         for j in range(4):
-            p0 = at + j * step // 4
-            pm = min(step // 4, n - p0)
+            p0 = j * step // 4
+            pm = min(step // 4, m - p0)
             if pm <= 0:
                 break
             tt = np.arange(pm) / RATE
             f = chord[j % 3] * 2
-            out[p0: p0 + pm] += np.sin(2 * np.pi * f * tt) * np.exp(-tt / 0.25)
-    return db(out, -24) + room(rng, seconds)
+            bar[p0: p0 + pm] += 0.1 * (np.sin(2 * np.pi * f * tt) + 0.3 * np.sin(4 * np.pi * f * tt)) * np.exp(-tt / 0.25)
+        out[at: at + m] += bar
+    return out + room(rng, seconds)
 
 
 def ends_in_stock(text: str, said: str) -> bool:
@@ -156,8 +160,8 @@ def main() -> None:
         f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release daemon with its default config "
         f"(live partials on), {at / 60:.0f} minutes of a room where nobody speaks read at real time: "
         f"{quarter / 60:.1f} minutes each of silence (a -70 dBFS hiss), a fan (brown noise at -32 dBFS with a "
-        "100 Hz hum), typing (bursts of key clicks) and a music bed (organ chords with tremolo under plucked "
-        "arpeggios, -24 dBFS), made by `scripts/bench-quiet.py` from a fixed seed. Reproduce with "
+        "100 Hz hum), typing (bursts of key clicks) and a music bed (a chord every 2 s, by turns its root held on an organ "
+        "with tremolo at -18 dBFS and plucked as arpeggios over a soft pad), made by `scripts/bench-quiet.py` from a fixed seed. Reproduce with "
         "`scripts/bench-asr --only quiet`.",
         "",
         "| part | segments opened | transcripts and partials with text |",

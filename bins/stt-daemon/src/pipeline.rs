@@ -491,6 +491,7 @@ fn publish_final(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
                 elapsed_ms = done.elapsed.as_millis(),
                 waited_ms = done.waited.as_millis(),
                 ahead = done.ahead,
+                no_speech = transcription.no_speech_prob,
                 raw = %transcription.raw,
                 decodes = transcription.decodes,
                 runaway = ?transcription.runaway,

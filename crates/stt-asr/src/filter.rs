@@ -4,7 +4,8 @@
 //! ("Thank you.", "Thanks for watching!", "[BLANK_AUDIO]", "(music)") or to loop on one
 //! phrase. Annotations in brackets are never speech and are always removed. A stock phrase
 //! is dropped only when whisper itself doubts there was speech (its no-speech probability)
-//! or the audio is very quiet, so a person who really says "thank you" is still heard.
+//! or the audio is very quiet, so a person who really says "thank you" is still heard; a
+//! lone "you" or filler ("hmm", "oh") is dropped always.
 //! A phrase repeated three or more times in a row is kept once.
 //!
 //! Whisper also runs away on real speech: a short command comes out with its words over and
@@ -25,12 +26,13 @@ const STOCK_PHRASES: &[&str] = &[
     "please subscribe",
     "subscribe to my channel",
     "bye",
-    "you",
-    "so",
-    "oh",
-    "hmm",
     "the end",
 ];
+
+/// Texts dropped whenever they are all a segment holds, doubt or not: whisper writes them for
+/// music, a hum or a held tone with no doubt at all (tiny.en's no-speech probability was
+/// 0.00002 for "You" on an organ chord), and nobody tells their desktop just "you" or "hmm".
+const NEVER_ALONE: &[&str] = &["you", "so", "oh", "hmm", "mm", "uh", "um"];
 
 /// No-speech probability above which a stock phrase is taken for a hallucination.
 const DOUBTFUL_NO_SPEECH: f32 = 0.2;
@@ -56,7 +58,7 @@ pub fn clean(heard: &Heard<'_>) -> Option<String> {
         return None;
     }
     let doubtful = heard.no_speech_prob >= DOUBTFUL_NO_SPEECH || heard.rms < QUIET_RMS;
-    if doubtful && is_stock_phrase(text) {
+    if doubtful && is_stock_phrase(text) || NEVER_ALONE.contains(&normalize(text).as_str()) {
         return None;
     }
     Some(text.to_owned())
@@ -254,6 +256,16 @@ mod tests {
         check("Thank you.", 0.01, 0.1, Some("Thank you."));
         // Doubtful, but not a stock phrase: kept.
         check("Open the door.", 0.6, 0.1, Some("Open the door."));
+    }
+
+    #[test]
+    fn a_lone_you_or_filler_is_dropped_even_when_whisper_is_sure() {
+        for alone in ["You", " you.", "So.", "Oh!", "Hmm...", "Um,"] {
+            check(alone, 0.0, 0.1, None);
+        }
+        // In a sentence they are words like any other.
+        check("You too.", 0.0, 0.1, Some("You too."));
+        check("So what?", 0.0, 0.1, Some("So what?"));
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub enum Part {
     /// Noise from sox `synth` (`pinknoise`, `whitenoise`, `brownnoise`), in seconds, scaled
     /// by `amplitude` (sox `vol`, 0 to 1).
     Noise { kind: &'static str, seconds: f64, amplitude: f64 },
+    /// A held chord of sine tones at `hz` with a 5 Hz tremolo, like an organ, in seconds,
+    /// scaled by `amplitude`: music the voice detector takes for speech, and whisper for
+    /// "You".
+    Chord { hz: [u32; 3], seconds: f64, amplitude: f64 },
 }
 
 impl Hash for Part {
@@ -41,6 +45,9 @@ impl Hash for Part {
             Self::Silence(s) => ("silence", s.to_bits()).hash(state),
             Self::Noise { kind, seconds, amplitude } => {
                 ("noise", kind, seconds.to_bits(), amplitude.to_bits()).hash(state);
+            }
+            Self::Chord { hz, seconds, amplitude } => {
+                ("chord", hz, seconds.to_bits(), amplitude.to_bits()).hash(state);
             }
         }
     }
@@ -182,6 +189,24 @@ impl Speech {
                     "synth",
                     &seconds.to_string(),
                     kind,
+                    "vol",
+                    &amplitude.to_string(),
+                ]));
+            }
+            Part::Chord { hz: [a, b, c], seconds, amplitude } => {
+                let (a, b, c) = (a.to_string(), b.to_string(), c.to_string());
+                run(sox().args(["-n", "-b", "16", "-c", "1", "-r", &rate]).arg(&tmp).args([
+                    "synth",
+                    &seconds.to_string(),
+                    "sine",
+                    &a,
+                    "sine",
+                    &b,
+                    "sine",
+                    &c,
+                    "tremolo",
+                    "5",
+                    "40",
                     "vol",
                     &amplitude.to_string(),
                 ]));

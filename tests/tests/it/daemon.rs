@@ -288,11 +288,15 @@ fn noise_and_a_music_bed_at_real_time_write_nothing_live_or_final() {
     let _turn = one_at_a_time();
     let sandbox = sandbox("");
     let noise = |kind, seconds, amplitude| Part::Noise { kind, seconds, amplitude };
-    // A fan, a hiss, plucked strings and a held tone: the live path with partials on, as a
-    // microphone in a room would give them.
+    // A fan, a hiss, plucked strings, a held tone and an organ: the live path with partials
+    // on, as a microphone in a room would give them.
     let file = speech().clip(
         &[
             Part::Silence(1.0),
+            // An organ chord: the voice detector opens a segment on it, and tiny.en writes
+            // "You" for it, with no doubt at all.
+            Part::Chord { hz: [220, 277, 330], seconds: 4.0, amplitude: 0.3 },
+            Part::Silence(1.5),
             noise("brownnoise", 4.0, 0.3),
             noise("pinknoise", 3.0, 0.15),
             Part::Silence(0.5),
@@ -319,6 +323,8 @@ fn noise_and_a_music_bed_at_real_time_write_nothing_live_or_final() {
     let opened = count(&events, |e| matches!(e, DaemonEvent::SpeechStart(_)));
     note(&format!("noise at real time: {opened} segments opened, nothing written"));
     assert!(written.is_empty(), "noise gave {written:#?}\n{}", show(&events));
+    // Whisper was asked: what it wrote was caught.
+    assert!(opened >= 1, "nothing opened a segment: the filter was not tried\n{}", show(&events));
 }
 
 #[test]
