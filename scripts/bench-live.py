@@ -103,11 +103,7 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
     total = max(c["session_end"] for c in clips) + asr.GAP_S
     d.wait(total + 120)
     cpu = children_cpu_s() - cpu0
-    by_seg: dict[int, list[tuple[float, dict]]] = {}
-    for at, ev in d.events:
-        sid = ev.get("seg_id")
-        if sid is not None:
-            by_seg.setdefault(sid, []).append((at, ev))
+    by_seg = events_by_segment(d)
     shown_lat, final_lat, changed, committed_n, pairs, partial_counts = [], [], 0, 0, [], []
     segs_per_clip = []
     for c in clips:
@@ -125,18 +121,7 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
             continue
         final_at, final = finals[-1]
         final_lat.append((final_at - (t0 + c["session_end"])) * 1000)
-        # Word k is shown by the first event whose words, aligned to what was said, have it
-        # (a word no event ever gets right: by the first with as many words as reach it).
-        ref = asr.normalize(c["text"])
-        shown = [(at, matched(ref, asr.normalize(ev["text"])), len(asr.normalize(ev["text"])))
-                 for at, ev in events if ev["type"] in ("transcript_partial", "transcript")]
-        for k, end in enumerate(ends[c["n"]]):
-            spoken_at = t0 + c["session_start"] + end
-            first = next((at for at, hit, _ in shown if k in hit), None)
-            if first is None:
-                first = next((at for at, _, n in shown if n > k), None)
-            if first is not None:
-                shown_lat.append((first - spoken_at) * 1000)
+        shown_lat += first_shown(events, c, ends[c["n"]], t0)
         if partial:
             last = partial[-1][1]
             committed = asr.normalize(last["text"][: last["committed_len"]])
@@ -148,15 +133,75 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
             "audio_s": total, "exit": d.proc.returncode}
 
 
-def run_real(binary: str, model: str, speech: Path, work: Path) -> dict[str, float]:
+def word_times(example: str, model: str, files: list[Path]) -> dict[str, list[tuple[str, float]]]:
+    """Each file's words and when they end, as whisper's token timestamps place them (the
+    `word_times` example, whole files, full window)."""
+    out = subprocess.run([example, model, *map(str, files)], capture_output=True, text=True, check=True).stdout
+    words: dict[str, list[tuple[str, float]]] = {str(f): [] for f in files}
+    for line in out.splitlines():
+        file, word, end = line.split("\t")
+        words[file].append((word, float(end)))
+    return words
+
+
+def events_by_segment(d) -> dict[int, list[tuple[float, dict]]]:
+    by_seg: dict[int, list[tuple[float, dict]]] = {}
+    for at, ev in d.events:
+        sid = ev.get("seg_id")
+        if sid is not None:
+            by_seg.setdefault(sid, []).append((at, ev))
+    return by_seg
+
+
+def first_shown(events: list[tuple[float, dict]], c: dict, ends: list[float], t0: float) -> list[float]:
+    """Milliseconds from the end of each word of clip `c` to the first event of its segments
+    (in `events`) whose words, aligned to what was said, have it (a word no event ever gets
+    right: the first with as many words as reach it)."""
+    ref = asr.normalize(c["text"])
+    shown = [(at, matched(ref, asr.normalize(ev["text"])), len(asr.normalize(ev["text"])))
+             for at, ev in events if ev["type"] in ("transcript_partial", "transcript")]
+    out = []
+    for k, end in enumerate(ends):
+        spoken_at = t0 + c["session_start"] + end
+        first = next((at for at, hit, _ in shown if k in hit), None)
+        if first is None:
+            first = next((at for at, _, n in shown if n > k), None)
+        if first is not None:
+            out.append((first - spoken_at) * 1000)
+    return out
+
+
+def shown_of(d, clips: list[dict], ends: dict[int, list[float]]) -> list[float]:
+    """[`first_shown`] over every clip of a run."""
+    by_seg, t0 = events_by_segment(d), d.hello_at
+    out = []
+    for c in clips:
+        mine = [sid for sid, evs in by_seg.items()
+                if any(ev["type"] == "speech_start" and ev["start"] < c["session_end"] for _, ev in evs)
+                and any(ev["type"] == "speech_stop" and ev["end"] > c["session_start"] for _, ev in evs)]
+        events = sorted((x for sid in mine for x in by_seg[sid]), key=lambda x: x[0])
+        out += first_shown(events, c, ends[c["n"]], t0)
+    return out
+
+
+def run_real(binary: str, model: str, speech: Path, work: Path, example: str | None) -> dict:
     """The real recordings (scripts/fetch-speech), 1 s of silence around each, at real time:
-    the finals' WER with partials on and off."""
+    the finals' WER with partials on and off; with the `word_times` example, word spoken ->
+    first shown too, a word's time being where whisper's own token timestamps end it (and
+    what was said, whisper's own offline words)."""
     manifest = json.loads((speech / "manifest.json").read_text())
+    times = word_times(example, model, [speech / m["file"] for m in manifest]) if example else {}
     around = np.zeros(asr.RATE, np.float32)
-    parts, spans, at = [], [], 0.0
-    for m in manifest:
+    parts, spans, at, clips, ends = [], [], 0.0, [], {}
+    for n, m in enumerate(manifest):
         x = np.concatenate([around, asr.read_wav(speech / m["file"]), around])
         spans.append((m["text"], at, at + len(x) / asr.RATE))
+        words = times.get(str(speech / m["file"]), [])
+        if words:
+            start = at + 1.0
+            clips.append({"n": n, "text": " ".join(w for w, _ in words), "session_start": start,
+                          "session_end": start + words[-1][1]})
+            ends[n] = [e for _, e in words]
         parts.append(x)
         at += len(x) / asr.RATE
     wav = work / "real-session.wav"
@@ -168,6 +213,8 @@ def run_real(binary: str, model: str, speech: Path, work: Path) -> dict[str, flo
         d = asr.Daemon(binary, model, wav, work, f"real-{tag}", "" if partials else "[daemon]\npartials = false\n")
         d.wait_hello()
         d.wait(at + 300)
+        if clips:
+            out[tag + "_shown"] = shown_of(d, clips, ends)
         segs = asr.segments_of(d)
         pairs = []
         for text, start, end in spans:
@@ -243,6 +290,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--clips", type=int, default=len(asr.UTTERANCES))
     p.add_argument("--speech", help="scripts/fetch-speech's directory: the real recordings too")
+    p.add_argument("--word-times", help="the word_times example: the real recordings' word times")
     p.add_argument("--write")
     a = p.parse_args()
     work = Path(a.work)
@@ -259,13 +307,22 @@ def main() -> None:
             runs[tag] = run(a.daemon, a.model, session, clips, ends, work, tag, config)
     body = report(a, clips, runs, asr.noise_summary())
     if a.speech:
-        real = run_real(a.daemon, a.model, Path(a.speech), work)
+        real = run_real(a.daemon, a.model, Path(a.speech), work, a.word_times)
         body += (
             f"**Real speech**: the {real['clips']} recordings of people (scripts/fetch-speech), 1 s of silence "
             f"around each, at real time ({real['seconds']:.0f} s): the finals' WER {real['partials'] * 100:.1f}% "
             f"with partials on ({real['partials_partials']} partials), {real['finals'] * 100:.1f}% without: "
             f"**{'met' if real['partials'] <= real['finals'] else 'not met'}** (not above).\n"
         )
+        if "partials_shown" in real:
+            on, off = real["partials_shown"], real["finals_shown"]
+            body += (
+                f"\n**Real speech, word spoken → first shown** ({len(on)} words; a word's end where whisper's own "
+                "token timestamps put it over the whole recording, `word_times` example, about ±0.1 s): median "
+                f"**{pct(on, 50):.0f} ms**, p90 **{pct(on, 90):.0f} ms** with partials on "
+                f"(off: {pct(off, 50):.0f} / {pct(off, 90):.0f} ms). Targets median ≤ 0.6 s, p90 ≤ 1.0 s: "
+                f"**{'met' if pct(on, 50) <= 600 and pct(on, 90) <= 1000 else 'not met'}**.\n"
+            )
     print(body)
     if a.write:
         asr.write_section(Path(a.write), body, SECTION, after="<!-- bench-asr:end -->")
