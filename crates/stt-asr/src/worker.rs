@@ -499,7 +499,8 @@ mod tests {
         worker: Worker,
         started: mpsc::Receiver<(Pass, u64)>,
         go: mpsc::Sender<()>,
-        done: mpsc::Receiver<(Pass, u64)>,
+        /// Each finished pass: which, whether decoded ahead, and its text.
+        done: mpsc::Receiver<(Pass, u64, bool, Option<String>)>,
     }
 
     fn rig() -> Rig {
@@ -510,7 +511,8 @@ mod tests {
             move || Ok(Gate { started: started_tx, go: go_rx }),
             4,
             move |d: Done| {
-                let _ = done_tx.send((d.pass, d.seg_id));
+                let text = d.outcome.map(|t| t.text).unwrap_or_default();
+                let _ = done_tx.send((d.pass, d.seg_id, d.ahead, text));
             },
         )
         .unwrap();
@@ -525,6 +527,11 @@ mod tests {
         /// Lets the running pass finish and returns what it reported.
         fn finish_one(&self) -> (Pass, u64) {
             self.go.send(()).unwrap();
+            let (pass, seg_id, _, _) = self.next_done();
+            (pass, seg_id)
+        }
+
+        fn next_done(&self) -> (Pass, u64, bool, Option<String>) {
             self.done.recv_timeout(Duration::from_secs(10)).expect("a pass ends")
         }
     }
@@ -576,46 +583,33 @@ mod tests {
 
     #[test]
     fn a_final_over_the_audio_of_the_last_pause_pass_is_not_decoded_again() {
-        let (started_tx, started) = mpsc::channel();
-        let (go, go_rx) = mpsc::channel();
-        let (done_tx, done) = mpsc::channel();
-        let worker = Worker::spawn_with(
-            move || Ok(Gate { started: started_tx, go: go_rx }),
-            4,
-            move |d: Done| {
-                let text = d.outcome.map(|t| t.text).unwrap_or_default();
-                let _ = done_tx.send((d.pass, d.seg_id, d.ahead, text));
-            },
-        )
-        .unwrap();
-        let next = || done.recv_timeout(Duration::from_secs(10)).expect("a pass ends");
+        let rig = rig();
         let paused = Job { samples: vec![1.0, 0.5], ..job(1) };
-        assert_eq!(worker.offer_pause(paused.clone()), Offered::Taken);
-        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Pause, 1));
-        assert!(worker.partial_pending());
-        go.send(()).unwrap();
-        assert_eq!(next(), (Pass::Pause, 1, false, Some("Pause 1".into())));
+        assert_eq!(rig.worker.offer_pause(paused.clone()), Offered::Taken);
+        assert_eq!(rig.started(), (Pass::Pause, 1));
+        assert!(rig.worker.partial_pending());
+        rig.go.send(()).unwrap();
+        assert_eq!(rig.next_done(), (Pass::Pause, 1, false, Some("Pause 1".into())));
         // The segment closes with exactly that audio: its final is the pause pass's text, and
         // whisper is not asked again.
-        assert_eq!(worker.submit(paused.clone(), QueuePolicy::Block), Submitted::Queued);
-        assert_eq!(next(), (Pass::Final, 1, true, Some("Pause 1".into())));
-        assert!(started.try_recv().is_err(), "no second decode");
+        assert_eq!(rig.worker.submit(paused.clone(), QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.next_done(), (Pass::Final, 1, true, Some("Pause 1".into())));
+        assert!(rig.started.try_recv().is_err(), "no second decode");
         // Speech came after the pause: the final's audio is longer, so it is decoded.
-        assert_eq!(worker.offer_pause(Job { seg_id: 2, ..paused.clone() }), Offered::Taken);
-        let _ = started.recv_timeout(Duration::from_secs(10)).unwrap();
-        go.send(()).unwrap();
-        assert_eq!(next().0, Pass::Pause);
+        assert_eq!(rig.worker.offer_pause(Job { seg_id: 2, ..paused.clone() }), Offered::Taken);
+        let _ = rig.started();
+        assert_eq!(rig.finish_one().0, Pass::Pause);
         let longer = Job { seg_id: 2, samples: vec![2.0, 0.5, 0.5], ..job(2) };
-        assert_eq!(worker.submit(longer, QueuePolicy::Block), Submitted::Queued);
-        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Final, 2));
-        go.send(()).unwrap();
-        assert_eq!(next(), (Pass::Final, 2, false, Some("Final 2".into())));
+        assert_eq!(rig.worker.submit(longer, QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.started(), (Pass::Final, 2));
+        rig.go.send(()).unwrap();
+        assert_eq!(rig.next_done(), (Pass::Final, 2, false, Some("Final 2".into())));
         // A kept result serves one final only, and only its own segment's.
-        assert_eq!(worker.submit(paused, QueuePolicy::Block), Submitted::Queued);
-        assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), (Pass::Final, 1));
-        go.send(()).unwrap();
-        assert!(!next().2, "decoded: not the kept one");
-        worker.finish();
+        assert_eq!(rig.worker.submit(paused, QueuePolicy::Block), Submitted::Queued);
+        assert_eq!(rig.started(), (Pass::Final, 1));
+        rig.go.send(()).unwrap();
+        assert!(!rig.next_done().2, "decoded: not the kept one");
+        rig.worker.finish();
     }
 
     #[test]
@@ -636,7 +630,8 @@ mod tests {
         });
         rig.worker.finish();
         finishing.join().unwrap();
-        assert_eq!(rig.done.try_recv().unwrap(), (Pass::Final, 1));
+        let (pass, seg_id, _, _) = rig.done.try_recv().unwrap();
+        assert_eq!((pass, seg_id), (Pass::Final, 1));
         assert!(rig.done.try_recv().is_err(), "no partial after finish");
         assert_eq!(rig.worker.offer_partial(job(3)), Offered::Skipped);
     }
