@@ -318,7 +318,7 @@ def main() -> None:
             on, off = real["partials_shown"], real["finals_shown"]
             body += (
                 f"\n**Real speech, word spoken → first shown** ({len(on)} words; a word's end where whisper's own "
-                "token timestamps put it over the whole recording, `word_times` example, about ±0.1 s): median "
+                "token timestamps put it over the whole recording, `word_times` example: rough, a few words seconds off either way): median "
                 f"**{pct(on, 50):.0f} ms**, p90 **{pct(on, 90):.0f} ms** with partials on "
                 f"(off: {pct(off, 50):.0f} / {pct(off, 90):.0f} ms). Targets median ≤ 0.6 s, p90 ≤ 1.0 s: "
                 f"**{'met' if pct(on, 50) <= 600 and pct(on, 90) <= 1000 else 'not met'}**.\n"

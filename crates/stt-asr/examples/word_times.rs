@@ -1,6 +1,7 @@
 //! When each word of a recording ends, as whisper's token timestamps place them:
 //! `word_times MODEL WAV...` prints a line per word, `FILE<TAB>WORD<TAB>END_S`. For `scripts/bench-live.py --speech`: the "word spoken" times of recordings
-//! of people, which have no hand-made alignment (whisper's are within about 0.1 s).
+//! of people, which have no hand-made alignment. Rough: whisper puts a few words seconds early
+//! or late.
 //! 16 kHz mono 16-bit WAV files.
 
 #![allow(clippy::print_stdout)]
