@@ -498,6 +498,29 @@ def settle(d: Daemon, timeout: float) -> dict[str, int]:
     return proc_status(d.proc.pid)
 
 
+def real_session(speech: Path, work: Path) -> tuple[Path, list[dict], list[tuple[str, float, float]]]:
+    """The recordings of people (scripts/fetch-speech's `speech` directory) one after another
+    in one WAV, 1 s of silence around each: the file, the manifest, and each recording's text
+    with its span in the session (seconds)."""
+    manifest = json.loads((speech / "manifest.json").read_text())
+    around = np.zeros(RATE, np.float32)
+    parts, spans, at = [], [], 0.0
+    for m in manifest:
+        x = np.concatenate([around, read_wav(speech / m["file"]), around])
+        spans.append((m["text"], at, at + len(x) / RATE))
+        parts.append(x)
+        at += len(x) / RATE
+    wav = work / "real-session.wav"
+    write_wav(wav, np.concatenate(parts))
+    return wav, manifest, spans
+
+
+def heard_in(segs: dict[int, dict], start: float, end: float) -> str:
+    """The transcripts of the segments (`segments_of`) that overlap `start`..`end`, in order."""
+    return " ".join(s["text"] for _, s in sorted(segs.items())
+                    if s.get("text") and s.get("start", 1e9) < end and s.get("end", -1) > start)
+
+
 def segments_of(d: Daemon) -> dict[int, dict]:
     """By seg_id: when each of its events arrived (`speech_start_at`, ...), its audio `start`
     and `end`, and its `text`."""

@@ -18,7 +18,6 @@ Prints a Markdown report and, with --write FILE, replaces its section in FILE.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import subprocess
 import sys
@@ -189,23 +188,17 @@ def run_real(binary: str, model: str, speech: Path, work: Path, example: str | N
     the finals' WER with partials on and off; with the `word_times` example, word spoken ->
     first shown too, a word's time being where whisper's own token timestamps end it (and
     what was said, whisper's own offline words)."""
-    manifest = json.loads((speech / "manifest.json").read_text())
+    wav, manifest, spans = asr.real_session(speech, work)
     times = word_times(example, model, [speech / m["file"] for m in manifest]) if example else {}
-    around = np.zeros(asr.RATE, np.float32)
-    parts, spans, at, clips, ends = [], [], 0.0, [], {}
-    for n, m in enumerate(manifest):
-        x = np.concatenate([around, asr.read_wav(speech / m["file"]), around])
-        spans.append((m["text"], at, at + len(x) / asr.RATE))
+    clips, ends = [], {}
+    for n, (m, (_, at, _)) in enumerate(zip(manifest, spans)):
         words = times.get(str(speech / m["file"]), [])
         if words:
             start = at + 1.0
             clips.append({"n": n, "text": " ".join(w for w, _ in words), "session_start": start,
                           "session_end": start + words[-1][1]})
             ends[n] = [e for _, e in words]
-        parts.append(x)
-        at += len(x) / asr.RATE
-    wav = work / "real-session.wav"
-    asr.write_wav(wav, np.concatenate(parts))
+    at = spans[-1][2]
     out = {}
     for partials in (True, False):
         tag = "partials" if partials else "finals"
@@ -218,8 +211,7 @@ def run_real(binary: str, model: str, speech: Path, work: Path, example: str | N
         segs = asr.segments_of(d)
         pairs = []
         for text, start, end in spans:
-            heard = " ".join(s["text"] for _, s in sorted(segs.items())
-                             if s.get("text") and s.get("start", 1e9) < end and s.get("end", -1) > start)
+            heard = asr.heard_in(segs, start, end)
             pairs.append(asr.errors(text, heard))
         out[tag] = asr.wer_of(pairs)
         out[tag + "_partials"] = sum(1 for _, ev in d.events if ev.get("type") == "transcript_partial")

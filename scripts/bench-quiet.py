@@ -12,7 +12,6 @@ Prints a Markdown report and, with --write FILE, replaces its section.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -173,16 +172,7 @@ def main() -> None:
     out += ["", f"Text written: **{total}** (target 0)." + (" " + "; ".join(
         f"{n}: {', '.join(w[:3])}" for n, w in written.items() if w) if total else ""), ""]
     if a.speech:
-        manifest = json.loads((Path(a.speech) / "manifest.json").read_text())
-        around = np.zeros(RATE, np.float32)
-        session, refs, t = [], [], 0.0
-        for m in manifest:
-            x = np.concatenate([around, asr.read_wav(Path(a.speech) / m["file"]), around])
-            refs.append((m["text"], t, t + len(x) / RATE))
-            session.append(x)
-            t += len(x) / RATE
-        real = work / "real.wav"
-        asr.write_wav(real, np.concatenate(session))
+        real, manifest, refs = asr.real_session(Path(a.speech), work)
         log(f"the {len(manifest)} real recordings")
         d = asr.Daemon(a.daemon, a.model, real, work, "quiet-real", extra=("--fast",))
         d.wait_hello()
@@ -190,8 +180,7 @@ def main() -> None:
         segs = asr.segments_of(d)
         stock = []
         for said, s0, s1 in refs:
-            heard = " ".join(s["text"] for _, s in sorted(segs.items())
-                             if s.get("text") and s.get("start", 1e9) < s1 and s.get("end", -1) > s0)
+            heard = asr.heard_in(segs, s0, s1)
             if ends_in_stock(heard, said):
                 stock.append(f"{heard!r} for {said!r}")
         out += [f"**The real recordings**: of the {len(manifest)} recordings of people, "

@@ -19,7 +19,6 @@ Prints a Markdown report and, with --write FILE, replaces its section.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -108,20 +107,6 @@ def vad_sessions(work: Path) -> dict[str, tuple[Path, list]]:
     return out
 
 
-def real_session(work: Path, speech: Path) -> tuple[Path, list]:
-    manifest = json.loads((speech / "manifest.json").read_text())
-    around = np.zeros(asr.RATE, np.float32)
-    parts, spans, at = [], [], 0.0
-    for m in manifest:
-        x = np.concatenate([around, asr.read_wav(speech / m["file"]), around])
-        spans.append((m["text"], at, at + len(x) / asr.RATE))
-        parts.append(x)
-        at += len(x) / asr.RATE
-    wav = work / "real-session.wav"
-    asr.write_wav(wav, np.concatenate(parts))
-    return wav, spans
-
-
 def fast(a, wav: Path, work: Path, tag: str, keys: str) -> dict[int, dict]:
     d = asr.Daemon(a.daemon, a.model, wav, work, tag, "[daemon]\n" + keys, ("--fast",))
     d.wait_hello()
@@ -145,7 +130,7 @@ def main() -> None:
     paused = paused_sessions(work, clips, ends)
     log("building the VAD set's clips")
     vad = vad_sessions(work)
-    real = real_session(work, Path(a.speech)) if a.speech else None
+    real = asr.real_session(Path(a.speech), work) if a.speech else None
     rows = []
     for name, keys in POLICIES:
         row = {"name": name}
@@ -165,9 +150,8 @@ def main() -> None:
             log(f"{name}: the real recordings")
             segs = fast(a, real[0], work, f"turn-{len(rows)}-real", keys)
             pairs = []
-            for text, start, end in real[1]:
-                heard = " ".join(s["text"] for _, s in sorted(segs.items())
-                                 if s.get("text") and s.get("start", 1e9) < end and s.get("end", -1) > start)
+            for text, start, end in real[2]:
+                heard = asr.heard_in(segs, start, end)
                 pairs.append(asr.errors(text, heard))
             row["real_wer"] = asr.wer_of(pairs)
         rows.append(row)
@@ -193,7 +177,7 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
         "the most a pause can be cut short (live, speech that resumes while whisper reads the pause keeps "
         "the turn open). VAD set: scripts/measure-vad.py's clips, five sentences each 1–2.5 s apart "
         f"({rows[0]['clean_n']} sentences a condition), `--fast`. WER real: the "
-        + (f"{len(real[1])} recordings of people (scripts/fetch-speech), `--fast`." if real else "(not run).")
+        + (f"{len(real[2])} recordings of people (scripts/fetch-speech), `--fast`." if real else "(not run).")
         + " Reproduce with `scripts/bench-asr --only turn` (`scripts/bench-turn.py`).",
         "",
         "Policies: *hangover N* (`end_of_turn = \"hangover\"`, `vad_hangover_ms = N`): the turn ends after N ms "

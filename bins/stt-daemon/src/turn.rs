@@ -98,14 +98,13 @@ impl Turn {
             self.note(v);
         }
         let ending = self.ending.get()?;
-        let Some((seg_id, grown)) = open.filter(|(id, g)| {
+        let Some((_, grown)) = open.filter(|(id, g)| {
             *id == ending.seg_id && g.speech_len <= ending.len && ending.len <= g.samples.len()
         }) else {
             // Closed, or speaking again: the turn goes on.
             self.ending.set(None);
             return None;
         };
-        debug_assert_eq!(seg_id, ending.seg_id);
         if grown.pause_len() < self.end_pause {
             return None;
         }
