@@ -133,7 +133,7 @@ def run(binary: str, model: str, session: Path, clips: list[dict], ends: dict[in
 
 
 def word_times(example: str, model: str, files: list[Path]) -> dict[str, list[tuple[str, float]]]:
-    """Each file's words and when they end, as whisper's token timestamps place them (the
+    """Each file's words and when they end, as whisper's alignment heads place them (the
     `word_times` example, whole files, full window)."""
     out = subprocess.run([example, model, *map(str, files)], capture_output=True, text=True, check=True).stdout
     words: dict[str, list[tuple[str, float]]] = {str(f): [] for f in files}
@@ -186,7 +186,7 @@ def shown_of(d, clips: list[dict], ends: dict[int, list[float]]) -> list[float]:
 def run_real(binary: str, model: str, speech: Path, work: Path, example: str | None) -> dict:
     """The real recordings (scripts/fetch-speech), 1 s of silence around each, at real time:
     the finals' WER with partials on and off; with the `word_times` example, word spoken ->
-    first shown too, a word's time being where whisper's own token timestamps end it (and
+    first shown too, a word's time being where whisper's alignment heads end it (and
     what was said, whisper's own offline words)."""
     wav, manifest, spans = asr.real_session(speech, work)
     times = word_times(example, model, [speech / m["file"] for m in manifest]) if example else {}
@@ -310,7 +310,7 @@ def main() -> None:
             on, off = real["partials_shown"], real["finals_shown"]
             body += (
                 f"\n**Real speech, word spoken → first shown** ({len(on)} words; a word's end where whisper's own "
-                "token timestamps put it over the whole recording, `word_times` example: rough, a few words seconds off either way): median "
+                "cross-attention aligns it over the whole recording, the `word_times` example: dynamic time warping on the model's alignment heads): median "
                 f"**{pct(on, 50):.0f} ms**, p90 **{pct(on, 90):.0f} ms** with partials on "
                 f"(off: {pct(off, 50):.0f} / {pct(off, 90):.0f} ms). Targets median ≤ 0.6 s, p90 ≤ 1.0 s: "
                 f"**{'met' if pct(on, 50) <= 600 and pct(on, 90) <= 1000 else 'not met'}**.\n"
