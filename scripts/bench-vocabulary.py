@@ -106,7 +106,8 @@ def main() -> None:
         rows = []
         for c in clips:
             text = " ".join(transcribe(a.daemon, a.model, c["path"], work, tag, vocabulary))
-            rows.append({"text": text, "right": spelled(c["term"], text), "errors": asr.errors(c["text"], text)})
+            rows.append({"text": text, "right": spelled(c["term"], text), "errors": asr.errors(c["text"], text),
+                         "invented": sum(spelled(t, text) for t in TERMS if t != c["term"])})
         results[tag] = rows
 
     speech = Path(a.speech)
@@ -115,24 +116,28 @@ def main() -> None:
     real = {}
     for tag, vocabulary in (("without", []), ("with", TERMS)):
         log(f"{len(manifest)} real recordings {tag} the list")
-        pairs = []
+        pairs, invented = [], 0
         for m in manifest:
             wav = work / f"real-{m['file']}"
             if not wav.exists():
                 asr.write_wav(wav, np.concatenate([pad, asr.read_wav(speech / m["file"]), pad]))
-            pairs.append(asr.errors(m["text"], " ".join(transcribe(a.daemon, a.model, wav, work, tag, vocabulary))))
+            text = " ".join(transcribe(a.daemon, a.model, wav, work, tag, vocabulary))
+            pairs.append(asr.errors(m["text"], text))
+            invented += sum(spelled(t, text) for t in TERMS)
         real[tag] = asr.wer_of(pairs)
+        real[tag + "_invented"] = invented
 
     n = len(clips)
     right = {t: sum(r["right"] for r in rows) for t, rows in results.items()}
     other = {t: asr.wer_of([r["errors"] for r in rows]) for t, rows in results.items()}
+    invented = {t: sum(r["invented"] for r in rows) for t, rows in results.items()}
     lines = [
         "## Custom vocabulary (`scripts/bench-asr --only vocabulary`)",
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on {asr.cpu_model()}, release build, whisper `{Path(a.model).name}`, "
         "`stt-daemon transcribe` (the daemon's VAD and whisper, given the vocabulary as the running daemon gives it: "
-        "`Glossary: term, term, ….` as whisper's initial prompt, and a word or run of words within a letter in five "
-        "of a term spelled as the term). Reproduce with `scripts/bench-asr --only vocabulary` "
+        "`Glossary: term, term, ….` as whisper's initial prompt, the terms' tokens favoured while it decodes "
+        "(`stt_asr::bias`), and a word or run of words within a letter in five of a term spelled as the term). Reproduce with `scripts/bench-asr --only vocabulary` "
         "(`scripts/bench-vocabulary.py`).",
         "",
         f"**Sentences**: {len(TERMS)} names and terms in {n} espeak-ng sentences (en-us and en-gb, 165 wpm), two each.",
@@ -142,6 +147,9 @@ def main() -> None:
         f"| terms spelled right | {right['without']} of {n} ({right['without'] / n * 100:.0f}%) "
         f"| {right['with']} of {n} ({right['with'] / n * 100:.0f}%) |",
         f"| WER of the 40 sentences, terms included | {other['without'] * 100:.1f}% | {other['with'] * 100:.1f}% |",
+        f"| terms written that were not said: in the 40 sentences (another term was) | {invented['without']} "
+        f"| {invented['with']} |",
+        f"| … in the {len(manifest)} real recordings | {real['without_invented']} | {real['with_invented']} |",
         f"| WER on the {len(manifest)} real recordings (none holds a term) | {real['without'] * 100:.1f}% "
         f"| {real['with'] * 100:.1f}% |",
         "",

@@ -83,7 +83,9 @@ fn preset(path: &str) -> Result<DtwModelPreset, Box<dyn std::error::Error>> {
         .into_iter()
         .find(|(size, _)| name.contains(&format!("-{size}")))
         .map(|(_, preset)| preset)
-        .ok_or_else(|| format!("{path}: no alignment heads for this model (tiny, base, small, medium)").into())
+        .ok_or_else(|| {
+            format!("{path}: no alignment heads for this model (tiny, base, small, medium)").into()
+        })
 }
 
 /// The samples of a 16 kHz mono 16-bit WAV file: those of its `data` chunk.

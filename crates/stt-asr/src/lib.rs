@@ -7,6 +7,7 @@
 //!   "[BLANK_AUDIO]", a phrase repeated over and over), caught before anyone sees them.
 //! - [`agreement`]: which words of a segment still being spoken are settled (two passes in a
 //!   row agree on them), for live partial transcripts.
+//! - [`bias`]: the vocabulary's tokens favoured while whisper decodes.
 //! - [`spelling`]: near misses of the user's vocabulary spelled as the user wrote them.
 //! - [`turn`]: whether the text heard at a pause ends what the person was saying.
 //! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed
@@ -22,6 +23,7 @@
 //! segments.
 
 pub mod agreement;
+pub mod bias;
 pub mod filter;
 pub mod spelling;
 pub mod turn;

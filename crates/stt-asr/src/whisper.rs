@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 
 use whisper_rs::{
     FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
+    WhisperSysContext, WhisperSysState, WhisperTokenData,
 };
 
 use crate::AsrError;
+use crate::bias::Bias;
 use crate::filter::{self, Heard, Runaway};
 use crate::spelling;
 
@@ -140,6 +142,16 @@ pub struct Whisper {
     /// The vocabulary, whose near misses are spelled as the user wrote them
     /// ([`crate::spelling`]).
     terms: Vec<String>,
+    /// The vocabulary's tokens, favoured while whisper decodes ([`crate::bias`]).
+    bias: Logits,
+}
+
+/// What the logits filter reads while whisper decodes: the bias and the vocabulary's size
+/// (the length of the logits whisper hands it).
+#[derive(Debug, Default)]
+struct Logits {
+    bias: Bias,
+    n_vocab: usize,
 }
 
 impl std::fmt::Debug for Whisper {
@@ -187,6 +199,7 @@ impl Whisper {
             model_name,
             prompt: Vec::new(),
             terms: Vec::new(),
+            bias: Logits::default(),
         })
     }
 
@@ -197,6 +210,35 @@ impl Whisper {
         let terms: Vec<&str> =
             terms.iter().map(|t| t.trim()).filter(|t| !t.is_empty() && !t.contains('\0')).collect();
         self.terms = terms.iter().map(|t| (*t).to_owned()).collect();
+        let mut paths = Vec::with_capacity(terms.len());
+        for term in &terms {
+            // As whisper writes a word in running text (after a space), as the user wrote it
+            // and capitalised (at the start of a sentence; "kubectl" → "Kubectl", which the
+            // respelling writes back as the user did).
+            let mut first = term.chars();
+            let capital: String =
+                first.next().map(|c| c.to_uppercase().chain(first).collect()).unwrap_or_default();
+            for spelling in [*term, capital.as_str()] {
+                let text = format!(" {spelling}");
+                paths.push(self._ctx.tokenize(&text, text.len() + 1).map_err(|e| {
+                    AsrError::Whisper(format!("cannot read the vocabulary term {term:?}: {e}"))
+                })?);
+            }
+        }
+        let n_vocab = self._ctx.n_vocab();
+        let run_on = if paths.is_empty() {
+            Vec::new()
+        } else {
+            (0..n_vocab)
+                .map(|id| {
+                    self._ctx
+                        .token_to_bytes(id)
+                        .is_ok_and(|b| b.first().is_some_and(u8::is_ascii_alphanumeric))
+                })
+                .collect()
+        };
+        let n_vocab = usize::try_from(n_vocab).unwrap_or(0);
+        self.bias = Logits { bias: Bias::new(paths, run_on), n_vocab };
         // The most terms, from the first, whose prompt fits (more terms never take fewer
         // tokens): a binary search, so a long list costs a few tokenizations, not one a term.
         let mut n = terms.len();
@@ -395,6 +437,17 @@ impl Whisper {
         if !self.prompt.is_empty() {
             params.set_tokens(&self.prompt);
         }
+        if !self.bias.bias.is_empty() {
+            let logits: *const Logits = &self.bias;
+            // SAFETY: `favour_vocabulary` has the signature whisper.cpp calls; `logits` points
+            // at a field of `self` that nothing changes while `state.full` (below, the only
+            // caller) runs, and the filter only reads it.
+            #[allow(unsafe_code)]
+            unsafe {
+                params.set_filter_logits_callback(Some(favour_vocabulary));
+                params.set_filter_logits_callback_user_data(logits.cast_mut().cast());
+            }
+        }
 
         let eot = self._ctx.token_eot();
         let state =
@@ -435,6 +488,37 @@ impl Whisper {
         }
         audio_ctx_for_samples(n)
     }
+}
+
+/// Whisper.cpp's logits filter: adds the vocabulary's bonuses ([`Bias::apply`]) to the logits
+/// of the next token, given the text tokens decoded so far.
+#[allow(unsafe_code)]
+unsafe extern "C" fn favour_vocabulary(
+    _ctx: *mut WhisperSysContext,
+    _state: *mut WhisperSysState,
+    tokens: *const WhisperTokenData,
+    n_tokens: std::ffi::c_int,
+    logits: *mut f32,
+    user_data: *mut std::ffi::c_void,
+) {
+    if user_data.is_null() || logits.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is the `Logits` that `Whisper::decode` set, alive for the whole
+    // decode; whisper.cpp passes `n_tokens` token records and `n_vocab` logits, which are
+    // ours to change for this step.
+    let (filter, tokens, logits) = unsafe {
+        let filter = &*user_data.cast::<Logits>();
+        let n = usize::try_from(n_tokens).unwrap_or(0);
+        let tokens = if tokens.is_null() || n == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(tokens, n)
+        };
+        (filter, tokens, std::slice::from_raw_parts_mut(logits, filter.n_vocab))
+    };
+    let ids: Vec<std::ffi::c_int> = tokens.iter().map(|t| t.id).collect();
+    filter.bias.apply(&ids, logits);
 }
 
 /// The initial prompt that tells whisper to expect `terms`: "Glossary: Efren, kubectl.".
