@@ -2,9 +2,9 @@
 //!
 //! The file is `$XDG_CONFIG_HOME/stt/config.toml` (else `~/.config/stt/config.toml`), or the
 //! path given with `--config`. Its sections are `[daemon]`, `[assistant]`, `[llm]`, `[triage]`,
-//! `[speakers]`, `[memory]`, `[tui]` and `[tools]`; every key has a default, so a missing file
-//! or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with every key
-//! documented (`stt-ctl config-default` prints it), and a test keeps it equal to
+//! `[speakers]`, `[voice]`, `[memory]`, `[tui]` and `[tools]`; every key has a default, so a
+//! missing file or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with
+//! every key documented (`stt-ctl config-default` prints it), and a test keeps it equal to
 //! [`Config::default`]. `[llm.providers.ID]` tables (one per model provider) are the only
 //! keys that are not in it, since they are optional and named by the user.
 //!
@@ -52,7 +52,7 @@ pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
     LlmProviderConfig, MemoryConfig, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig,
-    TriageConfig, TuiConfig, VadEngine,
+    TriageConfig, TuiConfig, VadEngine, VoiceConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -256,6 +256,10 @@ mod tests {
                 "enabled = false",
             ],
         );
+        check(
+            "[voice]\nenabled = true\n",
+            &["config.toml:2:", "key 'voice.enabled'", "spoken replies are not available"],
+        );
         // Speaker identification is built: turning it on is no error.
         parse_ok("[speakers]\nenabled = true\n");
     }
@@ -379,6 +383,7 @@ mod tests {
         check("[llm]\nrequest_timeout_s = 0\n", &[":2:", "llm.request_timeout_s"]);
         check("[llm]\ntemperature = 3.0\n", &[":2:", "llm.temperature", "0 to 2"]);
         check("[triage]\nwindow = 0\n", &[":2:", "triage.window"]);
+        check("[voice]\nmodel = \"\"\n", &[":2:", "voice.model", "piper/en_US-joe-medium.onnx"]);
         check("[triage]\nescalate_threshold = 0\n", &[":2:", "triage.escalate_threshold"]);
         check(
             "[speakers]\nmatch_threshold = 0.6\nuncertain_threshold = 0.7\n",

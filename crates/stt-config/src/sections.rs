@@ -24,6 +24,8 @@ pub struct Config {
     pub triage: TriageConfig,
     /// `[speakers]`: optional per-utterance speaker identification.
     pub speakers: SpeakersConfig,
+    /// `[voice]`: the voice replies are spoken in.
+    pub voice: VoiceConfig,
     /// `[memory]`: long-term memory.
     pub memory: MemoryConfig,
     /// `[tui]`: the terminal viewer.
@@ -402,6 +404,29 @@ impl Default for SpeakersConfig {
             min_segment_s: 1.0,
             confirm_s: 10.0,
             max_speakers: 32,
+        }
+    }
+}
+
+/// `[voice]`: the voice stt speaks with (`stt-ctl say`, and spoken replies once built).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VoiceConfig {
+    /// Speak chat replies and command results aloud.
+    pub enabled: bool,
+    /// Piper voice (ONNX, its `.onnx.json` beside it): a path, or a file name looked up in
+    /// `<data_dir>/models`.
+    pub model: PathBuf,
+    /// Output device name; empty means the system's default output device.
+    pub device: String,
+}
+
+impl Default for VoiceConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            model: PathBuf::from("piper/en_US-joe-medium.onnx"),
+            device: String::new(),
         }
     }
 }

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use crate::parse::KeyPath;
 use crate::sections::{
     AssistantConfig, Config, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig, MemoryConfig,
-    SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, is_identifier,
+    SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
+    is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -33,6 +34,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     llm(&config.llm)?;
     triage(&config.triage)?;
     speakers(&config.speakers)?;
+    voice(&config.voice)?;
     memory(&config.memory)?;
     tui(&config.tui)?;
     tools(&config.tools)?;
@@ -341,6 +343,29 @@ fn triage(c: &TriageConfig) -> Checked {
         ));
     }
     fraction("triage", "escalate_threshold", c.escalate_threshold, true, d.escalate_threshold)
+}
+
+fn voice(c: &VoiceConfig) -> Checked {
+    // Not built yet (issue 27): see `not_built_yet`. Only `stt-ctl say --wav` uses the voice.
+    if c.enabled {
+        return Err(problem(
+            KeyPath::new("voice", "enabled"),
+            "true, but spoken replies are not available in this version of stt yet: set \
+             `enabled = false` (or remove the key); `stt-ctl say TEXT --wav FILE` uses the \
+             voice already"
+                .to_owned(),
+        ));
+    }
+    if c.model.as_os_str().is_empty() {
+        return Err(problem(
+            KeyPath::new("voice", "model"),
+            format!(
+                "is empty: name a Piper voice, e.g. \"{}\"",
+                VoiceConfig::default().model.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn speakers(c: &SpeakersConfig) -> Checked {

@@ -3,14 +3,16 @@
 //! [`Cli`] is the command line; [`Verb`] the verbs, each becoming exactly one
 //! [`Request`]; [`run`] connects, sends, prints the reply, and returns the exit code:
 //! 0 accepted, 1 the assistant answered with an error, 2 usage, 3 cannot connect.
-//! Two verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
-//! print the name of the speaker that stays, and `speaker-play` asks the roster and plays the
-//! speaker's sample here ([`play`]).
+//! Some verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
+//! print the name of the speaker that stays, `speaker-play` asks the roster and plays the
+//! speaker's sample here ([`play`]), and `say` speaks with the configured voice here
+//! ([`say`]).
 //!
 //! It stays fast: a single-threaded runtime, and no work beyond reading the config (for a
 //! socket override) and one connect-send-receive.
 
 pub mod play;
+pub mod say;
 pub mod vocabulary;
 
 use std::io::Write;
@@ -161,6 +163,15 @@ pub enum Verb {
         #[command(subcommand)]
         verb: VocabularyVerb,
     },
+    /// Speak TEXT with the configured voice ([voice].model), or write it to a WAV file
+    Say {
+        /// What to say; several words are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        text: Vec<String>,
+        /// Write the speech to this WAV file (16-bit, the voice's rate) instead of playing it
+        #[arg(long, value_name = "FILE")]
+        wav: Option<PathBuf>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
@@ -297,6 +308,7 @@ impl Verb {
             Self::Completions { .. }
             | Self::ConfigDefault
             | Self::SpeakerPlay { .. }
+            | Self::Say { .. }
             | Self::Vocabulary { .. } => {
                 return None;
             }
@@ -323,6 +335,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
     if let Verb::Vocabulary { verb } = &cli.verb {
         return vocabulary::run(cli, verb, out, err);
+    }
+    if let Verb::Say { text, wav } = &cli.verb {
+        return say::run(cli, &text.join(" "), wav.as_deref(), out, err);
     }
     let Some(request) = cli.verb.request() else {
         return local(&cli.verb, out);
@@ -585,6 +600,7 @@ mod tests {
             &["chat-stop"],
             &["memory", "stats"],
             &["vocabulary", "list"],
+            &["say", "hello"],
             &["completions", "bash"],
             &["config-default"],
         ];

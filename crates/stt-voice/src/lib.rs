@@ -29,6 +29,9 @@ pub use stt_onnx::{RuntimeError, runtime_library};
 /// The voice `scripts/fetch-voice` installs, under the models directory.
 pub const DEFAULT_VOICE: &str = "piper/en_US-joe-medium.onnx";
 
+/// Silence between two sentences of one text, in seconds (Piper's own default).
+pub const SENTENCE_PAUSE_S: f32 = 0.2;
+
 /// The espeak-ng program, found on `PATH`.
 pub const ESPEAK: &str = "espeak-ng";
 
@@ -179,9 +182,27 @@ impl Voice {
         Ok(phonemes::ids(&phonemes, &self.config.phoneme_id_map))
     }
 
-    /// `text` (a sentence, or a few: the voice reads it in one breath) spoken: mono samples in
-    /// [-1, 1] at [`Voice::sample_rate`]. Empty for text with nothing to say.
+    /// `text` spoken: mono samples in [-1, 1] at [`Voice::sample_rate`], each sentence
+    /// synthesized on its own and [`SENTENCE_PAUSE_S`] of silence between them. Empty for
+    /// text with nothing to say.
     pub fn synthesize(&mut self, text: &str) -> Result<Vec<f32>, VoiceError> {
+        let pause = (SENTENCE_PAUSE_S * self.sample_rate() as f32) as usize;
+        let mut out = Vec::new();
+        for sentence in phonemes::sentences(text) {
+            let audio = self.sentence(&sentence)?;
+            if audio.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.resize(out.len() + pause, 0.0);
+            }
+            out.extend(audio);
+        }
+        Ok(out)
+    }
+
+    /// One sentence spoken in one breath: its samples, empty when it has nothing to say.
+    pub fn sentence(&mut self, text: &str) -> Result<Vec<f32>, VoiceError> {
         let ids = self.ids(text)?;
         // The frame alone (start, pad, end): nothing to say.
         if ids.len() <= 3 {
@@ -198,6 +219,21 @@ impl Voice {
         let (_, audio) = outputs[0].try_extract_tensor::<f32>()?;
         Ok(audio.iter().map(|x| x.clamp(-1.0, 1.0)).collect())
     }
+}
+
+/// Writes `samples` (mono, in [-1, 1]) at `rate` to `path` as a 16-bit PCM WAV file.
+pub fn write_wav(path: &Path, samples: &[f32], rate: u32) -> Result<(), hound::Error> {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::create(path, spec)?;
+    for &x in samples {
+        writer.write_sample((x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16)?;
+    }
+    writer.finalize()
 }
 
 #[cfg(test)]

@@ -42,6 +42,27 @@ pub fn clauses(text: &str) -> Vec<(String, Option<char>)> {
     out
 }
 
+/// The sentences of `text`: its clauses grouped up to each one that ends in `.`, `!` or `?`
+/// (and the last), each rebuilt as text ("Hello, world." stays one sentence).
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for (clause, mark) in clauses(text) {
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(&clause);
+        current.extend(mark);
+        if matches!(mark, Some('.' | '!' | '?') | None) {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
 /// The phonemes of `text` as a Piper voice reads them: each clause's IPA from espeak-ng
 /// (`espeak` the program, `voice` its voice, e.g. "en-us"), its mark after it and a space
 /// between clauses, in Unicode NFD.
@@ -129,6 +150,16 @@ mod tests {
             clauses("Wait... what"),
             vec![("Wait".into(), Some('.')), ("what".into(), None)]
         );
+    }
+
+    #[test]
+    fn a_text_splits_into_sentences_at_full_stops_and_question_and_exclamation_marks() {
+        assert_eq!(
+            sentences("Hello, world. How are you? Fine; thanks! And you"),
+            vec!["Hello, world.", "How are you?", "Fine; thanks!", "And you"]
+        );
+        assert_eq!(sentences("Wait,"), vec!["Wait,"]);
+        assert!(sentences(" . ").is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod real_model;
 mod speakers;
 mod supervisor;
 mod tui_tmux;
+mod voice;
 
 /// Whisper takes every core it is given: tests that run it take turns, so that each one's
 /// deadline measures its own work.
