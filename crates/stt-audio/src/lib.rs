@@ -1,4 +1,4 @@
-//! Audio input: everything that turns a microphone, a WAV file or raw PCM into 16 kHz mono
+//! Audio input (and the one output, for the voice): everything that turns a microphone, a WAV file or raw PCM into 16 kHz mono
 //! `f32` samples for speech detection and transcription.
 //!
 //! # Using it
@@ -35,10 +35,12 @@
 //! - `sink`: [`Sink`], [`StopFlag`] and the two send policies.
 //! - `file`: WAV files ([`read_wav_16k_mono`] for a whole file) and raw PCM from a reader.
 //! - `mic`: the microphone through cpal, device listing, retries.
+//! - [`output`]: audio out through cpal ([`output::Playback`]), for the voice.
 
 mod convert;
 mod file;
 mod mic;
+pub mod output;
 pub mod resample;
 mod sink;
 #[cfg(test)]

@@ -116,7 +116,7 @@ pub(crate) fn check_device_name(name: Option<&str>) -> Result<(), AudioError> {
 
 /// The first host that can be had. Unlike `cpal::default_host`, never panics (it does when
 /// ALSA cannot read its configuration, e.g. a broken `~/.asoundrc`).
-fn host() -> Result<cpal::Host, AudioError> {
+pub(crate) fn host() -> Result<cpal::Host, AudioError> {
     let mut last = None;
     for id in cpal::available_hosts() {
         match cpal::host_from_id(id) {

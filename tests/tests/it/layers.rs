@@ -20,7 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("stt-onnx", 0),
     ("stt-os", 0),
     // Engines: audio in, speech found, words out, the model's API, texts and voices as
-    // vectors. No stt crate but stt-onnx (the process's one ONNX Runtime).
+    // vectors, speech from text. No stt crate but stt-onnx (the process's one ONNX Runtime).
     ("stt-audio", 1),
     ("stt-vad", 1),
     ("stt-asr", 1),
@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("stt-embed", 1),
     ("stt-memory", 1),
     ("stt-speaker", 1),
+    ("stt-voice", 1),
     // The config file's types and loading; the sockets, which carry only stt-proto types.
     ("stt-config", 2),
     ("stt-bus", 2),
