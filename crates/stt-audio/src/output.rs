@@ -200,7 +200,9 @@ fn find_output(host: &cpal::Host, wanted: &str) -> Result<cpal::Device, AudioErr
             name: wanted.to_owned(),
             available: devices
                 .iter()
-                .map(|d| format!("'{}' ({})", id(d).unwrap_or_default(), name(d).unwrap_or_default()))
+                .map(|d| {
+                    format!("'{}' ({})", id(d).unwrap_or_default(), name(d).unwrap_or_default())
+                })
                 .collect(),
         })
 }
