@@ -5,7 +5,8 @@
 //! queue in front of the one model worker) and [`timers`], plain data; [`owner`] (the one
 //! task that owns that state and its loop); the lanes that report to it: [`llm`] (commands
 //! through the tool loop, chat turns, compaction), [`memory`] (long-term memory on a thread
-//! of its own) and [`writer`] (the writes that block).
+//! of its own), [`voice`] (replies spoken as they stream) and [`writer`] (the writes that
+//! block).
 //! This file turns the config into [`Settings`] and [`serve`]s them.
 //!
 //! The daemon takes no input, so names given to speakers, and forgets and merges of them,
@@ -20,8 +21,9 @@
 //! is attached); the refusal names the condition. Command and chat modes never overlap. Only
 //! the owner's loop changes state and only it publishes. Ids on the wire come from one
 //! allocator seeded from the clock, so a restarted assistant never reuses an id a TUI shows.
-//! The only locks and atomics in the crate are the control server's viewer counter and what the
-//! standard channels hold.
+//! The only locks and atomics in the crate are the control server's viewer counter, the voice
+//! lane's interrupt count and device stopper (so that a stop silences the device from the
+//! owner's thread at once), and what the standard channels hold.
 
 pub mod core;
 pub mod ids;
@@ -36,6 +38,7 @@ pub mod session;
 pub mod slash;
 pub mod timers;
 pub mod turn;
+pub mod voice;
 pub mod writer;
 
 use std::path::PathBuf;
@@ -101,6 +104,8 @@ pub struct Settings {
     pub export_dir: PathBuf,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<memory::Settings>,
+    /// The voice replies are spoken in; `None` when `[voice].enabled` is false.
+    pub voice: Option<voice::Settings>,
 }
 
 impl Settings {
@@ -144,6 +149,14 @@ impl Settings {
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
             memory: memory_settings(config, env)?,
+            voice: match config.voice.enabled {
+                true => Some(voice::Settings {
+                    model: stt_config::dirs::model_path_with(&config.voice.model, env)?,
+                    runtime: stt_voice::runtime_library(&stt_config::dirs::models_dir_with(env)?),
+                    output: voice::Output::parse(&config.voice.device),
+                }),
+                false => None,
+            },
         })
     }
 }
@@ -332,6 +345,13 @@ pub async fn serve(
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
             memory,
+            voice: match settings.voice.clone() {
+                Some(voice) => Some(
+                    voice::spawn(voice, sink(&inputs_tx, Input::Voice))
+                        .context("cannot start the voice thread")?,
+                ),
+                None => None,
+            },
         },
         inputs_tx.clone(),
     );

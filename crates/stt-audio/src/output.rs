@@ -134,12 +134,33 @@ impl Playback {
         self.shared.queue().clear();
     }
 
+    /// A handle that stops this playback from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.shared))
+    }
+
     /// The stream's first error, once it has failed (a device unplugged, say).
     pub fn failure(&self) -> Option<String> {
         if !self.shared.failed.load(Ordering::SeqCst) {
             return None;
         }
         self.shared.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// Stops a [`Playback`] from any thread ([`Playback::stopper`]).
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl Stopper {
+    /// As [`Playback::stop`].
+    pub fn stop(&self) {
+        self.0.queue().clear();
+    }
+
+    /// As [`Playback::pending`].
+    pub fn pending(&self) -> usize {
+        self.0.queue().len()
     }
 }
 

@@ -408,7 +408,7 @@ impl Default for SpeakersConfig {
     }
 }
 
-/// `[voice]`: the voice stt speaks with (`stt-ctl say`, and spoken replies once built).
+/// `[voice]`: the voice stt speaks with: spoken replies, and `stt-ctl say`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VoiceConfig {
@@ -417,7 +417,8 @@ pub struct VoiceConfig {
     /// Piper voice (ONNX, its `.onnx.json` beside it): a path, or a file name looked up in
     /// `<data_dir>/models`.
     pub model: PathBuf,
-    /// Output device name; empty means the system's default output device.
+    /// Output device id or name; empty means the system's default output device;
+    /// `wav:PATH` writes the speech to that WAV file instead.
     pub device: String,
 }
 

@@ -346,16 +346,6 @@ fn triage(c: &TriageConfig) -> Checked {
 }
 
 fn voice(c: &VoiceConfig) -> Checked {
-    // Not built yet (issue 27): see `not_built_yet`. Only `stt-ctl say --wav` uses the voice.
-    if c.enabled {
-        return Err(problem(
-            KeyPath::new("voice", "enabled"),
-            "true, but spoken replies are not available in this version of stt yet: set \
-             `enabled = false` (or remove the key); `stt-ctl say TEXT --wav FILE` uses the \
-             voice already"
-                .to_owned(),
-        ));
-    }
     if c.model.as_os_str().is_empty() {
         return Err(problem(
             KeyPath::new("voice", "model"),

@@ -102,6 +102,7 @@ impl Owner {
             preempted: false,
             started: now(),
             tokens: None,
+            spoken: 0,
         });
     }
 
@@ -141,6 +142,9 @@ impl Owner {
                         running.answer.clone_from(&text);
                     }
                     running.cut |= stopped;
+                }
+                if !stopped {
+                    self.speak_answer(!partial);
                 }
                 let id = self.reply_id();
                 self.publish(&AssistantEvent::ChatMessage(ChatMessage {

@@ -74,6 +74,8 @@ pub enum Input {
     Written(Failed),
     /// What the memory lane has to say (ready, or off and why).
     Memory(crate::memory::Report),
+    /// What the voice lane has to say (ready, off and why, a piece it could not say).
+    Voice(crate::voice::Report),
 }
 
 /// What a helper task the loop started ([`Owner::help`]) comes back with.
@@ -115,6 +117,8 @@ pub struct Parts {
     /// Long-term memory and its settings; `None` when `[memory].enabled` is false. The same
     /// handle is in `env` for jobs.
     pub memory: Option<(Memory, crate::memory::Settings)>,
+    /// The voice lane; `None` when `[voice].enabled` is false.
+    pub voice: Option<crate::voice::Voice>,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -146,6 +150,8 @@ struct Running {
     started: Instant,
     /// What its requests cost.
     tokens: Option<Tokens>,
+    /// Bytes of `answer` handed to the voice so far.
+    spoken: usize,
 }
 
 /// The state, and the loop that owns it.
@@ -177,6 +183,8 @@ pub struct Owner {
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
     memory: Option<Memory>,
+    /// The voice lane, when replies are spoken.
+    voice: Option<crate::voice::Voice>,
     capture_ambient: bool,
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
@@ -231,6 +239,7 @@ impl Owner {
             heartbeat_seq: 0,
             inputs,
             memory,
+            voice: parts.voice,
             capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(dream_rules, now()),
@@ -373,6 +382,7 @@ impl Owner {
             Input::Providers(found) => self.on_helped(Helped::Providers(found)),
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
             Input::Memory(report) => self.on_memory(report),
+            Input::Voice(report) => self.on_voice(report),
         }
     }
 
@@ -404,6 +414,52 @@ impl Owner {
     }
 
     /// What the memory lane reported.
+    fn on_voice(&mut self, report: crate::voice::Report) {
+        match report {
+            crate::voice::Report::Ready { voice, output } => {
+                tracing::info!(voice, output, "the voice is ready");
+            }
+            crate::voice::Report::Off { why } => {
+                self.voice = None;
+                self.error(ErrorCode::Internal, why);
+            }
+            crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
+        }
+    }
+
+    /// Hands the voice what of the running job's answer is new and whole: its finished
+    /// sentences while it streams (`done` false), all of it once it is done.
+    fn speak_answer(&mut self, done: bool) {
+        let (Some(voice), Some(running)) = (&self.voice, self.running.as_mut()) else { return };
+        if running.spoken == usize::MAX {
+            return; // hushed
+        }
+        let from = running.spoken.min(running.answer.len());
+        let end = if done {
+            Some(running.answer.len())
+        } else {
+            crate::voice::sentence_end(&running.answer, from)
+        };
+        if let Some(end) = end.filter(|&end| end > from)
+            && let Some(piece) = running.answer.get(from..end)
+        {
+            voice.say(piece);
+            running.spoken = end;
+        }
+    }
+
+    /// Stops the voice mid-sentence: a person stopped, cancelled or cleared, or asked for
+    /// something new.
+    fn hush(&mut self) {
+        if let Some(voice) = &self.voice {
+            voice.stop();
+        }
+        if let Some(running) = self.running.as_mut() {
+            // What is left of this answer is not said either.
+            running.spoken = usize::MAX;
+        }
+    }
+
     fn on_memory(&mut self, report: crate::memory::Report) {
         match report {
             crate::memory::Report::Ready { stats, meaning } => {
@@ -498,6 +554,11 @@ impl Owner {
         };
         if let Some(need) = wants_the_model {
             self.interrupt(need);
+        }
+        if wants_the_model.is_some()
+            || matches!(request, Request::ChatStop | Request::CommandCancel | Request::Clear)
+        {
+            self.hush();
         }
         match request {
             Request::Status => return AssistantEvent::Status(self.status()),

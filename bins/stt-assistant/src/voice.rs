@@ -1,0 +1,267 @@
+//! The voice lane: replies spoken as they stream, a sentence at a time (`[voice].enabled`).
+//!
+//! A lane like the others: its own thread (which loads the voice, so start-up never waits
+//! for it), a handle ([`Voice`]) and a report enum ([`Report`]). The owner hands it text as
+//! the reply's sentences complete ([`Voice::say`]); the thread synthesizes each and queues it
+//! on the output, so the next sentence is synthesized while the one before plays.
+//! [`Voice::stop`] (the owner's interrupt: `chat-stop`, `command-cancel`, `clear`) drops what
+//! is queued and silences the device at once, from the owner's thread.
+//!
+//! The output is the default device (or `[voice].device`), or with `device = "wav:PATH"` a
+//! WAV file the speech is appended to: for machines without speakers, and for tests.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+
+use stt_audio::Resampler;
+use stt_audio::output::{Playback, Stopper};
+
+use crate::lane::Sink;
+
+/// Where the speech goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// An output device: its id or name, or `None` for the system's default.
+    Device(Option<String>),
+    /// A WAV file (16-bit, the voice's rate), written anew at start and appended to.
+    Wav(PathBuf),
+}
+
+impl Output {
+    /// `[voice].device`: empty for the default device, `wav:PATH` for a file, else a device.
+    pub fn parse(device: &str) -> Self {
+        match device.trim() {
+            "" => Self::Device(None),
+            d => match d.strip_prefix("wav:") {
+                Some(path) => Self::Wav(PathBuf::from(path)),
+                None => Self::Device(Some(d.to_owned())),
+            },
+        }
+    }
+}
+
+/// What the lane needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The Piper voice's `.onnx` (its `.onnx.json` beside it).
+    pub model: PathBuf,
+    /// The ONNX Runtime library.
+    pub runtime: PathBuf,
+    pub output: Output,
+}
+
+/// What the lane tells the owner.
+#[derive(Debug)]
+pub enum Report {
+    /// The voice is loaded and the output open.
+    Ready { voice: String, output: String },
+    /// The voice cannot speak (no model, no espeak-ng, no device): why, with the fix.
+    Off { why: String },
+    /// Saying one piece failed (the lane goes on with the next).
+    Failed { why: String },
+}
+
+/// A piece of a reply to say, and the interrupt count when it was asked for.
+#[derive(Debug)]
+struct Job {
+    epoch: u64,
+    text: String,
+}
+
+/// The handle the owner keeps.
+#[derive(Debug, Clone)]
+pub struct Voice {
+    jobs: mpsc::Sender<Job>,
+    /// Bumped by every [`Voice::stop`]: a job of an older count is dropped.
+    epoch: Arc<AtomicU64>,
+    /// The device's stopper, once it is open.
+    stopper: Arc<Mutex<Option<Stopper>>>,
+}
+
+impl Voice {
+    /// Says `text` after what is queued.
+    pub fn say(&self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let job = Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned() };
+        // The thread is gone only once the voice is off, which the owner was told.
+        let _ = self.jobs.send(job);
+    }
+
+    /// Stops speaking now: what plays falls silent and nothing queued is said.
+    pub fn stop(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if let Some(stopper) = self.stopper.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+        {
+            stopper.stop();
+        }
+    }
+}
+
+/// Starts the lane's thread.
+pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Voice> {
+    let (jobs, rx) = mpsc::channel();
+    let voice = Voice { jobs, epoch: Arc::default(), stopper: Arc::default() };
+    let (epoch, stopper) = (Arc::clone(&voice.epoch), Arc::clone(&voice.stopper));
+    std::thread::Builder::new()
+        .name("voice".into())
+        .spawn(move || run(&settings, &rx, &epoch, &stopper, &reports))?;
+    Ok(voice)
+}
+
+/// Where the lane's audio goes once open.
+enum Out {
+    Device(Playback),
+    Wav(hound::WavWriter<std::io::BufWriter<std::fs::File>>),
+}
+
+fn run(
+    settings: &Settings,
+    jobs: &mpsc::Receiver<Job>,
+    epoch: &AtomicU64,
+    stopper: &Mutex<Option<Stopper>>,
+    reports: &Sink<Report>,
+) {
+    let loaded = stt_voice::Voice::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
+    let mut voice = match loaded {
+        Ok(voice) => voice,
+        Err(e) => {
+            reports.send(Report::Off { why: format!("the voice is off: {e}") });
+            return;
+        }
+    };
+    let rate = voice.sample_rate();
+    let (mut out, described) = match open(&settings.output, rate) {
+        Ok(opened) => opened,
+        Err(why) => {
+            reports.send(Report::Off { why: format!("the voice is off: {why}") });
+            return;
+        }
+    };
+    if let Out::Device(playback) = &out {
+        *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
+    }
+    reports.send(Report::Ready { voice: voice.name().to_owned(), output: described });
+    for job in jobs {
+        if job.epoch != epoch.load(Ordering::SeqCst) {
+            continue;
+        }
+        let audio = match voice.synthesize(&job.text) {
+            Ok(audio) => audio,
+            Err(e) => {
+                reports.send(Report::Failed { why: format!("the voice could not say it: {e}") });
+                continue;
+            }
+        };
+        // Stopped while it was being synthesized: not said.
+        if job.epoch != epoch.load(Ordering::SeqCst) || audio.is_empty() {
+            continue;
+        }
+        match play(&mut out, &audio, rate) {
+            // The length only: what is said is not logged.
+            Ok(()) => tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said"),
+            Err(why) => reports.send(Report::Failed { why }),
+        }
+    }
+    if let Out::Wav(writer) = out {
+        let _ = writer.finalize();
+    }
+}
+
+/// Opens the output for speech at `rate`: it, and what it is, for the log.
+fn open(output: &Output, rate: u32) -> Result<(Out, String), String> {
+    match output {
+        Output::Device(name) => {
+            let playback = Playback::open(name.as_deref()).map_err(|e| e.to_string())?;
+            let described = playback.describe().to_owned();
+            Ok((Out::Device(playback), described))
+        }
+        Output::Wav(path) => {
+            let spec = hound::WavSpec {
+                channels: 1,
+                sample_rate: rate,
+                bits_per_sample: 16,
+                sample_format: hound::SampleFormat::Int,
+            };
+            let writer = hound::WavWriter::create(path, spec)
+                .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+            Ok((Out::Wav(writer), format!("the file {}", path.display())))
+        }
+    }
+}
+
+/// Queues `audio` (at the voice's `rate`) on the device, resampled to its rate, or appends it
+/// to the file (whose header is brought up to date, so the file is whole after each piece).
+fn play(out: &mut Out, audio: &[f32], rate: u32) -> Result<(), String> {
+    match out {
+        Out::Device(playback) => {
+            if let Some(why) = playback.failure() {
+                return Err(format!("the output device failed: {why}"));
+            }
+            if playback.rate() == rate {
+                playback.queue(audio);
+            } else {
+                let mut resampler =
+                    Resampler::new(rate, playback.rate()).map_err(|e| e.to_string())?;
+                let mut samples = resampler.process(audio);
+                samples.extend(resampler.flush());
+                playback.queue(&samples);
+            }
+            Ok(())
+        }
+        Out::Wav(writer) => {
+            let written: Result<(), hound::Error> = audio
+                .iter()
+                .try_for_each(|&x| writer.write_sample(to_i16(x)))
+                .and_then(|()| writer.flush());
+            written.map_err(|e| format!("cannot write the voice's file: {e}"))
+        }
+    }
+}
+
+#[allow(clippy::cast_possible_truncation, reason = "clamped to the i16 range first")]
+fn to_i16(x: f32) -> i16 {
+    (x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16
+}
+
+/// Where the next piece of a streaming reply ends: after its last whole sentence (a `.`,
+/// `!` or `?` with white space after it) at or past byte `from` of `text`; `None` while no
+/// sentence has ended there. A mark at the very end may yet be "3." of "3.5", so it waits.
+pub fn sentence_end(text: &str, from: usize) -> Option<usize> {
+    let rest = text.get(from..)?;
+    let mut end = None;
+    let mut chars = rest.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?')
+            && chars.peek().is_some_and(|(_, next)| next.is_whitespace())
+        {
+            end = Some(from + i + c.len_utf8());
+        }
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_setting_names_a_device_a_file_or_the_default() {
+        assert_eq!(Output::parse(""), Output::Device(None));
+        assert_eq!(Output::parse(" hw:1 "), Output::Device(Some("hw:1".into())));
+        assert_eq!(Output::parse("wav:/tmp/said.wav"), Output::Wav("/tmp/said.wav".into()));
+    }
+
+    #[test]
+    fn a_streaming_reply_is_cut_after_its_last_whole_sentence() {
+        assert_eq!(sentence_end("Lima is the capital", 0), None);
+        assert_eq!(sentence_end("Lima is the capital.", 0), None, "it may be 3.5 yet");
+        assert_eq!(sentence_end("Lima is the capital. It is", 0), Some(20));
+        assert_eq!(sentence_end("One. Two! Three? Fo", 0), Some(16));
+        assert_eq!(sentence_end("One. Two! Three? Fo", 16), None, "nothing new ended");
+        assert_eq!(sentence_end("It costs 3.50 now. Yes", 0), Some(18));
+        assert_eq!(sentence_end("short", 9), None);
+    }
+}
