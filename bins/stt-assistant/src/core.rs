@@ -491,6 +491,7 @@ impl Core {
             | Request::ChatCommand { .. }
             | Request::ChatStop
             | Request::Memory(_)
+            | Request::VoiceToggle
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
             Request::Confirm { call_id } | Request::Deny { call_id } => {

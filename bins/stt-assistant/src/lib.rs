@@ -104,8 +104,8 @@ pub struct Settings {
     pub export_dir: PathBuf,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<memory::Settings>,
-    /// The voice replies are spoken in; `None` when `[voice].enabled` is false.
-    pub voice: Option<voice::Settings>,
+    /// The voice replies are spoken in, and whether they are at start (`[voice].enabled`).
+    pub voice: (voice::Settings, bool),
 }
 
 impl Settings {
@@ -149,14 +149,14 @@ impl Settings {
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
             memory: memory_settings(config, env)?,
-            voice: match config.voice.enabled {
-                true => Some(voice::Settings {
+            voice: (
+                voice::Settings {
                     model: stt_config::dirs::model_path_with(&config.voice.model, env)?,
                     runtime: stt_voice::runtime_library(&stt_config::dirs::models_dir_with(env)?),
                     output: voice::Output::parse(&config.voice.device),
-                }),
-                false => None,
-            },
+                },
+                config.voice.enabled,
+            ),
         })
     }
 }
@@ -345,13 +345,7 @@ pub async fn serve(
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
             memory,
-            voice: match settings.voice.clone() {
-                Some(voice) => Some(
-                    voice::spawn(voice, sink(&inputs_tx, Input::Voice))
-                        .context("cannot start the voice thread")?,
-                ),
-                None => None,
-            },
+            voice: settings.voice.clone(),
         },
         inputs_tx.clone(),
     );

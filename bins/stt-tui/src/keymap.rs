@@ -117,6 +117,8 @@ pub enum Command {
     Cancel,
     Edit,
     ToggleChat,
+    /// Spoken replies on or off.
+    ToggleVoice,
     /// Open the chat line, empty.
     OpenChat,
     /// Open the chat line with a `/` typed, for a slash command.
@@ -230,6 +232,14 @@ pub const BINDINGS: &[Binding] = &[
         does: "chat mode on or off (chat_toggle)",
         short: "t",
         hints: &[(S::Idle, "chat"), (S::Chat, "leave chat"), (S::Replying, "leave chat")],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('v'), Command::ToggleVoice)],
+        label: "v",
+        does: "spoken replies on or off (voice_toggle; docs/VOICE.md)",
+        short: "v",
+        hints: &[],
     },
     Binding {
         context: Context::Normal,

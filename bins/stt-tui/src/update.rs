@@ -136,6 +136,7 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             vec![]
         }
         Command::ToggleChat => send(Request::ChatToggle),
+        Command::ToggleVoice => send(Request::VoiceToggle),
         Command::OpenChat => {
             state.input = Input::Chatting(Editor::default());
             vec![]

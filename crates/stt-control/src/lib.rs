@@ -163,6 +163,8 @@ pub enum Verb {
         #[command(subcommand)]
         verb: VocabularyVerb,
     },
+    /// Spoken replies on or off ([voice].enabled is where they start; docs/VOICE.md)
+    VoiceToggle,
     /// Speak TEXT with the configured voice ([voice].model), or write it to a WAV file
     Say {
         /// What to say; several words are joined with spaces
@@ -305,6 +307,7 @@ impl Verb {
             Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
             Self::ChatStop => Request::ChatStop,
             Self::Memory { verb } => Request::Memory(verb.request()),
+            Self::VoiceToggle => Request::VoiceToggle,
             Self::Completions { .. }
             | Self::ConfigDefault
             | Self::SpeakerPlay { .. }
@@ -405,6 +408,9 @@ fn roster(cli: &Cli, err: &mut dyn Write) -> Result<stt_bus::Reply, u8> {
 
 /// [`describe`], with what only the verb knows: which speakers an ack is about.
 fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
+    if let (Verb::VoiceToggle, AssistantEvent::Status(status)) = (&cli.verb, event) {
+        return format!("voice {}\n", if status.voice { "on" } else { "off" });
+    }
     let AssistantEvent::Ack(_) = event else { return describe(event) };
     match &cli.verb {
         Verb::SpeakerForget { id } => {
@@ -531,11 +537,12 @@ fn describe_status(s: &Status) -> String {
         _ => String::new(),
     };
     format!(
-        "mode:       {}\nstt:        {stt}\nllm:        {llm}\n{chat}inference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}version:    {}\n",
+        "mode:       {}\nstt:        {stt}\nllm:        {llm}\n{chat}inference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}voice:      {}\nversion:    {}\n",
         s.mode.as_str(),
         s.inference_queue,
         if s.inference_busy { ", busy" } else { "" },
         s.viewers,
+        if s.voice { "on" } else { "off" },
         s.version,
     )
 }
@@ -600,6 +607,7 @@ mod tests {
             &["chat-stop"],
             &["memory", "stats"],
             &["vocabulary", "list"],
+            &["voice-toggle"],
             &["say", "hello"],
             &["completions", "bash"],
             &["config-default"],

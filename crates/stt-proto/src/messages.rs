@@ -340,6 +340,9 @@ family! {
         /// Read, search, forget, export or import long-term memory, or run a dream; answered
         /// with `memory_output`.
         Memory(MemoryRequest) = "memory",
+        /// Spoken replies on or off (`[voice].enabled` is where they start); answered with
+        /// `status`, whose `voice` says which.
+        VoiceToggle = "voice_toggle",
     }
 }
 
@@ -633,6 +636,10 @@ pub struct Status {
     /// double the size of every event.)
     #[serde(default)]
     pub chat: Option<Box<ChatSession>>,
+    /// Whether replies are spoken (`voice_toggle`); `false` from an assistant that predates
+    /// the voice.
+    #[serde(default)]
+    pub voice: bool,
 }
 
 /// A timer waiting to fire, in `status`.

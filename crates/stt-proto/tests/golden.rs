@@ -189,6 +189,7 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"memory","verb":"dreams","limit":3}"#,
         ),
         (Request::Memory(MemoryRequest::Stats), r#"{"type":"memory","verb":"stats"}"#),
+        (Request::VoiceToggle, r#"{"type":"voice_toggle"}"#),
         (
             Request::Memory(MemoryRequest::Tree { node: Some(7) }),
             r#"{"type":"memory","verb":"tree","node":7}"#,
@@ -343,8 +344,9 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                     remaining_s: 42.5,
                 }],
                 chat: None,
+                voice: false,
             }),
-            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}],"chat":null}"#,
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}],"chat":null,"voice":false}"#,
         ),
         (
             AssistantEvent::ChatSession(ChatSession {
@@ -460,7 +462,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

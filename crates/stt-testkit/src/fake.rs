@@ -37,6 +37,10 @@ impl Handler for FakeAssistant {
         match request {
             Request::Status => AssistantEvent::Status(self.status.clone()),
             Request::SpeakerList => AssistantEvent::SpeakerList(self.roster.clone()),
+            // As the assistant does: the status after the toggle (the fake's voice was off).
+            Request::VoiceToggle => {
+                AssistantEvent::Status(stt_proto::Status { voice: true, ..self.status.clone() })
+            }
             other => {
                 let ids = match &other {
                     Request::SpeakerName { speaker_id, .. }

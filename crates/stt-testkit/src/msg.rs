@@ -22,6 +22,7 @@ pub fn status() -> Status {
         version: "0.1.0".into(),
         timers: Vec::new(),
         chat: None,
+        voice: false,
     }
 }
 

@@ -85,6 +85,7 @@ fn every_verb_sends_its_message_and_prints_the_reply() {
     );
     check(&s, &["chat-toggle"], Request::ChatToggle, "chat");
     check(&s, &["clear"], Request::Clear, "cleared");
+    check(&s, &["voice-toggle"], Request::VoiceToggle, "voice on");
     check(&s, &["status"], Request::Status, "\"turn on the lights\" (edited)");
     check(&s, &["speaker-list"], Request::SpeakerList, "spk_0001  Efren");
     check(
@@ -125,6 +126,7 @@ fn status_for_a_person_shows_every_field() {
         "inference:  2 queued, busy",
         "viewers:    1",
         "timer:      tea in 42 s (id 1764581534000001)",
+        "voice:      off",
     ] {
         assert!(out.stdout.contains(needle), "{:?} lacks {needle:?}", out.stdout);
     }

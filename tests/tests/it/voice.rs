@@ -110,6 +110,21 @@ fn a_chat_reply_is_spoken_as_it_streams_and_heard_back() {
     assert!(pieces.len() >= 2, "spoken sentence by sentence, not at the end: {pieces:?}");
     assert!(!assistant.log().contains("kettle"), "what is said is not logged");
     hears_back(&sandbox, wav.to_str().unwrap(), reply);
+
+    // Off: the next reply is shown, not said; on again, the status says so.
+    let said = |log: &str| log.lines().filter(|l| l.contains("voice: said")).count();
+    let before = said(&assistant.log());
+    let out = sandbox.run("stt-ctl", &["voice-toggle"]);
+    assert_eq!((out.code, out.stdout.as_str()), (Some(0), "voice off\n"), "{out:?}");
+    llm.push(Script::Text("This one is only shown.".into()));
+    let out = sandbox.run("stt-ctl", &["chat-send", "and the milk"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    answered(&seen, "This one is only shown.", DEADLINE);
+    assert_eq!(said(&assistant.log()), before, "nothing is handed to the voice while it is off");
+    let out = sandbox.run("stt-ctl", &["voice-toggle"]);
+    assert_eq!((out.code, out.stdout.as_str()), (Some(0), "voice on\n"), "{out:?}");
+    let status = sandbox.run("stt-ctl", &["status"]);
+    assert!(status.stdout.contains("voice:      on"), "{status:?}");
 }
 
 #[test]

@@ -117,8 +117,8 @@ pub struct Parts {
     /// Long-term memory and its settings; `None` when `[memory].enabled` is false. The same
     /// handle is in `env` for jobs.
     pub memory: Option<(Memory, crate::memory::Settings)>,
-    /// The voice lane; `None` when `[voice].enabled` is false.
-    pub voice: Option<crate::voice::Voice>,
+    /// The voice lane's settings, and whether replies are spoken at start.
+    pub voice: (crate::voice::Settings, bool),
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -183,8 +183,11 @@ pub struct Owner {
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
     memory: Option<Memory>,
-    /// The voice lane, when replies are spoken.
+    /// The voice lane, once replies have been spoken (started by the first `voice_on`).
     voice: Option<crate::voice::Voice>,
+    voice_settings: crate::voice::Settings,
+    /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
+    voice_on: bool,
     capture_ambient: bool,
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
@@ -216,7 +219,8 @@ impl Owner {
             // A summary left due by the last run is written first.
             queue.want(Work::Tree);
         }
-        Self {
+        let voice_on = parts.voice.1;
+        let mut owner = Self {
             core: parts.core,
             queue,
             env: parts.env,
@@ -239,13 +243,19 @@ impl Owner {
             heartbeat_seq: 0,
             inputs,
             memory,
-            voice: parts.voice,
+            voice: None,
+            voice_settings: parts.voice.0,
+            voice_on: false,
             capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(dream_rules, now()),
             helpers: JoinSet::new(),
             starts: Vec::new(),
+        };
+        if voice_on && let Err(e) = owner.voice_on() {
+            tracing::error!("{e}");
         }
+        owner
     }
 
     /// Runs until `shutdown`: follows the daemon at `daemon` (reconnecting whenever it goes
@@ -420,17 +430,54 @@ impl Owner {
                 tracing::info!(voice, output, "the voice is ready");
             }
             crate::voice::Report::Off { why } => {
+                // Off until asked again (`voice_toggle` starts a new lane, which tries again).
                 self.voice = None;
+                self.voice_on = false;
                 self.error(ErrorCode::Internal, why);
             }
             crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
         }
     }
 
+    /// Replies spoken from now on: the voice lane is started the first time (it loads the
+    /// voice on its own thread and says if it cannot).
+    fn voice_on(&mut self) -> Result<(), String> {
+        if self.voice.is_none() {
+            let inputs = self.inputs.clone();
+            let reports = crate::lane::Sink::new(move |report| {
+                // Gone only when the loop has ended, and then nobody listens.
+                let _ = inputs.send(Input::Voice(report));
+            });
+            let voice = crate::voice::spawn(self.voice_settings.clone(), reports)
+                .map_err(|e| format!("cannot start the voice thread: {e}"))?;
+            self.voice = Some(voice);
+        }
+        self.voice_on = true;
+        Ok(())
+    }
+
+    /// `voice_toggle`: spoken replies on or off; answered with the status that says which.
+    fn voice_toggle(&mut self) -> AssistantEvent {
+        if self.voice_on {
+            self.hush();
+            self.voice_on = false;
+            tracing::info!("spoken replies off");
+        } else if let Err(why) = self.voice_on() {
+            return AssistantEvent::Error(ErrorMsg::new(ErrorCode::Internal, why));
+        } else {
+            tracing::info!("spoken replies on");
+        }
+        AssistantEvent::Status(self.status())
+    }
+
     /// Hands the voice what of the running job's answer is new and whole: its finished
     /// sentences while it streams (`done` false), all of it once it is done.
     fn speak_answer(&mut self, done: bool) {
-        let (Some(voice), Some(running)) = (&self.voice, self.running.as_mut()) else { return };
+        let (true, Some(voice), Some(running)) =
+            (self.voice_on, &self.voice, self.running.as_mut())
+        else {
+            return;
+        };
         if running.spoken == usize::MAX {
             return; // hushed
         }
@@ -565,6 +612,7 @@ impl Owner {
             Request::SpeakerList => return AssistantEvent::SpeakerList(self.core.roster().clone()),
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
             Request::ChatStop => return self.chat_stop(),
+            Request::VoiceToggle => return self.voice_toggle(),
             _ => {}
         }
         if let Request::CommandExecute { .. } = request
@@ -621,6 +669,7 @@ impl Owner {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             timers: self.timers.list(now),
             chat: Some(Box::new(self.chat_session())),
+            voice: self.voice_on,
         }
     }
 

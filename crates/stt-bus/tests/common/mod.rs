@@ -238,6 +238,7 @@ impl Handler for TestHandler {
                 version: "test".into(),
                 timers: Vec::new(),
                 chat: None,
+                voice: false,
             }),
             Request::CommandStart | Request::CommandEdit { .. } => {
                 AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true })
