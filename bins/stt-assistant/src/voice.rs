@@ -114,7 +114,7 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Voice
 /// Where the lane's audio goes once open.
 enum Out {
     Device(Playback),
-    Wav(hound::WavWriter<std::io::BufWriter<std::fs::File>>),
+    Wav(stt_voice::WavOut),
 }
 
 fn run(
@@ -165,8 +165,8 @@ fn run(
             Err(why) => reports.send(Report::Failed { why }),
         }
     }
-    if let Out::Wav(writer) = out {
-        let _ = writer.finalize();
+    if let Out::Wav(wav) = out {
+        let _ = wav.finish();
     }
 }
 
@@ -179,15 +179,9 @@ fn open(output: &Output, rate: u32) -> Result<(Out, String), String> {
             Ok((Out::Device(playback), described))
         }
         Output::Wav(path) => {
-            let spec = hound::WavSpec {
-                channels: 1,
-                sample_rate: rate,
-                bits_per_sample: 16,
-                sample_format: hound::SampleFormat::Int,
-            };
-            let writer = hound::WavWriter::create(path, spec)
+            let wav = stt_voice::WavOut::create(path, rate)
                 .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
-            Ok((Out::Wav(writer), format!("the file {}", path.display())))
+            Ok((Out::Wav(wav), format!("the file {}", path.display())))
         }
     }
 }
@@ -211,19 +205,10 @@ fn play(out: &mut Out, audio: &[f32], rate: u32) -> Result<(), String> {
             }
             Ok(())
         }
-        Out::Wav(writer) => {
-            let written: Result<(), hound::Error> = audio
-                .iter()
-                .try_for_each(|&x| writer.write_sample(to_i16(x)))
-                .and_then(|()| writer.flush());
-            written.map_err(|e| format!("cannot write the voice's file: {e}"))
+        Out::Wav(wav) => {
+            wav.append(audio).map_err(|e| format!("cannot write the voice's file: {e}"))
         }
     }
-}
-
-#[allow(clippy::cast_possible_truncation, reason = "clamped to the i16 range first")]
-fn to_i16(x: f32) -> i16 {
-    (x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16
 }
 
 /// Where the next piece of a streaming reply ends: after its last whole sentence (a `.`,

@@ -223,17 +223,50 @@ impl Voice {
 
 /// Writes `samples` (mono, in [-1, 1]) at `rate` to `path` as a 16-bit PCM WAV file.
 pub fn write_wav(path: &Path, samples: &[f32], rate: u32) -> Result<(), hound::Error> {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: rate,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::create(path, spec)?;
-    for &x in samples {
-        writer.write_sample((x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16)?;
+    let mut wav = WavOut::create(path, rate)?;
+    wav.append(samples)?;
+    wav.finish()
+}
+
+/// A 16-bit mono PCM WAV file being written, whole after each [`WavOut::append`] (its header
+/// is brought up to date each time): speech written as it is said.
+pub struct WavOut(hound::WavWriter<std::io::BufWriter<std::fs::File>>);
+
+impl fmt::Debug for WavOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WavOut").field("samples", &self.0.len()).finish()
     }
-    writer.finalize()
+}
+
+impl WavOut {
+    /// Creates (or empties) `path` for speech at `rate`.
+    pub fn create(path: &Path, rate: u32) -> Result<WavOut, hound::Error> {
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: rate,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        Ok(WavOut(hound::WavWriter::create(path, spec)?))
+    }
+
+    /// Adds `samples` (mono, in [-1, 1]) and updates the header.
+    pub fn append(&mut self, samples: &[f32]) -> Result<(), hound::Error> {
+        for &x in samples {
+            self.0.write_sample(to_i16(x))?;
+        }
+        self.0.flush()
+    }
+
+    /// Finishes the file.
+    pub fn finish(self) -> Result<(), hound::Error> {
+        self.0.finalize()
+    }
+}
+
+#[allow(clippy::cast_possible_truncation, reason = "clamped to the i16 range first")]
+fn to_i16(x: f32) -> i16 {
+    (x.clamp(-1.0, 1.0) * f32::from(i16::MAX)) as i16
 }
 
 #[cfg(test)]
