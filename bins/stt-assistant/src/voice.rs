@@ -211,21 +211,18 @@ fn play(out: &mut Out, audio: &[f32], rate: u32) -> Result<(), String> {
     }
 }
 
-/// Where the next piece of a streaming reply ends: after its last whole sentence (a `.`,
-/// `!` or `?` with white space after it) at or past byte `from` of `text`; `None` while no
+/// Where the next piece of a streaming reply ends: after its last whole sentence (one that
+/// [`closes`] with white space after it) at or past byte `from` of `text`; `None` while no
 /// sentence has ended there. A mark at the very end may yet be "3." of "3.5", so it waits.
+///
+/// [`closes`]: crate::llm::sentences::closes
 pub fn sentence_end(text: &str, from: usize) -> Option<usize> {
     let rest = text.get(from..)?;
-    let mut end = None;
-    let mut chars = rest.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if matches!(c, '.' | '!' | '?')
-            && chars.peek().is_some_and(|(_, next)| next.is_whitespace())
-        {
-            end = Some(from + i + c.len_utf8());
-        }
-    }
-    end
+    rest.char_indices()
+        .rev()
+        .map(|(i, c)| (from + i, c))
+        .find(|&(i, c)| i + c.len_utf8() < text.len() && crate::llm::sentences::closes(text, i, c))
+        .map(|(i, c)| i + c.len_utf8())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! is not `Send` on every platform.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -23,8 +23,6 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(5);
 struct Shared {
     /// Mono samples still to play, at the device's rate.
     queue: Mutex<VecDeque<f32>>,
-    /// Frames played from the queue so far (silence not counted).
-    played: AtomicU64,
     /// The first stream error.
     failure: Mutex<Option<String>>,
     failed: AtomicBool,
@@ -119,16 +117,6 @@ impl Playback {
         self.shared.queue().extend(samples);
     }
 
-    /// Samples queued and not yet played.
-    pub fn pending(&self) -> usize {
-        self.shared.queue().len()
-    }
-
-    /// Frames played so far.
-    pub fn played(&self) -> u64 {
-        self.shared.played.load(Ordering::Relaxed)
-    }
-
     /// Drops everything queued: the device plays silence from its next buffer.
     pub fn stop(&self) {
         self.shared.queue().clear();
@@ -157,29 +145,17 @@ impl Stopper {
     pub fn stop(&self) {
         self.0.queue().clear();
     }
-
-    /// As [`Playback::pending`].
-    pub fn pending(&self) -> usize {
-        self.0.queue().len()
-    }
 }
 
 /// One device buffer: queued samples (each to every channel), then silence.
 fn fill(shared: &Shared, data: &mut cpal::Data, channels: usize) {
     use cpal::{Sample, SampleFormat as F};
     let mut queue = shared.queue();
-    let mut played = 0u64;
     macro_rules! fill {
         ($t:ty) => {
             if let Some(out) = data.as_slice_mut::<$t>() {
                 for frame in out.chunks_mut(channels) {
-                    let x = match queue.pop_front() {
-                        Some(x) => {
-                            played += 1;
-                            x
-                        }
-                        None => 0.0,
-                    };
+                    let x = queue.pop_front().unwrap_or(0.0);
                     frame.fill(<$t as Sample>::from_sample(x));
                 }
             }
@@ -197,8 +173,6 @@ fn fill(shared: &Shared, data: &mut cpal::Data, channels: usize) {
         // A format stt cannot write (24-bit, DSD): nothing is played.
         _ => {}
     }
-    drop(queue);
-    shared.played.fetch_add(played, Ordering::Relaxed);
 }
 
 /// The output device whose id, or else whose name, is `wanted`.

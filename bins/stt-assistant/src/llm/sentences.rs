@@ -7,7 +7,7 @@ use stt_memory::text::normalise;
 
 /// Whether `c` at byte `i` of `text` closes a sentence: `.`, `!`, `?` or `。` followed by
 /// white space or the end ("3.50" and "10:15" go on).
-fn closes(text: &str, i: usize, c: char) -> bool {
+pub(crate) fn closes(text: &str, i: usize, c: char) -> bool {
     matches!(c, '.' | '!' | '?' | '。')
         && text[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace)
 }
