@@ -44,7 +44,8 @@ impl Output {
 /// What the lane needs.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The Piper voice's `.onnx` (its `.onnx.json` beside it).
+    /// The Piper voice's `.onnx` (its `.onnx.json` beside it); espeak-ng's own voice speaks
+    /// when it cannot be loaded.
     pub model: PathBuf,
     /// The ONNX Runtime library.
     pub runtime: PathBuf,
@@ -54,9 +55,10 @@ pub struct Settings {
 /// What the lane tells the owner.
 #[derive(Debug)]
 pub enum Report {
-    /// The voice is loaded and the output open.
-    Ready { voice: String, output: String },
-    /// The voice cannot speak (no model, no espeak-ng, no device): why, with the fix.
+    /// The voice is loaded and the output open; `fallback` says why espeak-ng's own voice
+    /// speaks instead of the Piper voice, with the fix (told once, when the lane starts).
+    Ready { voice: String, output: String, fallback: Option<String> },
+    /// The voice cannot speak (no espeak-ng, no device): why, with the fix.
     Off { why: String },
     /// Saying one piece failed (the lane goes on with the next).
     Failed { why: String },
@@ -124,9 +126,10 @@ fn run(
     stopper: &Mutex<Option<Stopper>>,
     reports: &Sink<Report>,
 ) {
-    let loaded = stt_voice::Voice::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
-    let mut voice = match loaded {
-        Ok(voice) => voice,
+    let loaded =
+        stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
+    let (mut voice, fallback) = match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
             reports.send(Report::Off { why: format!("the voice is off: {e}") });
             return;
@@ -143,7 +146,8 @@ fn run(
     if let Out::Device(playback) = &out {
         *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
     }
-    reports.send(Report::Ready { voice: voice.name().to_owned(), output: described });
+    let fallback = fallback.map(|why| format!("espeak-ng speaks the replies: {why}"));
+    reports.send(Report::Ready { voice: voice.name(), output: described, fallback });
     for job in jobs {
         if job.epoch != epoch.load(Ordering::SeqCst) {
             continue;

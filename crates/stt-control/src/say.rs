@@ -1,4 +1,5 @@
-//! `stt-ctl say TEXT [--wav FILE]`: the configured voice (`[voice].model`) speaking TEXT.
+//! `stt-ctl say TEXT [--wav FILE]`: the configured voice (`[voice].model`) speaking TEXT, or
+//! espeak-ng's own voice, with a warning that names the fix, when that cannot be loaded.
 //!
 //! Done here, without the assistant: load the voice, synthesize, then write the WAV file or
 //! play it with the first player on `PATH` ([`crate::play::PLAYERS`]). Scripts use it, and so
@@ -10,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::json;
-use stt_voice::{ESPEAK, Voice};
+use stt_voice::{ESPEAK, Speaker};
 
 use crate::{Cli, EXIT_OK, EXIT_REFUSED, EXIT_USAGE};
 
@@ -33,8 +34,13 @@ pub fn run(
         }
     };
     let started = Instant::now();
-    let spoken = Voice::load(&model, &stt_voice::runtime_library(&models), 2, ESPEAK)
-        .and_then(|mut voice| Ok((voice.synthesize(text)?, voice.sample_rate())));
+    let spoken = Speaker::load(&model, &stt_voice::runtime_library(&models), 2, ESPEAK)
+        .and_then(|(mut voice, fallback)| {
+            if let Some(why) = fallback {
+                let _ = writeln!(err, "stt-ctl: espeak-ng speaks instead: {why}");
+            }
+            Ok((voice.synthesize(text)?, voice.sample_rate()))
+        });
     let (samples, rate) = match spoken {
         Ok(spoken) => spoken,
         Err(e) => {

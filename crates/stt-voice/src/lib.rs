@@ -4,6 +4,8 @@
 //! Modules, in reading order:
 //! - [`phonemes`]: text → clauses → espeak-ng's IPA with the punctuation put back → the
 //!   voice's phoneme ids.
+//! - [`espeak`]: espeak-ng's own voice, the fallback when a Piper voice cannot be loaded.
+//! - [`Speaker`] (here): whichever of the two speaks.
 //! - [`Voice`] (here): a loaded voice; [`Voice::synthesize`] turns one sentence into samples
 //!   at the voice's own rate ([`Voice::sample_rate`], 22,050 Hz for the medium voices).
 //!
@@ -12,6 +14,7 @@
 //! files, whose inputs are `input i64[1,P]` (phoneme ids), `input_lengths i64[1]` and `scales
 //! f32[3]` (noise, length, noise width), and whose output is `f32[1,1,1,N]` in [-1, 1].
 
+pub mod espeak;
 pub mod phonemes;
 
 use std::collections::HashMap;
@@ -186,19 +189,7 @@ impl Voice {
     /// synthesized on its own and [`SENTENCE_PAUSE_S`] of silence between them. Empty for
     /// text with nothing to say.
     pub fn synthesize(&mut self, text: &str) -> Result<Vec<f32>, VoiceError> {
-        let pause = (SENTENCE_PAUSE_S * self.sample_rate() as f32) as usize;
-        let mut out = Vec::new();
-        for sentence in phonemes::sentences(text) {
-            let audio = self.sentence(&sentence)?;
-            if audio.is_empty() {
-                continue;
-            }
-            if !out.is_empty() {
-                out.resize(out.len() + pause, 0.0);
-            }
-            out.extend(audio);
-        }
-        Ok(out)
+        joined(text, self.sample_rate(), |sentence| self.sentence(sentence))
     }
 
     /// One sentence spoken in one breath: its samples, empty when it has nothing to say.
@@ -219,6 +210,100 @@ impl Voice {
         let (_, audio) = outputs[0].try_extract_tensor::<f32>()?;
         Ok(audio.iter().map(|x| x.clamp(-1.0, 1.0)).collect())
     }
+}
+
+/// `text`'s sentences, each spoken by `sentence`, with [`SENTENCE_PAUSE_S`] between them.
+fn joined(
+    text: &str,
+    rate: u32,
+    mut sentence: impl FnMut(&str) -> Result<Vec<f32>, VoiceError>,
+) -> Result<Vec<f32>, VoiceError> {
+    let pause = (SENTENCE_PAUSE_S * rate as f32) as usize;
+    let mut out = Vec::new();
+    for one in phonemes::sentences(text) {
+        let audio = sentence(&one)?;
+        if audio.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.resize(out.len() + pause, 0.0);
+        }
+        out.extend(audio);
+    }
+    Ok(out)
+}
+
+/// Whoever speaks: the Piper voice, or espeak-ng's own voice when that cannot be loaded.
+#[derive(Debug)]
+pub enum Speaker {
+    Piper(Voice),
+    Espeak(espeak::Espeak),
+}
+
+impl Speaker {
+    /// The Piper voice `model` ([`Voice::load`]); when it cannot be loaded, espeak-ng's own
+    /// voice in the model's language, with why the Piper voice is not there (its error names
+    /// the fix). An error only when espeak-ng cannot speak either.
+    pub fn load(
+        model: &Path,
+        runtime: &Path,
+        threads: usize,
+        espeak: &str,
+    ) -> Result<(Speaker, Option<VoiceError>), VoiceError> {
+        match Voice::load(model, runtime, threads, espeak) {
+            Ok(voice) => Ok((Speaker::Piper(voice), None)),
+            Err(why) => {
+                // In the voice's language where espeak-ng has it, else in American English.
+                let mut fallback = espeak::Espeak::new(espeak, &espeak_language(model));
+                if fallback.sentence("a").is_err() {
+                    fallback = espeak::Espeak::new(espeak, "en-us");
+                    fallback.sentence("a")?;
+                }
+                Ok((Speaker::Espeak(fallback), Some(why)))
+            }
+        }
+    }
+
+    /// Its name: the Piper voice's, or "espeak-ng en-us".
+    pub fn name(&self) -> String {
+        match self {
+            Speaker::Piper(voice) => voice.name().to_owned(),
+            Speaker::Espeak(voice) => voice.name(),
+        }
+    }
+
+    /// Samples per second of what it says.
+    pub fn sample_rate(&self) -> u32 {
+        match self {
+            Speaker::Piper(voice) => voice.sample_rate(),
+            Speaker::Espeak(_) => espeak::RATE,
+        }
+    }
+
+    /// One sentence spoken in one breath ([`Voice::sentence`]).
+    pub fn sentence(&mut self, text: &str) -> Result<Vec<f32>, VoiceError> {
+        match self {
+            Speaker::Piper(voice) => voice.sentence(text),
+            Speaker::Espeak(voice) => voice.sentence(text),
+        }
+    }
+
+    /// `text` spoken, sentence by sentence ([`Voice::synthesize`]).
+    pub fn synthesize(&mut self, text: &str) -> Result<Vec<f32>, VoiceError> {
+        let rate = self.sample_rate();
+        joined(text, rate, |sentence| self.sentence(sentence))
+    }
+}
+
+/// The espeak-ng voice for a Piper voice's file name: its language ("en_US-joe-medium.onnx"
+/// → "en-us", "de_DE-thorsten-high.onnx" → "de-de"), "en-us" when the name tells none.
+fn espeak_language(model: &Path) -> String {
+    let name = model.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let language = name.split('-').next().unwrap_or_default();
+    let well_formed = language.len() == 5
+        && language.as_bytes()[2] == b'_'
+        && language.chars().all(|c| c.is_ascii_alphabetic() || c == '_');
+    if well_formed { language.replace('_', "-").to_ascii_lowercase() } else { "en-us".into() }
 }
 
 /// Writes `samples` (mono, in [-1, 1]) at `rate` to `path` as a 16-bit PCM WAV file.
@@ -282,5 +367,34 @@ mod tests {
             .unwrap_err();
         let text = e.to_string();
         assert!(text.contains("none.onnx") && text.contains("scripts/fetch-voice"), "{text}");
+    }
+
+    #[test]
+    fn without_its_piper_voice_espeak_ng_speaks_and_says_why() {
+        let dir = std::env::temp_dir().join("stt-voice-test-fallback");
+        let model = dir.join("de_DE-thorsten-medium.onnx");
+        let (mut speaker, why) =
+            Speaker::load(&model, Path::new("libonnxruntime.so"), 1, ESPEAK).unwrap();
+        assert_eq!(speaker.name(), "espeak-ng de-de");
+        assert!(why.unwrap().to_string().contains("scripts/fetch-voice"));
+        let audio = speaker.synthesize("Guten Tag. Wie geht es?").unwrap();
+        let seconds = audio.len() as f32 / speaker.sample_rate() as f32;
+        assert!(seconds > 1.0, "{seconds} s");
+
+        let nothing = Speaker::load(&model, Path::new("x"), 1, "/nonexistent/espeak-ng");
+        assert!(nothing.unwrap_err().to_string().contains("install espeak-ng"));
+    }
+
+    #[test]
+    fn the_fallback_speaks_the_language_the_voice_file_names() {
+        for (file, language) in [
+            ("en_US-joe-medium.onnx", "en-us"),
+            ("/v/en_GB-alan-low.onnx", "en-gb"),
+            ("fr_FR-siwis-medium.onnx", "fr-fr"),
+            ("my-voice.onnx", "en-us"),
+            ("", "en-us"),
+        ] {
+            assert_eq!(espeak_language(Path::new(file)), language, "{file}");
+        }
     }
 }

@@ -426,8 +426,11 @@ impl Owner {
     /// What the memory lane reported.
     fn on_voice(&mut self, report: crate::voice::Report) {
         match report {
-            crate::voice::Report::Ready { voice, output } => {
+            crate::voice::Report::Ready { voice, output, fallback } => {
                 tracing::info!(voice, output, "the voice is ready");
+                if let Some(why) = fallback {
+                    self.error(ErrorCode::Internal, why);
+                }
             }
             crate::voice::Report::Off { why } => {
                 // Off until asked again (`voice_toggle` starts a new lane, which tries again).
