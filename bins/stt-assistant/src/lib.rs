@@ -5,8 +5,8 @@
 //! queue in front of the one model worker) and [`timers`], plain data; [`owner`] (the one
 //! task that owns that state and its loop); the lanes that report to it: [`llm`] (commands
 //! through the tool loop, chat turns, compaction), [`memory`] (long-term memory on a thread
-//! of its own), [`voice`] (replies spoken as they stream) and [`writer`] (the writes that
-//! block).
+//! of its own), [`voice`] (replies spoken as they stream; [`echo`] tells its words coming
+//! back through the microphone from a person's) and [`writer`] (the writes that block).
 //! This file turns the config into [`Settings`] and [`serve`]s them.
 //!
 //! The daemon takes no input, so names given to speakers, and forgets and merges of them,
@@ -26,6 +26,7 @@
 //! owner's thread at once), and what the standard channels hold.
 
 pub mod core;
+pub mod echo;
 pub mod ids;
 pub mod lane;
 pub mod llm;

@@ -79,6 +79,9 @@ pub enum Need {
     Chat,
     /// Someone speaks with no command armed and chat off: nobody asks the model yet.
     Speech,
+    /// Someone speaks over a spoken reply: the reply stops, whatever its row (as
+    /// `chat_stop` would stop it), and background work yields as to any speech.
+    BargeIn,
 }
 
 impl Need {
@@ -87,6 +90,7 @@ impl Need {
             Need::Command => "a command",
             Need::Chat => "chat",
             Need::Speech => "speech",
+            Need::BargeIn => "a person talking over the reply",
         }
     }
 }
@@ -95,7 +99,7 @@ impl Rule {
     /// Whether a running job of this row stops for `need`.
     pub const fn yields_to(self, need: Need) -> bool {
         match (self.yields, need) {
-            (Yields::Never, _) | (Yields::Person, Need::Speech) => false,
+            (Yields::Never, _) | (Yields::Person, Need::Speech | Need::BargeIn) => false,
             (Yields::Person, Need::Command | Need::Chat) | (Yields::Speech, _) => true,
         }
     }
@@ -383,20 +387,21 @@ mod tests {
     /// stops is background work, which is wanted again (the loop's `finished`).
     #[test]
     fn who_stops_what() {
-        let table: Vec<(&str, [bool; 3])> = JobKind::ALL
+        let table: Vec<(&str, [bool; 4])> = JobKind::ALL
             .iter()
             .map(|k| {
                 let r = k.rule();
-                (k.name(), [Need::Command, Need::Chat, Need::Speech].map(|n| r.yields_to(n)))
+                let needs = [Need::Command, Need::Chat, Need::Speech, Need::BargeIn];
+                (k.name(), needs.map(|n| r.yields_to(n)))
             })
             .collect();
         assert_eq!(
             table,
             [
-                ("command", [false, false, false]),
-                ("chat", [false, false, false]),
-                ("tree", [true, true, false]),
-                ("dream", [true, true, true]),
+                ("command", [false, false, false, false]),
+                ("chat", [false, false, false, false]),
+                ("tree", [true, true, false, false]),
+                ("dream", [true, true, true, true]),
             ]
         );
         for kind in JobKind::ALL {

@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
 use stt_audio::Resampler;
 use stt_audio::output::{Playback, Stopper};
@@ -60,6 +61,9 @@ pub enum Report {
     Ready { voice: String, output: String, fallback: Option<String> },
     /// The voice cannot speak (no espeak-ng, no device): why, with the fix.
     Off { why: String },
+    /// A piece is queued to play from `from` to `to` (as near as the lane knows: the device's
+    /// own buffer comes on top): what the microphone may hear of it, for [`crate::echo`].
+    Playing { text: String, from: Instant, to: Instant },
     /// Saying one piece failed (the lane goes on with the next).
     Failed { why: String },
 }
@@ -126,8 +130,7 @@ fn run(
     stopper: &Mutex<Option<Stopper>>,
     reports: &Sink<Report>,
 ) {
-    let loaded =
-        stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
+    let loaded = stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
     let (mut voice, fallback) = match loaded {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -148,6 +151,9 @@ fn run(
     }
     let fallback = fallback.map(|why| format!("espeak-ng speaks the replies: {why}"));
     reports.send(Report::Ready { voice: voice.name(), output: described, fallback });
+    // When what is queued on the output ends, and the interrupt count it was queued under (a
+    // stop empties the queue).
+    let (mut busy_until, mut busy_epoch) = (Instant::now(), 0);
     for job in jobs {
         if job.epoch != epoch.load(Ordering::SeqCst) {
             continue;
@@ -163,9 +169,16 @@ fn run(
         if job.epoch != epoch.load(Ordering::SeqCst) || audio.is_empty() {
             continue;
         }
-        match play(&mut out, &audio, rate) {
-            // The length only: what is said is not logged.
-            Ok(()) => tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said"),
+        match play(&mut out, &settings.output, stopper, &audio, rate) {
+            Ok(()) => {
+                let now = Instant::now();
+                let from = if busy_epoch == job.epoch { busy_until.max(now) } else { now };
+                let to = from + Duration::from_secs_f64(audio.len() as f64 / f64::from(rate));
+                (busy_until, busy_epoch) = (to, job.epoch);
+                // The length only: what is said is not logged.
+                tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said");
+                reports.send(Report::Playing { text: job.text, from, to });
+            }
             Err(why) => reports.send(Report::Failed { why }),
         }
     }
@@ -192,11 +205,25 @@ fn open(output: &Output, rate: u32) -> Result<(Out, String), String> {
 
 /// Queues `audio` (at the voice's `rate`) on the device, resampled to its rate, or appends it
 /// to the file (whose header is brought up to date, so the file is whole after each piece).
-fn play(out: &mut Out, audio: &[f32], rate: u32) -> Result<(), String> {
+/// A device whose stream failed (unplugged, its sound server restarted) is opened again
+/// first, and its new stopper handed to the owner's side.
+fn play(
+    out: &mut Out,
+    output: &Output,
+    stopper: &Mutex<Option<Stopper>>,
+    audio: &[f32],
+    rate: u32,
+) -> Result<(), String> {
     match out {
         Out::Device(playback) => {
             if let Some(why) = playback.failure() {
-                return Err(format!("the output device failed: {why}"));
+                tracing::warn!("the output device failed ({why}): opening it again");
+                let Output::Device(name) = output else {
+                    return Err(format!("the output device failed: {why}"));
+                };
+                *playback = Playback::open(name.as_deref())
+                    .map_err(|e| format!("the output device failed ({why}) and {e}"))?;
+                *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
             }
             if playback.rate() == rate {
                 playback.queue(audio);

@@ -319,6 +319,8 @@ pub struct State {
     pub session: Option<ChatSession>,
     /// Viewers attached, from the last `status`.
     pub viewers: Option<u32>,
+    /// Whether replies are spoken (`status.voice`), from the last `status`.
+    pub voice: bool,
     /// The daemon's transcription backlog (`[seg N]`).
     pub backlog: u32,
     /// Inference jobs waiting (`[inf N]`).
@@ -366,6 +368,7 @@ impl State {
             llm: None,
             session: None,
             viewers: None,
+            voice: false,
             backlog: 0,
             inference_queue: 0,
             inference_busy: false,

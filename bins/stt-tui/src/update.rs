@@ -442,6 +442,7 @@ fn apply_status(state: &mut State, status: Status) {
     state.inference_queue = status.inference_queue;
     state.inference_busy = status.inference_busy;
     state.viewers = Some(status.viewers);
+    state.voice = status.voice;
     state.session = status.chat.map(|chat| *chat);
 }
 

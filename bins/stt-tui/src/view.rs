@@ -199,6 +199,10 @@ fn header(state: &State, area: Rect) -> Paragraph<'static> {
         }
         None => status.push(Span::styled("?", dim())),
     }
+    if state.voice {
+        // Replies are said aloud: `v` silences them.
+        status.push(Span::styled("   voice on", Style::new().green()));
+    }
     if let Some(seg) = state.speaking {
         status.push(Span::styled(format!("   ● speech open (segment {seg})"), Style::new().cyan()));
     }

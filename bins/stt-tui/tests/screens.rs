@@ -192,6 +192,21 @@ fn disconnected_says_it_retries() {
 }
 
 #[test]
+fn spoken_replies_show_in_the_header_until_the_voice_is_toggled_off() {
+    let on = STATUS_IDLE.replace(r#""version""#, r#""voice":true,"version""#);
+    let mut actions = connected();
+    actions.push(reply(Request::Status, &on));
+    let (mut state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("STT ok   voice on"), "{screen}");
+    insta::assert_snapshot!(screen);
+    // `v` toggles it off; the reply is the status that says so.
+    feed(&mut state, [reply(Request::VoiceToggle, STATUS_IDLE)]);
+    let screen = support::screen(&state);
+    assert!(!screen.contains("voice on"), "{screen}");
+}
+
+#[test]
 fn counters_show_the_backlog_and_the_inference_queue() {
     let mut actions = connected();
     actions.push(event(

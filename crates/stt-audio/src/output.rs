@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 
@@ -26,11 +26,31 @@ struct Shared {
     /// The first stream error.
     failure: Mutex<Option<String>>,
     failed: AtomicBool,
+    /// The last stop of something playing, and how long the device took to fall silent.
+    stop: Mutex<Stop>,
+}
+
+#[derive(Debug, Default)]
+struct Stop {
+    /// When a stop dropped samples, until the next buffer is filled.
+    asked: Option<Instant>,
+    /// From that stop to the device playing the silence that followed: until the next
+    /// buffer, plus how far ahead of playing the device asks for it.
+    silent_after: Option<Duration>,
 }
 
 impl Shared {
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<f32>> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stop(&self) {
+        let mut queue = self.queue();
+        if !queue.is_empty() {
+            let mut stop = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
+            *stop = Stop { asked: Some(Instant::now()), silent_after: None };
+        }
+        queue.clear();
     }
 }
 
@@ -71,7 +91,8 @@ impl Playback {
         let channels = usize::from(config.channels().max(1));
         let shared = Arc::new(Shared::default());
         let feed = Arc::clone(&shared);
-        let on_data = move |data: &mut cpal::Data, _: &cpal::OutputCallbackInfo| {
+        let on_data = move |data: &mut cpal::Data, info: &cpal::OutputCallbackInfo| {
+            silent_from(&feed, info);
             fill(&feed, data, channels);
         };
         let failing = Arc::clone(&shared);
@@ -119,7 +140,14 @@ impl Playback {
 
     /// Drops everything queued: the device plays silence from its next buffer.
     pub fn stop(&self) {
-        self.shared.queue().clear();
+        self.shared.stop();
+    }
+
+    /// How long after the last stop of something playing the device fell silent: the wait
+    /// for its next buffer plus its own latency, as the device tells it. `None` until that
+    /// buffer has been asked for.
+    pub fn silenced_after(&self) -> Option<Duration> {
+        self.shared.stop.lock().unwrap_or_else(PoisonError::into_inner).silent_after
     }
 
     /// A handle that stops this playback from another thread.
@@ -143,7 +171,18 @@ pub struct Stopper(Arc<Shared>);
 impl Stopper {
     /// As [`Playback::stop`].
     pub fn stop(&self) {
-        self.0.queue().clear();
+        self.0.stop();
+    }
+}
+
+/// The first buffer after a stop: when its silence will be heard. Never waits in the device's
+/// callback: a stop being written just now is measured at the next buffer.
+fn silent_from(shared: &Shared, info: &cpal::OutputCallbackInfo) {
+    let Ok(mut stop) = shared.stop.try_lock() else { return };
+    if let Some(asked) = stop.asked.take() {
+        let times = info.timestamp();
+        let ahead = times.playback.duration_since(times.callback);
+        stop.silent_after = Some(asked.elapsed() + ahead);
     }
 }
 

@@ -34,13 +34,14 @@ pub fn run(
         }
     };
     let started = Instant::now();
-    let spoken = Speaker::load(&model, &stt_voice::runtime_library(&models), 2, ESPEAK)
-        .and_then(|(mut voice, fallback)| {
+    let spoken = Speaker::load(&model, &stt_voice::runtime_library(&models), 2, ESPEAK).and_then(
+        |(mut voice, fallback)| {
             if let Some(why) = fallback {
                 let _ = writeln!(err, "stt-ctl: espeak-ng speaks instead: {why}");
             }
             Ok((voice.synthesize(text)?, voice.sample_rate()))
-        });
+        },
+    );
     let (samples, rate) = match spoken {
         Ok(spoken) => spoken,
         Err(e) => {

@@ -7,7 +7,8 @@
 //! [`llm_server`] (the scripted model in OpenAI's and Anthropic's shapes, the one stand-in),
 //! [`fake_cli`] (fake claude/codex/gemini/opencode), [`llama`] (the real local model), [`fake`] (a fake
 //! assistant on a real control socket), [`msg`] (message builders), [`reexec`] (a test's
-//! `child_…` half in a process of its own), [`tmux`] (the real TUI in a private tmux),
+//! `child_…` half in a process of its own), [`room`] (a private sound server: what the voice
+//! says, the microphone hears), [`tmux`] (the real TUI in a private tmux),
 //! [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
 //! of its own: a kit that depends on it cannot serve its own tests.
 
@@ -20,6 +21,7 @@ pub mod perf;
 pub mod procs;
 pub mod real_speech;
 pub mod reexec;
+pub mod room;
 pub mod speech;
 pub mod tmux;
 pub mod viewer;

@@ -8,7 +8,8 @@
 //! phonemes (espeak-ng) and the whole sentence. A Piper voice gives a sentence's audio all at
 //! once, so the time to synthesize a sentence is the time to its first audio. Then a long
 //! reply read sentence by sentence as a player would: a gap is where the next sentence is not
-//! ready when the one playing ends.
+//! ready when the one playing ends. Last, the default output device stopped mid-sentence:
+//! how soon it plays silence.
 
 #![allow(
     clippy::print_stdout,
@@ -19,12 +20,15 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use stt_testkit::perf::{self, Stats};
 use stt_voice::{ESPEAK, Voice};
 
 const START: &str = "<!-- bench-voice:start -->";
+
+/// How many times the output is stopped mid-sentence.
+const STOPS: usize = 20;
 const END: &str = "<!-- bench-voice:end -->";
 
 /// First sentences of replies, 4 to 12 words.
@@ -107,13 +111,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         runs.push(run);
     }
-    let report = report(&runs, &model);
+    let stops = stop_to_silence();
+    let report = report(&runs, &model, &stops);
     print!("{report}");
     if let Some(path) = write {
         perf::write_section(&path, START, END, &report)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// Stopping the default output device mid-sentence, [`STOPS`] times: from each stop to the
+/// device playing silence, in ms, as it tells ([`stt_audio::output::Playback::silenced_after`]),
+/// and what the device is; `Err` when there is no output device.
+fn stop_to_silence() -> Result<(Vec<f64>, String), String> {
+    let playback = stt_audio::output::Playback::open(None).map_err(|e| e.to_string())?;
+    eprintln!("bench-voice: stopping {} {STOPS} times", playback.describe());
+    let rate = playback.rate() as f32;
+    // A second of a 220 Hz tone at a quiet level, stopped half way.
+    let tone: Vec<f32> = (0..playback.rate())
+        .map(|i| 0.1 * (2.0 * std::f32::consts::PI * 220.0 * i as f32 / rate).sin())
+        .collect();
+    let mut silent = Vec::new();
+    for _ in 0..STOPS {
+        playback.queue(&tone);
+        std::thread::sleep(Duration::from_millis(500));
+        playback.stop();
+        let asked = Instant::now();
+        while asked.elapsed() < Duration::from_secs(2) {
+            if let Some(after) = playback.silenced_after() {
+                silent.push(after.as_secs_f64() * 1000.0);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    Ok((silent, playback.describe().to_owned()))
 }
 
 /// The longest wait between two sentences of the long reply when the next one is synthesized
@@ -134,7 +167,11 @@ fn longest_gap(long: &[(f64, f64)]) -> f64 {
     gap * 1000.0
 }
 
-fn report(runs: &[Run], model: &std::path::Path) -> String {
+fn report(
+    runs: &[Run],
+    model: &std::path::Path,
+    stops: &Result<(Vec<f64>, String), String>,
+) -> String {
     let mut w = String::new();
     let _ = writeln!(w, "{START}");
     let _ = writeln!(w, "## The voice (`scripts/bench-voice`)\n");
@@ -195,6 +232,29 @@ fn report(runs: &[Run], model: &std::path::Path) -> String {
             met(rtf <= 0.3),
             met(gap <= 150.0),
         );
+    }
+    match stops {
+        Ok((silent, device)) if !silent.is_empty() => {
+            let stats = Stats::of(silent.clone());
+            let _ = writeln!(
+                w,
+                "\n**Stop → silence** ({} stops of a tone half way through, on `{device}`): \
+                 median {:.0} ms, p95 {:.0} ms, max {:.0} ms: the wait for the device's next \
+                 buffer plus how far ahead of playing it asks for one, as it reports them \
+                 (cpal's callback and playback times). Target ≤ 100 ms: **{}**.",
+                silent.len(),
+                stats.p50,
+                stats.p95,
+                stats.max,
+                if stats.p50 <= 100.0 { "met" } else { "not met" },
+            );
+        }
+        Ok(_) => {
+            let _ = writeln!(w, "\n**Stop → silence**: the device never reported its buffers.");
+        }
+        Err(why) => {
+            let _ = writeln!(w, "\n**Stop → silence**: not measured, no output device ({why}).");
+        }
     }
     let _ = writeln!(w, "{END}");
     w

@@ -17,6 +17,7 @@ mod memory;
 mod processes;
 mod providers;
 mod real_model;
+mod room;
 mod speakers;
 mod supervisor;
 mod tui_tmux;

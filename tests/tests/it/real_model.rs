@@ -306,3 +306,85 @@ fn tail(text: &str, max: usize) -> &str {
     let start = (start..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
     &text[start..]
 }
+
+/// Issue 27's end to end: with the voice on, a chat question spoken to the real daemon gets
+/// its answer from the real model spoken (into a WAV file: `[voice].device = "wav:PATH"`), its
+/// first sentence handed to the voice before the answer has finished streaming. Prints when.
+#[test]
+fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
+    if !crate::voice::have_voice() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    autodetect(&sandbox, &server);
+    let spoken = sandbox.root().join("answer.wav");
+    let mut config = std::fs::read_to_string(sandbox.config_file()).unwrap();
+    config.push_str(&format!("[voice]\nenabled = true\ndevice = \"wav:{}\"\n", spoken.display()));
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    assert_eq!(sandbox.run("stt-ctl", &["chat-toggle"]).code, Some(0));
+    let question = stt_testkit::viewer::speak(
+        sandbox.root(),
+        "question",
+        "tell me three facts about the moon, one sentence each",
+    );
+    let question = question.to_string_lossy().into_owned();
+    let _daemon = sandbox
+        .spawn("stt-daemon", &["--input", &question, "--fast", "--stay", "--wait-for-subscriber"]);
+
+    // Watch the log for the voice's first piece while the answer streams.
+    let mut first_said: Option<Instant> = None;
+    let (answer, done) = expect_within("the spoken question is answered", MODEL_DEADLINE, || {
+        if first_said.is_none() && assistant.log().contains("voice: said") {
+            first_said = Some(Instant::now());
+        }
+        let timed = seen.lock().unwrap().clone();
+        timed
+            .iter()
+            .find_map(|(at, e)| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some((m.text.clone(), *at))
+                }
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
+                    panic!("{}\n{}", m.text, assistant.log())
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    let started = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|(at, e)| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant => Some(*at),
+            _ => None,
+        })
+        .unwrap();
+    // The whole answer is said, in pieces as its sentences ended.
+    let pieces = expect_within("the whole answer said", MODEL_DEADLINE, || {
+        let log = assistant.log();
+        let said: Vec<usize> = log
+            .lines()
+            .filter(|l| l.contains("voice: said"))
+            .filter_map(|l| l.split("bytes=").nth(1)?.split_whitespace().next()?.parse().ok())
+            .collect();
+        if said.iter().sum::<usize>() == answer.len() { Ok(said) } else { Err(log) }
+    });
+    let first_said = first_said.expect("the voice said something while the answer streamed");
+    eprintln!(
+        "real model, spoken: the answer streamed for {:.1} s; its first sentence went to the \
+         voice {:.1} s after the answer began, {:.1} s before it ended; {} pieces: {answer:?}",
+        done.duration_since(started).as_secs_f64(),
+        first_said.saturating_duration_since(started).as_secs_f64(),
+        done.saturating_duration_since(first_said).as_secs_f64(),
+        pieces.len(),
+    );
+    assert!(pieces.len() >= 2, "one piece: the answer was said only once it ended: {answer:?}");
+    assert!(first_said < done, "the first sentence waited for the whole answer: {answer:?}");
+    let heard = sandbox.run("stt-daemon", &["transcribe", spoken.to_str().unwrap()]);
+    assert_eq!(heard.code, Some(0), "{heard:?}");
+    assert!(heard.stdout.to_lowercase().contains("moon"), "heard back: {:?}", heard.stdout);
+}

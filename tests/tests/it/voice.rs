@@ -18,7 +18,7 @@ const MAX_WER: f64 = 0.15;
 /// Whether the voice is installed; without it a test passes having said why, except under
 /// `scripts/test` (`STT_TEST_STRICT`), where it fails.
 #[allow(clippy::print_stderr, reason = "the skip is reported where cargo test shows it")]
-fn have_voice() -> bool {
+pub fn have_voice() -> bool {
     let voice = stt_testkit::models_dir().join("piper/en_US-joe-medium.onnx");
     if voice.is_file() {
         return true;

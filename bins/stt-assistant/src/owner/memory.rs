@@ -356,9 +356,19 @@ impl Owner {
     /// Someone needs the model (`need`): the running job stops if its kind's row yields to
     /// it (a summary or a dream: what it wrote stays, and it is wanted again when it has
     /// stopped). The one way background work is stopped for a person; the quiet starts over
-    /// too.
+    /// too. A barge-in ([`Need::BargeIn`]) also silences the voice and stops the chat reply
+    /// it was saying, kept as far as it came, as `chat_stop` does (a command's result is
+    /// only silenced: what it did is done).
     pub(super) fn interrupt(&mut self, need: Need) {
         self.activity();
+        if need == Need::BargeIn {
+            self.hush();
+            if let Some(running) = self.running.as_mut().filter(|r| r.handle.is(JobKind::Chat)) {
+                tracing::info!(job = running.job, "the person spoke over the reply: it stops");
+                running.stopped = true;
+                running.handle.cancel();
+            }
+        }
         if let Some(running) =
             self.running.as_mut().filter(|r| !r.preempted && r.handle.kind.rule().yields_to(need))
         {

@@ -12,6 +12,7 @@ mod chat;
 mod jobs;
 mod memory;
 mod providers;
+mod voice;
 
 pub use providers::probes;
 
@@ -188,6 +189,10 @@ pub struct Owner {
     voice_settings: crate::voice::Settings,
     /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
     voice_on: bool,
+    /// What the voice said lately, and when: what the microphone may hear back.
+    echo: crate::echo::Echo,
+    /// Segments opened while the voice was audible, by id, until their `segment_done`.
+    overheard: HashMap<u64, voice::Overheard>,
     capture_ambient: bool,
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
@@ -246,6 +251,8 @@ impl Owner {
             voice: None,
             voice_settings: parts.voice.0,
             voice_on: false,
+            echo: crate::echo::Echo::default(),
+            overheard: HashMap::new(),
             capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(dream_rules, now()),
@@ -332,6 +339,8 @@ impl Owner {
                 self.core.daemon_link(false);
             }
             Link::Event(event) => {
+                // The voice's own words coming back are no one's turn.
+                let Some(event) = self.overheard(event) else { return };
                 // What follows from a segment's event names the segment, as the daemon's log
                 // does: one grep for `seg_id=N` follows an utterance through the processes. At
                 // debug only: this is the relay's hot path, and below debug the span costs a
@@ -424,92 +433,6 @@ impl Owner {
     }
 
     /// What the memory lane reported.
-    fn on_voice(&mut self, report: crate::voice::Report) {
-        match report {
-            crate::voice::Report::Ready { voice, output, fallback } => {
-                tracing::info!(voice, output, "the voice is ready");
-                if let Some(why) = fallback {
-                    self.error(ErrorCode::Internal, why);
-                }
-            }
-            crate::voice::Report::Off { why } => {
-                // Off until asked again (`voice_toggle` starts a new lane, which tries again).
-                self.voice = None;
-                self.voice_on = false;
-                self.error(ErrorCode::Internal, why);
-            }
-            crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
-        }
-    }
-
-    /// Replies spoken from now on: the voice lane is started the first time (it loads the
-    /// voice on its own thread and says if it cannot).
-    fn voice_on(&mut self) -> Result<(), String> {
-        if self.voice.is_none() {
-            let inputs = self.inputs.clone();
-            let reports = crate::lane::Sink::new(move |report| {
-                // Gone only when the loop has ended, and then nobody listens.
-                let _ = inputs.send(Input::Voice(report));
-            });
-            let voice = crate::voice::spawn(self.voice_settings.clone(), reports)
-                .map_err(|e| format!("cannot start the voice thread: {e}"))?;
-            self.voice = Some(voice);
-        }
-        self.voice_on = true;
-        Ok(())
-    }
-
-    /// `voice_toggle`: spoken replies on or off; answered with the status that says which.
-    fn voice_toggle(&mut self) -> AssistantEvent {
-        if self.voice_on {
-            self.hush();
-            self.voice_on = false;
-            tracing::info!("spoken replies off");
-        } else if let Err(why) = self.voice_on() {
-            return AssistantEvent::Error(ErrorMsg::new(ErrorCode::Internal, why));
-        } else {
-            tracing::info!("spoken replies on");
-        }
-        AssistantEvent::Status(self.status())
-    }
-
-    /// Hands the voice what of the running job's answer is new and whole: its finished
-    /// sentences while it streams (`done` false), all of it once it is done.
-    fn speak_answer(&mut self, done: bool) {
-        let (true, Some(voice), Some(running)) =
-            (self.voice_on, &self.voice, self.running.as_mut())
-        else {
-            return;
-        };
-        if running.spoken == usize::MAX {
-            return; // hushed
-        }
-        let from = running.spoken.min(running.answer.len());
-        let end = if done {
-            Some(running.answer.len())
-        } else {
-            crate::voice::sentence_end(&running.answer, from)
-        };
-        if let Some(end) = end.filter(|&end| end > from)
-            && let Some(piece) = running.answer.get(from..end)
-        {
-            voice.say(piece);
-            running.spoken = end;
-        }
-    }
-
-    /// Stops the voice mid-sentence: a person stopped, cancelled or cleared, or asked for
-    /// something new.
-    fn hush(&mut self) {
-        if let Some(voice) = &self.voice {
-            voice.stop();
-        }
-        if let Some(running) = self.running.as_mut() {
-            // What is left of this answer is not said either.
-            running.spoken = usize::MAX;
-        }
-    }
-
     fn on_memory(&mut self, report: crate::memory::Report) {
         match report {
             crate::memory::Report::Ready { stats, meaning } => {

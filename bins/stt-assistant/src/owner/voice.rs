@@ -1,0 +1,254 @@
+//! The owner's side of the voice: starting and toggling the lane, handing it a reply's
+//! sentences as they complete, hushing it, and what the microphone hears while it speaks.
+//!
+//! While the voice is audible ([`Echo::audible`](crate::echo::Echo::audible)), a segment the daemon opens is *overheard*:
+//! its words are judged against what the voice said around then ([`crate::echo::judge`]).
+//! Its own words coming back are echo: their partials are not relayed and their final is
+//! relayed empty, so they are no one's turn and start nothing. A person's words are a
+//! barge-in: the owner's one interrupt ([`Owner::interrupt`], [`Need::BargeIn`]) stops the
+//! voice and the chat reply it was saying, and the segment's text is the person's words
+//! alone. A speech start well into a piece (past [`crate::echo::ONSET`]) cannot be that
+//! piece's echo starting, so it barges in at once; one near a piece's start waits for words.
+
+use std::time::Instant;
+
+use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
+
+use super::{Input, Owner, now};
+use crate::echo::Heard;
+use crate::queue::Need;
+
+/// A segment opened while the voice was audible.
+#[derive(Debug, Clone)]
+pub(super) struct Overheard {
+    /// When its speech start arrived.
+    since: Instant,
+    /// It was taken for a person, and the voice stopped for it.
+    person: bool,
+    /// The person's words in its latest partial: its final may lose them to the voice's,
+    /// which filled the segment before they spoke (whisper writes the louder voice).
+    words: Option<String>,
+}
+
+impl Owner {
+    pub(super) fn on_voice(&mut self, report: crate::voice::Report) {
+        match report {
+            crate::voice::Report::Ready { voice, output, fallback } => {
+                tracing::info!(voice, output, "the voice is ready");
+                if let Some(why) = fallback {
+                    self.error(ErrorCode::Internal, why);
+                }
+            }
+            crate::voice::Report::Off { why } => {
+                // Off until asked again (`voice_toggle` starts a new lane, which tries again).
+                self.voice = None;
+                self.voice_on = false;
+                self.error(ErrorCode::Internal, why);
+            }
+            crate::voice::Report::Playing { text, from, to } => self.echo.played(&text, from, to),
+            crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
+        }
+    }
+
+    /// Replies spoken from now on: the voice lane is started the first time (it loads the
+    /// voice on its own thread and says if it cannot).
+    pub(super) fn voice_on(&mut self) -> Result<(), String> {
+        if self.voice.is_none() {
+            let inputs = self.inputs.clone();
+            let reports = crate::lane::Sink::new(move |report| {
+                // Gone only when the loop has ended, and then nobody listens.
+                let _ = inputs.send(Input::Voice(report));
+            });
+            let voice = crate::voice::spawn(self.voice_settings.clone(), reports)
+                .map_err(|e| format!("cannot start the voice thread: {e}"))?;
+            self.voice = Some(voice);
+        }
+        self.voice_on = true;
+        Ok(())
+    }
+
+    /// `voice_toggle`: spoken replies on or off; answered with the status that says which.
+    pub(super) fn voice_toggle(&mut self) -> AssistantEvent {
+        if self.voice_on {
+            self.hush();
+            self.voice_on = false;
+            tracing::info!("spoken replies off");
+        } else if let Err(why) = self.voice_on() {
+            return AssistantEvent::Error(ErrorMsg::new(ErrorCode::Internal, why));
+        } else {
+            tracing::info!("spoken replies on");
+        }
+        AssistantEvent::Status(self.status())
+    }
+
+    /// Hands the voice what of the running job's answer is new and whole: its finished
+    /// sentences while it streams (`done` false), all of it once it is done.
+    pub(super) fn speak_answer(&mut self, done: bool) {
+        let (true, Some(voice), Some(running)) =
+            (self.voice_on, &self.voice, self.running.as_mut())
+        else {
+            return;
+        };
+        if running.spoken == usize::MAX {
+            return; // hushed
+        }
+        let from = running.spoken.min(running.answer.len());
+        let end = if done {
+            Some(running.answer.len())
+        } else {
+            crate::voice::sentence_end(&running.answer, from)
+        };
+        if let Some(end) = end.filter(|&end| end > from)
+            && let Some(piece) = running.answer.get(from..end)
+        {
+            voice.say(piece);
+            running.spoken = end;
+        }
+    }
+
+    /// Stops the voice mid-sentence: a person stopped, cancelled or cleared, asked for
+    /// something new, or spoke over it.
+    pub(super) fn hush(&mut self) {
+        if let Some(voice) = &self.voice {
+            voice.stop();
+            self.echo.hushed(now());
+        }
+        if let Some(running) = self.running.as_mut() {
+            // What is left of this answer is not said either.
+            running.spoken = usize::MAX;
+        }
+    }
+
+    /// A daemon event, as the rest of the owner should see it, in the light of what the
+    /// voice said: `None` for a partial of the voice's own words, a transcript of them
+    /// emptied, a person's words without the voice's around them. Barges in when a person
+    /// speaks over the voice.
+    pub(super) fn overheard(&mut self, mut event: DaemonEvent) -> Option<DaemonEvent> {
+        let at = now();
+        match &mut event {
+            DaemonEvent::SpeechStart(start) if self.echo.audible(at) => {
+                // Well into a piece, speech that starts is not the piece's echo starting.
+                let person = !self.echo.onset_near(at);
+                let since = self.echo.since_onset(at).map(|d| d.as_millis());
+                tracing::debug!(
+                    seg_id = start.seg_id,
+                    ms = since,
+                    person,
+                    "overheard: a piece began ms before"
+                );
+                self.overheard.insert(start.seg_id, Overheard { since: at, person, words: None });
+                if person {
+                    self.barge_in(start.seg_id, "speech began while the voice spoke");
+                }
+            }
+            DaemonEvent::TranscriptPartial(partial) => {
+                let Some(seen) = self.overheard.get(&partial.seg_id).cloned() else {
+                    return Some(event);
+                };
+                if !seen.person {
+                    // Only words two passes agreed on count against the voice: whisper
+                    // mishears a short piece of it now and then ("take an umbrella" →
+                    // "taken a burrow up"), rarely the same way twice.
+                    let committed: String =
+                        partial.text.chars().take(partial.committed_len).collect();
+                    let judged =
+                        self.misheard(&seen, self.judged(&seen, &committed, at, false), at);
+                    tracing::debug!(
+                        seg_id = partial.seg_id,
+                        committed = committed.split_whitespace().count(),
+                        person = matches!(judged, Heard::Person(_)),
+                        "overheard: a partial's agreed words judged"
+                    );
+                    let Heard::Person(words) = judged else { return None };
+                    self.person(partial.seg_id, seen, &words);
+                }
+                if let Heard::Person(words) =
+                    self.judged_now(partial.seg_id, &partial.text, at, false)
+                {
+                    let skipped = partial
+                        .text
+                        .find(&words)
+                        .map_or(0, |at| partial.text[..at].chars().count());
+                    partial.committed_len =
+                        partial.committed_len.saturating_sub(skipped).min(words.chars().count());
+                    partial.text = words;
+                }
+            }
+            DaemonEvent::Transcript(transcript) => {
+                let Some(seen) = self.overheard.get(&transcript.seg_id).cloned() else {
+                    return Some(event);
+                };
+                let heard = self.judged(&seen, &transcript.text, at, true);
+                let heard = if seen.person { heard } else { self.misheard(&seen, heard, at) };
+                match (heard, seen.words.clone()) {
+                    // A person's words, without the voice's: speech that began well into a
+                    // piece, or words that are neither the voice's nor sound like them.
+                    (Heard::Person(words), _) => {
+                        self.person(transcript.seg_id, seen, &words);
+                        transcript.text = words;
+                    }
+                    // The final heard only the voice, which filled the segment before they
+                    // spoke: what the partials heard of them is their turn.
+                    (Heard::Echo, Some(words)) => transcript.text = words,
+                    (Heard::Echo, None) => {
+                        tracing::info!(
+                            seg_id = transcript.seg_id,
+                            "echo: the segment was the voice's own words; not a turn"
+                        );
+                        transcript.text.clear();
+                    }
+                }
+            }
+            DaemonEvent::SegmentDone(done) => {
+                self.overheard.remove(&done.seg_id);
+            }
+            _ => {}
+        }
+        Some(event)
+    }
+
+    /// `text`, heard in a segment seen as `seen`, against what the voice said since;
+    /// `whole` for a final ([`crate::echo::judge`]).
+    fn judged(&self, seen: &Overheard, text: &str, at: Instant, whole: bool) -> Heard {
+        crate::echo::judge(text, &self.echo.words_between(seen.since, at), whole)
+    }
+
+    /// A person's words in a segment that began with a piece of the voice are its echo after
+    /// all when they sound like what it said ([`crate::echo::sounds_said`]): whisper
+    /// mishears the voice now and then.
+    fn misheard(&self, seen: &Overheard, heard: Heard, at: Instant) -> Heard {
+        match heard {
+            Heard::Person(words)
+                if crate::echo::sounds_said(&words, &self.echo.words_between(seen.since, at)) =>
+            {
+                Heard::Echo
+            }
+            heard => heard,
+        }
+    }
+
+    /// [`Self::judged`] for segment `seg_id` as it is seen now.
+    fn judged_now(&self, seg_id: u64, text: &str, at: Instant, whole: bool) -> Heard {
+        match self.overheard.get(&seg_id) {
+            Some(seen) => self.judged(seen, text, at, whole),
+            None => Heard::Echo,
+        }
+    }
+
+    /// Segment `seg_id` is a person's, who said `words`: the voice stops for it if it has
+    /// not yet.
+    fn person(&mut self, seg_id: u64, seen: Overheard, words: &str) {
+        let barge = !seen.person;
+        let words = Some(words.to_owned());
+        self.overheard.insert(seg_id, Overheard { person: true, words, ..seen });
+        if barge {
+            self.barge_in(seg_id, "words that are not the voice's");
+        }
+    }
+
+    /// A person speaks over the voice: it stops, and so does the reply it was saying.
+    fn barge_in(&mut self, seg_id: u64, why: &'static str) {
+        tracing::info!(seg_id, why, "barge-in: the voice stops");
+        self.interrupt(Need::BargeIn);
+    }
+}
