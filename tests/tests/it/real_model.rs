@@ -328,24 +328,18 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
     let question = stt_testkit::viewer::speak(
         sandbox.root(),
         "question",
-        "tell me three facts about the moon, one sentence each",
+        "please describe the moon in three short sentences",
     );
     let question = question.to_string_lossy().into_owned();
     let _daemon = sandbox
         .spawn("stt-daemon", &["--input", &question, "--fast", "--stay", "--wait-for-subscriber"]);
 
-    // Watch the log for the voice's first piece while the answer streams.
-    let mut first_said: Option<Instant> = None;
-    let (answer, done) = expect_within("the spoken question is answered", MODEL_DEADLINE, || {
-        if first_said.is_none() && assistant.log().contains("voice: said") {
-            first_said = Some(Instant::now());
-        }
-        let timed = seen.lock().unwrap().clone();
-        timed
+    let answer = expect_within("the spoken question is answered", MODEL_DEADLINE, || {
+        events(&seen)
             .iter()
-            .find_map(|(at, e)| match e {
+            .find_map(|e| match e {
                 AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
-                    Some((m.text.clone(), *at))
+                    Some(m.text.clone())
                 }
                 AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
                     panic!("{}\n{}", m.text, assistant.log())
@@ -354,15 +348,6 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
             })
             .ok_or_else(|| format!("{:?}", events(&seen)))
     });
-    let started = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|(at, e)| match e {
-            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant => Some(*at),
-            _ => None,
-        })
-        .unwrap();
     // The whole answer is said, in pieces as its sentences ended.
     let pieces = expect_within("the whole answer said", MODEL_DEADLINE, || {
         let log = assistant.log();
@@ -373,18 +358,50 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
             .collect();
         if said.iter().sum::<usize>() == answer.len() { Ok(said) } else { Err(log) }
     });
-    let first_said = first_said.expect("the voice said something while the answer streamed");
+    // When, by the assistant's own clock (its log's timestamps): the chat job's start and
+    // end, and the first piece handed to the voice.
+    let log = assistant.log();
+    let job = log
+        .lines()
+        .find(|l| l.contains("job started kind=\"chat\""))
+        .and_then(|l| l.rsplit("job{job=").next()?.split('}').next().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no chat job in the log:\n{log}"));
+    let at = |what: &dyn Fn(&str) -> bool| {
+        log.lines().find(|l| what(l)).map(seconds_of_day).unwrap_or_else(|| panic!("{log}"))
+    };
+    let started = at(&|l| l.contains(&format!("job{{job={job}}}: job started")));
+    let ended = at(&|l| l.contains(&format!("job{{job={job}}}: job over")));
+    let first_said = at(&|l| l.contains("voice: said"));
     eprintln!(
-        "real model, spoken: the answer streamed for {:.1} s; its first sentence went to the \
-         voice {:.1} s after the answer began, {:.1} s before it ended; {} pieces: {answer:?}",
-        done.duration_since(started).as_secs_f64(),
-        first_said.saturating_duration_since(started).as_secs_f64(),
-        done.saturating_duration_since(first_said).as_secs_f64(),
+        "real model, spoken: the answer took {:.1} s; its first sentence went to the voice \
+         {:.1} s after the job started, {:.1} s before it ended; {} pieces: {answer:?}",
+        ended - started,
+        first_said - started,
+        ended - first_said,
         pieces.len(),
     );
-    assert!(pieces.len() >= 2, "one piece: the answer was said only once it ended: {answer:?}");
-    assert!(first_said < done, "the first sentence waited for the whole answer: {answer:?}");
+    let asked: Vec<String> = events(&seen)
+        .into_iter()
+        .filter_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::User => Some(m.text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        pieces.len() >= 2,
+        "one piece: the answer was said only once it ended: asked {asked:?}, answered {answer:?}"
+    );
+    assert!(first_said < ended, "the first sentence waited for the whole answer: {answer:?}");
     let heard = sandbox.run("stt-daemon", &["transcribe", spoken.to_str().unwrap()]);
     assert_eq!(heard.code, Some(0), "{heard:?}");
     assert!(heard.stdout.to_lowercase().contains("moon"), "heard back: {:?}", heard.stdout);
+}
+
+/// The seconds since midnight (UTC) of a log line's timestamp ("2026-12-06T04:44:08.200181Z
+/// …"); a test runs well within a day, and one that spans midnight fails with a clear message.
+fn seconds_of_day(line: &str) -> f64 {
+    let time = line.split('T').nth(1).and_then(|t| t.split('Z').next()).unwrap_or_default();
+    let parts: Vec<f64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
+    assert_eq!(parts.len(), 3, "no timestamp in {line:?}");
+    parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
 }
