@@ -132,6 +132,10 @@ fn stop_to_silence() -> Result<(Vec<f64>, String), String> {
     let tone: Vec<f32> = (0..playback.rate())
         .map(|i| 0.1 * (2.0 * std::f32::consts::PI * 220.0 * i as f32 / rate).sin())
         .collect();
+    // The stream's first buffers wait for the device to start, which the voice lane does once,
+    // long before the first reply: not a stop's cost.
+    playback.queue(&tone[..tone.len() / 4]);
+    std::thread::sleep(Duration::from_millis(600));
     let mut silent = Vec::new();
     for _ in 0..STOPS {
         playback.queue(&tone);
