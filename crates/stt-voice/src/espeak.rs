@@ -33,28 +33,38 @@ impl Espeak {
 
     /// One sentence spoken: its samples at [`RATE`], empty when it has nothing to say.
     pub fn sentence(&self, text: &str) -> Result<Vec<f32>, VoiceError> {
-        let failed = |why: String| VoiceError::Espeak { program: self.program.clone(), why };
-        let mut child = Command::new(&self.program)
-            .args(["--stdout", "--stdin", "-v", &self.voice])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| failed(e.to_string()))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(text.as_bytes()).map_err(|e| failed(e.to_string()))?;
-        }
-        let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
-        if !out.status.success() {
-            let said = String::from_utf8_lossy(&out.stderr);
-            return Err(failed(format!("{}: {}", out.status, said.trim())));
-        }
-        if out.stdout.is_empty() {
+        let wav = run(&self.program, &["--stdout", "--stdin", "-v", &self.voice], text)?;
+        if wav.is_empty() {
             // Nothing to say, and it said nothing.
             return Ok(Vec::new());
         }
-        samples(&out.stdout).ok_or_else(|| failed("it wrote no WAV".into()))
+        samples(&wav).ok_or_else(|| VoiceError::Espeak {
+            program: self.program.clone(),
+            why: "it wrote no WAV".into(),
+        })
     }
+}
+
+/// Runs espeak-ng (`program`) with `args`, `input` on its standard input (so that text
+/// starting with "-" is never read as an option): what it wrote, or why it failed.
+pub(crate) fn run(program: &str, args: &[&str], input: &str) -> Result<Vec<u8>, VoiceError> {
+    let failed = |why: String| VoiceError::Espeak { program: program.to_owned(), why };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).map_err(|e| failed(e.to_string()))?;
+    }
+    let output = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(failed(format!("{} ({})", stderr.trim(), output.status)));
+    }
+    Ok(output.stdout)
 }
 
 /// The samples of a 16-bit mono WAV held in `bytes`, read to the end of the bytes (a stream's

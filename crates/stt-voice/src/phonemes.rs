@@ -6,8 +6,6 @@
 //! standard input), never linked.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -85,24 +83,8 @@ pub fn phonemize(espeak: &str, voice: &str, text: &str) -> Result<String, VoiceE
 /// espeak-ng's IPA for one clause: its lines (espeak-ng may split a clause further) joined
 /// by spaces.
 fn ipa(espeak: &str, voice: &str, clause: &str) -> Result<String, VoiceError> {
-    let failed = |why: String| VoiceError::Espeak { program: espeak.to_owned(), why };
-    let mut child = Command::new(espeak)
-        .args(["-q", "--ipa", "-v", voice])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(e.to_string()))?;
-    // The clause goes in on standard input, so that text starting with "-" is never an option.
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(clause.as_bytes()).map_err(|e| failed(e.to_string()))?;
-    }
-    let output = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(failed(format!("{} ({})", stderr.trim(), output.status)));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = crate::espeak::run(espeak, &["-q", "--ipa", "-v", voice], clause)?;
+    let stdout = String::from_utf8_lossy(&stdout);
     Ok(stdout.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
@@ -175,7 +157,7 @@ mod tests {
 
     #[test]
     fn espeak_gives_each_clause_its_ipa_and_the_marks_come_back() {
-        if Command::new("espeak-ng").arg("--version").output().is_err() {
+        if std::process::Command::new("espeak-ng").arg("--version").output().is_err() {
             assert!(std::env::var_os("STT_TEST_STRICT").is_none(), "espeak-ng is not installed");
             return;
         }

@@ -55,7 +55,8 @@ fn count(stats: &str, label: &str) -> u64 {
     stats[..at].split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
 }
 
-fn chat_answer(seen: &Seen, after: usize, assistant: &Proc) -> String {
+/// The model's whole answer after event `after` (an error answer fails the test).
+pub fn chat_answer(seen: &Seen, after: usize, assistant: &Proc) -> String {
     expect_within("the model answers", MODEL_DEADLINE, || {
         let events = events(seen);
         events

@@ -334,28 +334,11 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
     let _daemon = sandbox
         .spawn("stt-daemon", &["--input", &question, "--fast", "--stay", "--wait-for-subscriber"]);
 
-    let answer = expect_within("the spoken question is answered", MODEL_DEADLINE, || {
-        events(&seen)
-            .iter()
-            .find_map(|e| match e {
-                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
-                    Some(m.text.clone())
-                }
-                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error => {
-                    panic!("{}\n{}", m.text, assistant.log())
-                }
-                _ => None,
-            })
-            .ok_or_else(|| format!("{:?}", events(&seen)))
-    });
+    let answer = crate::memory::chat_answer(&seen, 0, &assistant);
     // The whole answer is said, in pieces as its sentences ended.
     let pieces = expect_within("the whole answer said", MODEL_DEADLINE, || {
         let log = assistant.log();
-        let said: Vec<usize> = log
-            .lines()
-            .filter(|l| l.contains("voice: said"))
-            .filter_map(|l| l.split("bytes=").nth(1)?.split_whitespace().next()?.parse().ok())
-            .collect();
+        let said = crate::voice::said_pieces(&log);
         if said.iter().sum::<usize>() == answer.len() { Ok(said) } else { Err(log) }
     });
     // When, by the assistant's own clock (its log's timestamps): the chat job's start and

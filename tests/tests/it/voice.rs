@@ -32,6 +32,15 @@ pub fn have_voice() -> bool {
     false
 }
 
+/// The length in bytes of each piece the assistant's voice has said, from its debug log
+/// (`voice: said bytes=N`: the length, never the words).
+pub fn said_pieces(log: &str) -> Vec<usize> {
+    log.lines()
+        .filter(|l| l.contains("voice: said"))
+        .filter_map(|l| l.split("bytes=").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
 /// What `stt-daemon transcribe` hears in `wav`, checked against `said`.
 fn hears_back(sandbox: &Sandbox, wav: &str, said: &str) {
     let _turn = crate::one_at_a_time();
@@ -100,11 +109,7 @@ fn a_chat_reply_is_spoken_as_it_streams_and_heard_back() {
     // in more than one piece, as the sentences streamed.
     let pieces = expect_within("the whole reply said", DEADLINE, || {
         let log = assistant.log();
-        let said: Vec<usize> = log
-            .lines()
-            .filter(|l| l.contains("voice: said"))
-            .filter_map(|l| l.split("bytes=").nth(1)?.split_whitespace().next()?.parse().ok())
-            .collect();
+        let said = crate::voice::said_pieces(&log);
         if said.iter().sum::<usize>() == reply.len() { Ok(said) } else { Err(log) }
     });
     assert!(pieces.len() >= 2, "spoken sentence by sentence, not at the end: {pieces:?}");
