@@ -286,14 +286,18 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             state.buffer_edited = edited;
         }
         AssistantEvent::Transcript(t) => {
-            state.push_transcript(TranscriptLine {
-                seg_id: t.seg_id,
-                start: t.start,
-                language: t.language,
-                speaker: t.speaker,
-                duration: t.duration,
-                text: t.text.trim().to_owned(),
-            });
+            // An empty final is the assistant's own voice heard back (or nothing real): no
+            // line, but the segment is over.
+            if !t.text.trim().is_empty() {
+                state.push_transcript(TranscriptLine {
+                    seg_id: t.seg_id,
+                    start: t.start,
+                    language: t.language,
+                    speaker: t.speaker,
+                    duration: t.duration,
+                    text: t.text.trim().to_owned(),
+                });
+            }
             if state.speaking == Some(t.seg_id) {
                 state.speaking = None;
             }

@@ -426,4 +426,19 @@ fn words_being_spoken_show_on_an_open_line_the_unsettled_ones_dimmed_until_the_f
     let screen = support::screen(&state);
     assert!(!screen.contains("… and"), "{screen}");
     assert!(screen.contains("(2.2s): and in Lisbon tomorrow"), "{screen}");
+
+    // The voice's own words heard back: the assistant relays their final empty; no line.
+    let lines = state.transcripts.len();
+    feed(
+        &mut state,
+        [
+            event(r#"{"type":"speech_start","seg_id":5,"start":11.0}"#),
+            event(r#"{"type":"speech_stop","seg_id":5,"end":13.0}"#),
+            event(
+                r#"{"type":"transcript","seg_id":5,"text":"","language":"en","start":11.0,"end":13.0,"duration":2.0,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}"#,
+            ),
+        ],
+    );
+    assert_eq!(state.transcripts.len(), lines, "an empty final adds no line");
+    assert_eq!(state.speaking, None, "and the segment is over");
 }
