@@ -36,13 +36,36 @@ struct Said {
     to: Instant,
 }
 
+/// The longest the onset window grows to: past it, a person who starts speaking as a
+/// sentence begins would wait too long to be heard.
+const MAX_ONSET: Duration = Duration::from_millis(2500);
+
 /// What the voice said lately, and when.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Echo {
     said: VecDeque<Said>,
+    /// How soon after a piece begins a speech start may be its echo's: [`ONSET`], or half
+    /// again the latest echo seen start later ([`Echo::echo_began`]).
+    onset: Duration,
+}
+
+impl Default for Echo {
+    fn default() -> Self {
+        Self { said: VecDeque::new(), onset: ONSET }
+    }
 }
 
 impl Echo {
+    /// A segment whose speech started `delay` after a piece began was that piece's echo:
+    /// speech starting that late into a piece waits for words from now on (a device with
+    /// deep buffers, a slow sound server). Returns whether the window grew.
+    pub fn echo_began(&mut self, delay: Duration) -> bool {
+        let wanted = (delay * 3 / 2).min(MAX_ONSET);
+        let grew = wanted > self.onset;
+        self.onset = self.onset.max(wanted);
+        grew
+    }
+
     /// The voice plays `text` from `from` to `to`.
     pub fn played(&mut self, text: &str, from: Instant, to: Instant) {
         while self.said.front().is_some_and(|s| to.saturating_duration_since(s.to) > KEEP) {
@@ -64,10 +87,10 @@ impl Echo {
         self.said.iter().any(|s| s.from <= at && at <= s.to + LAG)
     }
 
-    /// Whether a piece began playing within [`ONSET`] before `at`: speech starting then may
-    /// be that piece's echo.
+    /// Whether a piece began playing within [`ONSET`] (or the window echo taught,
+    /// [`Echo::echo_began`]) before `at`: speech starting then may be that piece's echo.
     pub fn onset_near(&self, at: Instant) -> bool {
-        self.since_onset(at).is_some_and(|since| since <= ONSET)
+        self.since_onset(at).is_some_and(|since| since <= self.onset)
     }
 
     /// How long before `at` the latest piece began playing.
@@ -336,6 +359,15 @@ mod tests {
             ["one", "two", "three", "four", "five", "six"]
         );
         assert_eq!(echo.words_between(t0 + s(11), t0 + s(11)), ["seven", "eight", "nine"]);
+
+        // Echo that started 1.2 s into a piece widens the window to 1.8 s, never past 2.5 s.
+        let late = t0 + s(2) + Duration::from_millis(1500);
+        assert!(!echo.onset_near(late));
+        assert!(echo.echo_began(Duration::from_millis(1200)));
+        assert!(echo.onset_near(late));
+        assert!(!echo.echo_began(Duration::from_millis(500)), "it never shrinks");
+        assert!(echo.echo_began(s(9)));
+        assert!(!echo.onset_near(t0 + s(2) + Duration::from_millis(2600)));
 
         echo.hushed(t0 + s(3));
         assert!(!echo.audible(t0 + s(10)), "the last piece was never played");

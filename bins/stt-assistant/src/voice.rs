@@ -123,6 +123,16 @@ enum Out {
     Wav(stt_voice::WavOut),
 }
 
+impl Out {
+    /// How long queued audio waits before it is heard: the device's lead, none for a file.
+    fn latency(&self) -> Duration {
+        match self {
+            Out::Device(playback) => playback.latency(),
+            Out::Wav(_) => Duration::ZERO,
+        }
+    }
+}
+
 fn run(
     settings: &Settings,
     jobs: &mpsc::Receiver<Job>,
@@ -171,7 +181,8 @@ fn run(
         }
         match play(&mut out, &settings.output, stopper, &audio, rate) {
             Ok(()) => {
-                let now = Instant::now();
+                // Heard no sooner than the device's own lead from now.
+                let now = Instant::now() + out.latency();
                 let from = if busy_epoch == job.epoch { busy_until.max(now) } else { now };
                 let to = from + Duration::from_secs_f64(audio.len() as f64 / f64::from(rate));
                 (busy_until, busy_epoch) = (to, job.epoch);

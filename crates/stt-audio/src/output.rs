@@ -7,7 +7,7 @@
 //! is not `Send` on every platform.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,8 @@ struct Shared {
     failed: AtomicBool,
     /// The last stop of something playing, and how long the device took to fall silent.
     stop: Mutex<Stop>,
+    /// How far ahead of playing the device asked for its last buffer, in microseconds.
+    lead_us: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -143,6 +145,13 @@ impl Playback {
         self.shared.stop();
     }
 
+    /// How long a sample queued now waits for the device before it is heard, at least: how
+    /// far ahead of playing the device asked for its last buffer (what it queued before comes
+    /// on top).
+    pub fn latency(&self) -> Duration {
+        Duration::from_micros(self.shared.lead_us.load(Ordering::Relaxed))
+    }
+
     /// How long after the last stop of something playing the device fell silent: the wait
     /// for its next buffer plus its own latency, as the device tells it. `None` until that
     /// buffer has been asked for.
@@ -178,10 +187,12 @@ impl Stopper {
 /// The first buffer after a stop: when its silence will be heard. Never waits in the device's
 /// callback: a stop being written just now is measured at the next buffer.
 fn silent_from(shared: &Shared, info: &cpal::OutputCallbackInfo) {
+    let times = info.timestamp();
+    let ahead = times.playback.duration_since(times.callback);
+    let micros = u64::try_from(ahead.as_micros()).unwrap_or(u64::MAX);
+    shared.lead_us.store(micros, Ordering::Relaxed);
     let Ok(mut stop) = shared.stop.try_lock() else { return };
     if let Some(asked) = stop.asked.take() {
-        let times = info.timestamp();
-        let ahead = times.playback.duration_since(times.callback);
         stop.silent_after = Some(asked.elapsed() + ahead);
     }
 }

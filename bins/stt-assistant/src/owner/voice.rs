@@ -10,7 +10,7 @@
 //! alone. A speech start well into a piece (past [`crate::echo::ONSET`]) cannot be that
 //! piece's echo starting, so it barges in at once; one near a piece's start waits for words.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
 
@@ -28,6 +28,8 @@ pub(super) struct Overheard {
     /// The person's words in its latest partial: its final may lose them to the voice's,
     /// which filled the segment before they spoke (whisper writes the louder voice).
     words: Option<String>,
+    /// How long after a piece began its speech started.
+    onset: Option<Duration>,
 }
 
 impl Owner {
@@ -129,14 +131,16 @@ impl Owner {
             DaemonEvent::SpeechStart(start) if self.echo.audible(at) => {
                 // Well into a piece, speech that starts is not the piece's echo starting.
                 let person = !self.echo.onset_near(at);
-                let since = self.echo.since_onset(at).map(|d| d.as_millis());
+                let onset = self.echo.since_onset(at);
+                let ms = onset.map(|d| d.as_millis());
                 tracing::debug!(
                     seg_id = start.seg_id,
-                    ms = since,
+                    ms,
                     person,
                     "overheard: a piece began ms before"
                 );
-                self.overheard.insert(start.seg_id, Overheard { since: at, person, words: None });
+                let seen = Overheard { since: at, person, words: None, onset };
+                self.overheard.insert(start.seg_id, seen);
                 if person {
                     self.barge_in(start.seg_id, "speech began while the voice spoke");
                 }
@@ -196,6 +200,16 @@ impl Owner {
                             "echo: the segment was the voice's own words; not a turn"
                         );
                         transcript.text.clear();
+                        // Its start tells how late echo starts here.
+                        if let Some(delay) = seen.onset
+                            && self.echo.echo_began(delay)
+                        {
+                            tracing::info!(
+                                ms = delay.as_millis(),
+                                "echo: it started late into a piece; speech starting that \
+                                 late now waits for words"
+                            );
+                        }
                     }
                 }
             }
