@@ -337,6 +337,8 @@ impl Owner {
             Link::Down(why) => {
                 tracing::warn!("stt-daemon link down: {why}; retrying");
                 self.core.daemon_link(false);
+                // Its segments end with it: a new daemon counts from 1 again.
+                self.overheard.clear();
             }
             Link::Event(event) => {
                 // The voice's own words coming back are no one's turn.
