@@ -319,7 +319,12 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
     let server = Server::start(sandbox.root());
     autodetect(&sandbox, &server);
     let spoken = sandbox.root().join("answer.wav");
-    let mut config = std::fs::read_to_string(sandbox.config_file()).unwrap();
+    // Greedy, so the model answers the same sentences each run.
+    let mut config = std::fs::read_to_string(sandbox.config_file()).unwrap().replacen(
+        "[llm]\n",
+        "[llm]\ntemperature = 0.0\n",
+        1,
+    );
     config.push_str(&format!("[voice]\nenabled = true\ndevice = \"wav:{}\"\n", spoken.display()));
     std::fs::write(sandbox.config_file(), config).unwrap();
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
