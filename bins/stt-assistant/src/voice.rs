@@ -61,8 +61,8 @@ pub enum Report {
     Ready { voice: String, output: String, fallback: Option<String> },
     /// The voice cannot speak (no espeak-ng, no device): why, with the fix.
     Off { why: String },
-    /// A piece is queued to play from `from` to `to` (as near as the lane knows: the device's
-    /// own buffer comes on top): what the microphone may hear of it, for [`crate::echo`].
+    /// A piece is queued on the device to play from `from` to `to` (as near as the lane
+    /// knows): what the microphone may hear of it, for [`crate::echo`]. Not for a file.
     Playing { text: String, from: Instant, to: Instant },
     /// Saying one piece failed (the lane goes on with the next).
     Failed { why: String },
@@ -188,7 +188,10 @@ fn run(
                 (busy_until, busy_epoch) = (to, job.epoch);
                 // The length only: what is said is not logged.
                 tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said");
-                reports.send(Report::Playing { text: job.text, from, to });
+                // A file is heard by no microphone: only a device's sound can come back.
+                if matches!(out, Out::Device(_)) {
+                    reports.send(Report::Playing { text: job.text, from, to });
+                }
             }
             Err(why) => reports.send(Report::Failed { why }),
         }

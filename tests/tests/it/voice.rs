@@ -150,3 +150,50 @@ fn without_its_voice_espeak_ng_speaks_and_the_fix_is_named() {
     // espeak-ng's words are words: the daemon hears them back.
     hears_back(&sandbox, wav.to_str().unwrap(), said);
 }
+
+#[test]
+fn without_its_voice_the_assistant_speaks_with_espeak_ng_and_says_the_fix_once() {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let wav = sandbox.root().join("spoken.wav");
+    std::fs::write(
+        sandbox.config_file(),
+        format!(
+            "[llm]\nendpoint = \"{}\"\n[voice]\nenabled = true\nmodel = \"/nonexistent/voice.onnx\"\n\
+             device = \"wav:{}\"\n",
+            llm.url(),
+            wav.display()
+        ),
+    )
+    .unwrap();
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let replies =
+        ["The kettle is on, and the tea will be ready soon.", "The milk is in the fridge."];
+    let mut total = 0;
+    for (asked, reply) in ["is the tea ready", "and the milk"].iter().zip(replies) {
+        llm.push(Script::Text(reply.into()));
+        assert_eq!(sandbox.run("stt-ctl", &["chat-send", asked]).code, Some(0));
+        answered(&seen, reply, DEADLINE);
+        // Said before the next question (which would silence it).
+        total += reply.len();
+        expect_within("the reply said", DEADLINE, || {
+            let log = assistant.log();
+            if said_pieces(&log).iter().sum::<usize>() == total { Ok(()) } else { Err(log) }
+        });
+    }
+    // Said once, with the fix, however many replies follow.
+    let told: Vec<String> = stt_testkit::viewer::events(&seen)
+        .into_iter()
+        .filter_map(|e| match e {
+            stt_proto::AssistantEvent::Error(e) => Some(e.message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("espeak-ng speaks the replies") && told[0].contains("scripts/fetch-voice"),
+        "{told:?}"
+    );
+    hears_back(&sandbox, wav.to_str().unwrap(), &replies.join(" "));
+}
