@@ -132,10 +132,11 @@ fn stop_to_silence() -> Result<(Vec<f64>, String), String> {
     let tone: Vec<f32> = (0..playback.rate())
         .map(|i| 0.1 * (2.0 * std::f32::consts::PI * 220.0 * i as f32 / rate).sin())
         .collect();
-    // The stream's first buffers wait for the device to start, which the voice lane does once,
-    // long before the first reply: not a stop's cost.
+    // The stream's first second or two wait for the device to start draining (PulseAudio
+    // reported 0.85 s of lead at a first stop 1.1 s in, 30 ms after): the voice lane opens
+    // the device once, at start, long before the first reply, so that is not a stop's cost.
     playback.queue(&tone[..tone.len() / 4]);
-    std::thread::sleep(Duration::from_millis(600));
+    std::thread::sleep(Duration::from_secs(3));
     let mut silent = Vec::new();
     for _ in 0..STOPS {
         playback.queue(&tone);
