@@ -153,7 +153,18 @@ pub fn judge(heard: &str, said: &[&str], whole: bool) -> Heard {
 pub fn sounds_said(words: &str, said: &[&str]) -> bool {
     let query = skeleton(words.split_whitespace());
     let text = skeleton(said.iter().copied());
-    query.len() >= 4 && 3 * nearest(&query, &text) <= query.len()
+    tellable(&query) && 3 * nearest(&query, &text) <= query.len()
+}
+
+/// Whether `words` have enough sound in them to tell whether they sound like the voice: four
+/// consonants or more. "taken a" at the end of a partial's agreed words may yet be "taken a
+/// burrow up", which is.
+pub fn enough_to_tell(words: &str) -> bool {
+    tellable(&skeleton(words.split_whitespace()))
+}
+
+fn tellable(skeleton: &[u8]) -> bool {
+    skeleton.len() >= 4
 }
 
 /// A rough sound of words: their consonants, lower case, a doubled one once, the letters
@@ -308,6 +319,10 @@ mod tests {
         assert!(check("said at time or for", "I set a timer for the pasta."));
         assert!(check("taken a burrow up.", "It is raining outside, so take an umbrella."));
         assert!(check("You're meeting with the design.", "Your meeting with the design team."));
+        assert!(check("taken a bralo.", "It is raining outside, so take an umbrella."));
+        // Too little to tell yet: the rest of a growing segment decides.
+        assert!(!enough_to_tell("taken a"));
+        assert!(enough_to_tell("taken a bralo"));
         // A person's question is not near anything the voice said.
         for text in REPLIES {
             assert!(!check("What time is it in Tokyo right now?", text), "{text}");

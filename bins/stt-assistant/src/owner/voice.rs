@@ -155,8 +155,14 @@ impl Owner {
                     // "taken a burrow up"), rarely the same way twice.
                     let committed: String =
                         partial.text.chars().take(partial.committed_len).collect();
+                    // Words too few to tell from the voice misheard wait for the next pass.
                     let judged =
-                        self.misheard(&seen, self.judged(&seen, &committed, at, false), at);
+                        match self.misheard(&seen, self.judged(&seen, &committed, at, false), at) {
+                            Heard::Person(words) if crate::echo::enough_to_tell(&words) => {
+                                Heard::Person(words)
+                            }
+                            _ => Heard::Echo,
+                        };
                     tracing::debug!(
                         seg_id = partial.seg_id,
                         committed = committed.split_whitespace().count(),
@@ -175,6 +181,17 @@ impl Owner {
                         .map_or(0, |at| partial.text[..at].chars().count());
                     partial.committed_len =
                         partial.committed_len.saturating_sub(skipped).min(words.chars().count());
+                    // Kept for a final that loses them (to the voice, or to a canceller that
+                    // muffled their first syllables: whisper then writes nothing), unless
+                    // they sound like the voice misheard.
+                    let heard = Heard::Person(words.clone());
+                    let theirs = self
+                        .overheard
+                        .get(&partial.seg_id)
+                        .is_some_and(|seen| self.misheard(seen, heard, at) != Heard::Echo);
+                    if let Some(seen) = self.overheard.get_mut(&partial.seg_id).filter(|_| theirs) {
+                        seen.words = Some(words.clone());
+                    }
                     partial.text = words;
                 }
             }
@@ -191,10 +208,10 @@ impl Owner {
                         self.person(transcript.seg_id, seen, &words);
                         transcript.text = words;
                     }
-                    // The final heard only the voice, which filled the segment before they
-                    // spoke: what the partials heard of them is their turn.
-                    (Heard::Echo, Some(words)) => transcript.text = words,
-                    (Heard::Echo, None) => {
+                    // The final heard only the voice (which filled the segment before they
+                    // spoke), or nothing: what the partials heard of them is their turn.
+                    (Heard::Echo, Some(words)) if seen.person => transcript.text = words,
+                    (Heard::Echo, _) => {
                         tracing::info!(
                             seg_id = transcript.seg_id,
                             "echo: the segment was the voice's own words; not a turn"
