@@ -264,7 +264,11 @@ fn a_killed_model_server_is_restarted_and_none_outlives_a_killed_up() {
         let left = left_behind(&[pid, daemon, assistant, second]);
         if left.is_empty() { Ok(()) } else { Err(format!("{left:?}")) }
     });
-    assert!(!answers(port), "the model's port still answers after up was killed");
+    // A killed server's socket closes as the kernel finishes tearing it down (its 1 GB model
+    // unmapped first, slowly on a loaded machine); one left running would answer throughout.
+    expect_within("the model's port closes after up was killed", Duration::from_secs(10), || {
+        if answers(port) { Err(format!("port {port} still answers")) } else { Ok(()) }
+    });
 }
 
 /// The whole path with nothing configured but where the model is: `up` starts llama-server,
