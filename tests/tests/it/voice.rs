@@ -182,7 +182,8 @@ fn without_its_voice_the_assistant_speaks_with_espeak_ng_and_says_the_fix_once()
             if said_pieces(&log).iter().sum::<usize>() == total { Ok(()) } else { Err(log) }
         });
     }
-    // Said once, with the fix, however many replies follow.
+    // Said once, with the fix, as the first reply is spoken (so a viewer is there to read it),
+    // however many replies follow.
     let told: Vec<String> = stt_testkit::viewer::events(&seen)
         .into_iter()
         .filter_map(|e| match e {
@@ -190,7 +191,7 @@ fn without_its_voice_the_assistant_speaks_with_espeak_ng_and_says_the_fix_once()
             _ => None,
         })
         .collect();
-    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told.len(), 1, "{told:?}\n{}", assistant.log());
     assert!(
         told[0].contains("espeak-ng speaks the replies") && told[0].contains("scripts/fetch-voice"),
         "{told:?}"

@@ -189,6 +189,9 @@ pub struct Owner {
     voice_settings: crate::voice::Settings,
     /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
     voice_on: bool,
+    /// Why espeak-ng speaks instead of the Piper voice, until it has been told (with the
+    /// first reply spoken, when someone is there to hear it and read it).
+    voice_fallback: Option<String>,
     /// What the voice said lately, and when: what the microphone may hear back.
     echo: crate::echo::Echo,
     /// Segments opened while the voice was audible, by id, until their `segment_done`.
@@ -251,6 +254,7 @@ impl Owner {
             voice: None,
             voice_settings: parts.voice.0,
             voice_on: false,
+            voice_fallback: None,
             echo: crate::echo::Echo::default(),
             overheard: HashMap::new(),
             capture_ambient,

@@ -37,9 +37,7 @@ impl Owner {
         match report {
             crate::voice::Report::Ready { voice, output, fallback } => {
                 tracing::info!(voice, output, "the voice is ready");
-                if let Some(why) = fallback {
-                    self.error(ErrorCode::Internal, why);
-                }
+                self.voice_fallback = fallback;
             }
             crate::voice::Report::Off { why } => {
                 // Off until asked again (`voice_toggle` starts a new lane, which tries again).
@@ -105,6 +103,10 @@ impl Owner {
         {
             voice.say(piece);
             running.spoken = end;
+            // The robotic voice is explained as it is first heard.
+            if let Some(why) = self.voice_fallback.take() {
+                self.error(ErrorCode::Internal, why);
+            }
         }
     }
 
