@@ -41,6 +41,21 @@ pub fn said_pieces(log: &str) -> Vec<usize> {
         .collect()
 }
 
+/// A sandbox whose assistant talks to a scripted model and speaks replies into a WAV file
+/// (`[voice]` gets `more_voice` too): the sandbox, the model, the file.
+fn speaking_into_a_wav(more_voice: &str) -> (Sandbox, LlmServer, std::path::PathBuf) {
+    let sandbox = Sandbox::new();
+    let llm = LlmServer::start();
+    let wav = sandbox.root().join("spoken.wav");
+    let config = format!(
+        "[llm]\nendpoint = \"{}\"\n[voice]\nenabled = true\ndevice = \"wav:{}\"\n{more_voice}",
+        llm.url(),
+        wav.display()
+    );
+    std::fs::write(sandbox.config_file(), config).unwrap_or_else(|e| panic!("config: {e}"));
+    (sandbox, llm, wav)
+}
+
 /// What `stt-daemon transcribe` hears in `wav`, checked against `said`.
 fn hears_back(sandbox: &Sandbox, wav: &str, said: &str) {
     let _turn = crate::one_at_a_time();
@@ -79,18 +94,7 @@ fn a_chat_reply_is_spoken_as_it_streams_and_heard_back() {
     if !have_voice() {
         return;
     }
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    let wav = sandbox.root().join("spoken.wav");
-    std::fs::write(
-        sandbox.config_file(),
-        format!(
-            "[llm]\nendpoint = \"{}\"\n[voice]\nenabled = true\ndevice = \"wav:{}\"\n",
-            llm.url(),
-            wav.display()
-        ),
-    )
-    .unwrap();
+    let (sandbox, llm, wav) = speaking_into_a_wav("");
     let assistant = sandbox.spawn_with_env(
         "stt-assistant",
         &[],
@@ -153,19 +157,7 @@ fn without_its_voice_espeak_ng_speaks_and_the_fix_is_named() {
 
 #[test]
 fn without_its_voice_the_assistant_speaks_with_espeak_ng_and_says_the_fix_once() {
-    let sandbox = Sandbox::new();
-    let llm = LlmServer::start();
-    let wav = sandbox.root().join("spoken.wav");
-    std::fs::write(
-        sandbox.config_file(),
-        format!(
-            "[llm]\nendpoint = \"{}\"\n[voice]\nenabled = true\nmodel = \"/nonexistent/voice.onnx\"\n\
-             device = \"wav:{}\"\n",
-            llm.url(),
-            wav.display()
-        ),
-    )
-    .unwrap();
+    let (sandbox, llm, wav) = speaking_into_a_wav("model = \"/nonexistent/voice.onnx\"\n");
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
     let seen = watch_attached(&sandbox, DEADLINE);
     let replies =
