@@ -19,6 +19,8 @@ Prints a Markdown report and, with --write FILE, replaces its section.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +37,9 @@ live = load("bench_live", "bench-live.py")
 vadset = load("measure_vad", "measure-vad.py")
 
 SECTION = "bench-turn"
+PITCH_SECTION = "bench-pitch"
 PAUSES_MS = [300, 450, 600]
+FALL_ST = -2.0  # stt_vad::pitch::FALL_ST
 VAD_CONDITIONS = ["clean", "pink10"]
 # (name, [daemon] keys). The first is the fixed hangover that shipped before issue 26.
 POLICIES = [
@@ -44,7 +48,10 @@ POLICIES = [
     ("text, 250 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 250\n'),
     ("text, 300 ms (shipped)", 'end_of_turn = "text"\nend_of_turn_pause_ms = 300\n'),
     ("text, 350 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 350\n'),
+    ("prosody, 250 ms", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 250\n'),
+    ("prosody, 300 ms", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 300\n'),
 ]
+
 
 
 def log(msg: str) -> None:
@@ -107,6 +114,72 @@ def vad_sessions(work: Path) -> dict[str, tuple[Path, list]]:
     return out
 
 
+def pitch_report(example: str, work: Path, clips: list[dict], ends: dict, speech: Path | None) -> str:
+    """How the voice ends (`stt_vad::pitch::final_pitch`, the `final_pitch` example) where a
+    turn ends and where a speaker only pauses: the espeak-ng utterances whole and cut where
+    their middle word ends (as in the splits), and the recordings of people at their end and
+    before each pause of 200 ms or more inside them (found by energy: 35 dB under the peak)."""
+    out_dir = work / "pitch"
+    out_dir.mkdir(exist_ok=True)
+    pad = int(asr.PAD_S * asr.RATE)
+    files: list[tuple[str, Path]] = []
+    for c in clips:
+        x = asr.read_wav(Path(c["path"]))
+        speech_only = x[pad: len(x) - pad]
+        whole = out_dir / f"whole-{c['n']}.wav"
+        asr.write_wav(whole, speech_only)
+        files.append(("espeak-ng utterances, at their end", whole))
+        words = ends[c["n"]]
+        if len(c["text"].split()) >= 4:
+            cut = out_dir / f"cut-{c['n']}.wav"
+            asr.write_wav(cut, speech_only[: int(words[len(words) // 2 - 1] * asr.RATE)])
+            files.append(("espeak-ng utterances, cut after their middle word", cut))
+    if speech:
+        manifest = json.loads((speech / "manifest.json").read_text())
+        for m in manifest:
+            x = asr.read_wav(speech / m["file"])
+            frames = len(x) // 160
+            energy = np.array([np.sqrt(np.mean(x[i * 160:(i + 1) * 160] ** 2)) for i in range(frames)])
+            loud = energy > max(energy.max() * 10 ** (-35 / 20), 1e-4)
+            idx = np.where(loud)[0]
+            if len(idx) == 0:
+                continue
+            first, last = idx[0], idx[-1]
+            end = out_dir / f"real-{Path(m['file']).stem}.wav"
+            asr.write_wav(end, x[: (last + 1) * 160])
+            files.append(("recordings of people, at their end", end))
+            quiet = 0
+            for i in range(first, last + 1):
+                if not loud[i]:
+                    quiet += 1
+                    continue
+                if quiet >= 20:
+                    pause = out_dir / f"pause-{Path(m['file']).stem}-{i - quiet}.wav"
+                    asr.write_wav(pause, x[: (i - quiet) * 160])
+                    files.append(("recordings of people, before a pause inside", pause))
+                quiet = 0
+    lines = subprocess.run([example, *(str(f) for _, f in files)], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    rows: dict[str, list[float | None]] = {}
+    for (kind, _), line in zip(files, lines):
+        value = line.split("\t")[1]
+        rows.setdefault(kind, []).append(None if value == "-" else float(value))
+    out = [
+        "**How the voice ends** (`stt_vad::pitch`, the `final_pitch` example, in the same run): the pitch "
+        "of the last 50 ms voiced against the median of the 3 s before, where a turn ends and where a "
+        "speaker only pauses.",
+        "",
+        f"| where | fell {abs(FALL_ST):.1f} semitones or more (a turn may end) | did not | pitch not read |",
+        "|---|---:|---:|---:|",
+    ]
+    for kind, values in rows.items():
+        read = [v for v in values if v is not None]
+        fell = sum(1 for v in read if v <= FALL_ST)
+        out.append(f"| {kind} | {fell} of {len(values)} | {len(read) - fell} | {len(values) - len(read)} |")
+    out.append("")
+    return "\n".join(out)
+
+
 def fast(a, wav: Path, work: Path, tag: str, keys: str) -> dict[int, dict]:
     d = asr.Daemon(a.daemon, a.model, wav, work, tag, "[daemon]\n" + keys, ("--fast",))
     d.wait_hello()
@@ -120,6 +193,8 @@ def main() -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--daemon", required=True)
     p.add_argument("--speech", help="scripts/fetch-speech's directory: the real recordings' WER")
+    p.add_argument("--final-pitch", required=True, help="the final_pitch example of stt-vad")
+    p.add_argument("--pitch-only", action="store_true", help="only how the voice ends, no daemon runs")
     p.add_argument("--write")
     a = p.parse_args()
     work = Path(a.work) / "turn"
@@ -127,6 +202,13 @@ def main() -> None:
     all_clips, session = asr.make_clips(work, asr.UTTERANCES)
     ends = {c["n"]: live.word_ends(work, c["n"], c["voice"], c["wpm"], c["text"]) for c in all_clips}
     clips = [c for c in all_clips if len(c["text"].split()) >= 4]
+    log("how the voice ends")
+    pitch = pitch_report(a.final_pitch, work, all_clips, ends, Path(a.speech) if a.speech else None)
+    print(pitch)
+    if a.write:
+        asr.write_section(Path(a.write), pitch, PITCH_SECTION, after="<!-- bench-turn:end -->")
+    if a.pitch_only:
+        return
     paused = paused_sessions(work, clips, ends)
     log("building the VAD set's clips")
     vad = vad_sessions(work)
@@ -148,7 +230,9 @@ def main() -> None:
             row[cond + "_n"] = len(spans)
         if real:
             log(f"{name}: the real recordings")
-            segs = fast(a, real[0], work, f"turn-{len(rows)}-real", keys)
+            tag = f"turn-{len(rows)}-real"
+            segs = fast(a, real[0], work, tag, keys)
+            row["real_early"] = (work / f"daemon-{tag}.log").read_text().count("the turn ended before the hangover")
             pairs = []
             for text, start, end in real[2]:
                 heard = asr.heard_in(segs, start, end)
@@ -165,7 +249,7 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
     pct = live.pct
     head = ("| policy | end of speech → final, median | p90 | split at a pause of "
             + " / ".join(f"{p}" for p in PAUSES_MS) + " ms (of " + str(n) + ") | VAD set: split, gaps not cut "
-            + " / ".join(VAD_CONDITIONS) + " | WER espeak | WER real |")
+            + " / ".join(VAD_CONDITIONS) + " | WER espeak | WER real | real: turns ended early |")
     out = [
         "## The end of a turn (`scripts/bench-asr --only turn`)",
         "",
@@ -185,10 +269,14 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
         "sooner), so its final is ready when the hangover runs out. *text, N ms* (`end_of_turn = \"text\"`, "
         "`end_of_turn_pause_ms = N`): whisper reads the pause 150 ms before N (at least 100 ms in); when the "
         "text is finished (it ends in a full stop, question or exclamation mark whisper gave at least 0.5, and "
-        "not on \"and\", \"the\", …) the turn ends at N ms of pause, otherwise after the 500 ms hangover.",
+        "not on \"and\", \"the\", …) the turn ends at N ms of pause, otherwise after the 500 ms hangover. "
+        "*prosody, N ms* (`end_of_turn = \"prosody\"`): as *text*, and only when the voice also fell where it "
+        f"stopped (its last 50 ms {abs(FALL_ST):.1f} semitones or more under its median over the 3 s before, "
+        "`stt_vad::pitch`). *Real: turns ended early*: of the recordings of people, those whose turn ended "
+        "before the hangover (the rest waited it out).",
         "",
         head,
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         vad = " / ".join(f"{r[c][0]}, {r[c][1]}" for c in VAD_CONDITIONS)
@@ -196,7 +284,8 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
         out.append(
             f"| {r['name']} | {pct(r['final'], 50):.0f} ms | {pct(r['final'], 90):.0f} ms | "
             + " / ".join(str(r[p]) for p in PAUSES_MS)
-            + f" | {vad} | {r['wer'] * 100:.1f}% | {real_wer} |"
+            + f" | {vad} | {r['wer'] * 100:.1f}% | {real_wer} | "
+            + (f"{r['real_early']} of {len(real[2])} |" if real else "— |")
         )
     out.append("")
     return "\n".join(out)

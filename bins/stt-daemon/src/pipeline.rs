@@ -342,6 +342,7 @@ fn segment(
                 }
                 let grown = segmenter.growing();
                 if let Some(len) = lanes.turn.ended(open.get().zip(grown.as_ref())) {
+                    tracing::debug!(seg_id = open.get(), len, "the turn ended before the hangover");
                     handle(segmenter.end_turn(len));
                 }
             }
@@ -415,6 +416,7 @@ fn read_pause(segmenter: &mut VadSegmenter, seg_id: u64, lanes: &Lanes<'_>) {
 /// waiting for its verdict).
 fn offer_pause(lanes: &Lanes<'_>, seg_id: u64, start_s: f64, samples: Vec<f32>, speech_s: f64) {
     let len = samples.len();
+    lanes.turn.voice(seg_id, len, &samples);
     let job = Job {
         seg_id,
         start: start_s,

@@ -51,7 +51,7 @@ fn vad(config: &Config) -> anyhow::Result<VadConfig> {
         // The pause whose text is read is the segment's tail: the audio it closes with, at
         // the end of the turn or after the hangover, is the audio whisper read (crate::turn).
         tail_ms: match d.end_of_turn {
-            EndOfTurn::Text => crate::turn::read_at_ms(d.end_of_turn_pause_ms),
+            EndOfTurn::Text | EndOfTurn::Prosody => crate::turn::read_at_ms(d.end_of_turn_pause_ms),
             EndOfTurn::Hangover => stt_vad::segmenter::TAIL_MS,
         },
         min_speech_ms: d.vad_min_speech_ms,

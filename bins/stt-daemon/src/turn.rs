@@ -11,6 +11,11 @@
 //! the turn there ([`stt_vad::Segmenter::end_turn`]) and the pass is the final; when it does
 //! not, the hangover closes the segment with the same audio, and the pass is the final then.
 //!
+//! With `"prosody"` a finished text ends the turn early only if the voice fell where it
+//! stopped ([`stt_vad::pitch::fell`], read by the VAD thread as it offers the pass): a person
+//! who pauses mid-sentence holds the pitch level or lets it rise, and whisper often writes
+//! the first half of such a sentence as a whole one ("What time is it?").
+//!
 //! A file read as fast as whisper goes (`--fast`) has no clock to race: the VAD thread waits
 //! for each verdict before reading on, so a turn ends where whisper would have ended it had it
 //! been instant (the most a pause can be cut short; a live daemon reads on while whisper
@@ -56,6 +61,9 @@ pub struct Turn {
     /// A verdict that the open segment's text is finished, until its pause has lasted
     /// `end_pause` (or speech resumes, or the segment closes).
     ending: Cell<Option<Verdict>>,
+    /// With `"prosody"`: whether the voice fell at the end of the last pause offered
+    /// (`seg_id`, `len`, fell).
+    fell: Cell<Option<(u64, usize, bool)>>,
     verdicts: Receiver<Verdict>,
 }
 
@@ -67,7 +75,24 @@ impl Turn {
         verdicts: Receiver<Verdict>,
     ) -> Self {
         let end_pause = end_pause_ms as usize * 16;
-        Self { policy, end_pause, wait: fast, ending: Cell::new(None), verdicts }
+        Self {
+            policy,
+            end_pause,
+            wait: fast,
+            ending: Cell::new(None),
+            fell: Cell::new(None),
+            verdicts,
+        }
+    }
+
+    /// A pause pass over the first `len` samples of `seg_id` (`samples`) is about to be
+    /// offered: with `"prosody"`, reads whether the voice fell where it stopped.
+    pub fn voice(&self, seg_id: u64, len: usize, samples: &[f32]) {
+        if self.policy == EndOfTurn::Prosody {
+            let fell = stt_vad::pitch::fell(samples);
+            tracing::debug!(seg_id, len, fell, "the voice where it paused");
+            self.fell.set(Some((seg_id, len, fell)));
+        }
     }
 
     /// Whether pauses are read at all. Not for a file read fast with the fixed hangover:
@@ -113,10 +138,13 @@ impl Turn {
     }
 
     fn note(&self, v: Verdict) {
-        if self.policy != EndOfTurn::Text {
-            return;
-        }
-        if v.ends {
+        let ends = match self.policy {
+            EndOfTurn::Hangover => return,
+            EndOfTurn::Text => v.ends,
+            // A pass whose pitch was not read (none is offered without it) ends nothing.
+            EndOfTurn::Prosody => v.ends && self.fell.get() == Some((v.seg_id, v.len, true)),
+        };
+        if ends {
             self.ending.set(Some(v));
         } else if self.ending.get().is_some_and(|e| e.seg_id == v.seg_id) {
             self.ending.set(None);
@@ -184,6 +212,57 @@ mod tests {
         let fixed = Turn::new(EndOfTurn::Hangover, 300, false, rx);
         tx.send(Verdict { seg_id: 1, len: 18_400, ends: true }).unwrap();
         assert_eq!(fixed.ended(Some((1, &grown(&audio[..25_000], 16_000)))), None);
+    }
+
+    /// A buzz at `hz` falling by `fall` semitones over its last 300 ms, then 150 ms of
+    /// silence (where whisper reads the pause).
+    fn voice(hz: f32, fall: f32) -> Vec<f32> {
+        let (n, end) = (24_000, 4_800);
+        let mut phase = 0.0f32;
+        let mut x: Vec<f32> = (0..n)
+            .map(|i| {
+                let f = if i < n - end {
+                    hz
+                } else {
+                    hz * 2f32.powf(fall / 12.0 * (i + end - n) as f32 / end as f32)
+                };
+                phase += std::f32::consts::TAU * f / 16_000.0;
+                (1..=5).map(|h| (phase * h as f32).sin() / h as f32).sum::<f32>() * 0.2
+            })
+            .collect();
+        x.extend(vec![0.0; 2_400]);
+        x
+    }
+
+    #[test]
+    fn with_prosody_a_finished_text_ends_the_turn_only_where_the_voice_fell() {
+        let (tx, rx) = mpsc::channel();
+        let turn = Turn::new(EndOfTurn::Prosody, 300, false, rx);
+        let (fell, level) = (voice(180.0, -5.0), voice(180.0, 0.0));
+        let len = fell.len();
+        let later = vec![0.0; len + 2_400];
+        // The voice fell and the text is finished: the turn ends at 300 ms of pause.
+        turn.voice(1, len, &fell);
+        tx.send(Verdict { seg_id: 1, len, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((1, &grown(&later, 24_000)))), Some(len));
+        // Held level (a pause mid-sentence): the text alone does not end it.
+        turn.voice(2, len, &level);
+        tx.send(Verdict { seg_id: 2, len, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((2, &grown(&later, 24_000)))), None);
+        // The voice fell but the text goes on.
+        turn.voice(3, len, &fell);
+        tx.send(Verdict { seg_id: 3, len, ends: false }).unwrap();
+        assert_eq!(turn.ended(Some((3, &grown(&later, 24_000)))), None);
+        // A verdict on a pass whose voice was not read (another length) ends nothing.
+        turn.voice(4, len, &fell);
+        tx.send(Verdict { seg_id: 4, len: len - 160, ends: true }).unwrap();
+        assert_eq!(turn.ended(Some((4, &grown(&later, 24_000)))), None);
+        // The text policy does not read the voice.
+        let (tx, rx) = mpsc::channel();
+        let text = Turn::new(EndOfTurn::Text, 300, false, rx);
+        text.voice(1, len, &level);
+        tx.send(Verdict { seg_id: 1, len, ends: true }).unwrap();
+        assert_eq!(text.ended(Some((1, &grown(&later, 24_000)))), Some(len));
     }
 
     #[test]

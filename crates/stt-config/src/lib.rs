@@ -370,7 +370,7 @@ mod tests {
             &["daemon.end_of_turn_pause_ms", "vad_hangover_ms (500 ms)", "\"hangover\""],
         );
         check("[daemon]\nend_of_turn_pause_ms = 50\n", &["daemon.end_of_turn_pause_ms"]);
-        check("[daemon]\nend_of_turn = \"prosody\"\n", &["daemon.end_of_turn", "hangover"]);
+        check("[daemon]\nend_of_turn = \"model\"\n", &["daemon.end_of_turn", "hangover"]);
         check("[assistant]\nmax_tool_iterations = 0\n", &["assistant.max_tool_iterations"]);
         check("[assistant]\ntrim_block_turns = 0\n", &["assistant.trim_block_turns"]);
         check(

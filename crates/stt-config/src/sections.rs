@@ -71,7 +71,7 @@ pub struct DaemonConfig {
     pub vad_hangover_ms: u32,
     /// What ends a turn before the hangover has run out.
     pub end_of_turn: EndOfTurn,
-    /// With `end_of_turn = "text"`: the pause, in milliseconds, at which whisper reads what
+    /// With `end_of_turn = "text"` or `"prosody"`: the pause, in milliseconds, at which whisper reads what
     /// was said so far to judge whether it is finished.
     pub end_of_turn_pause_ms: u32,
     /// Segments shorter than this, in milliseconds, are dropped untranscribed.
@@ -132,6 +132,9 @@ pub enum EndOfTurn {
     /// After `end_of_turn_pause_ms` when the text so far ends a sentence (and does not end
     /// on a word such as "and" or "the"); otherwise after the hangover.
     Text,
+    /// As `Text`, and only when the voice also fell where it stopped (a statement's final
+    /// fall; a person pausing mid-sentence holds the pitch or lets it rise).
+    Prosody,
 }
 
 /// `[daemon].vad`: which classifier scores each frame of audio as speech or not.

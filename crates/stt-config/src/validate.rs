@@ -147,7 +147,7 @@ fn daemon(c: &DaemonConfig) -> Checked {
         d.transcribe_queue_size.into(),
     )?;
     positive("daemon", "heartbeat_interval_ms", c.heartbeat_interval_ms, d.heartbeat_interval_ms)?;
-    if c.end_of_turn == EndOfTurn::Text
+    if c.end_of_turn != EndOfTurn::Hangover
         && (c.end_of_turn_pause_ms < 100 || c.end_of_turn_pause_ms >= c.vad_hangover_ms)
     {
         return Err(Problem {

@@ -14,6 +14,8 @@
 //! - [`gate`]: [`Gated`], a noise gate in front of a classifier: frames that are only the
 //!   room's steady noise skip it (most of an open microphone's idle CPU).
 //! - [`config`]: [`VadConfig`], the thresholds, whose defaults are the measured ones.
+//! - [`pitch`]: the pitch of the voice where it stops against the seconds before (a
+//!   statement's final fall), for `end_of_turn = "prosody"`.
 //! - [`segmenter`]: [`Segmenter`], which takes audio in chunks of any size and emits
 //!   [`SegEvent`]s: a segment opens after `onset_ms` of speech with `pre_roll_ms` of audio
 //!   before it, closes after `hangover_ms` of non-speech keeping a short tail, is flagged
@@ -35,6 +37,7 @@
 pub mod config;
 pub mod gate;
 mod onnx;
+pub mod pitch;
 pub mod prob;
 pub mod segmenter;
 pub mod silero;

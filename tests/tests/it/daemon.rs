@@ -458,6 +458,12 @@ fn a_finished_sentence_ends_its_turn_at_a_short_pause_and_an_unfinished_one_does
     expect_close(&texts[0], finished.text);
     expect_close(&texts[1], then.text);
     expect_close(&texts[2], &format!("{} {}", goes_on.text, then.text));
+    // Listening to the voice as well: the statement's pitch fell at its end, so its turn
+    // ends at the pause too; the sentence that goes on still does not end.
+    let prosody = run_file_with(&file, "end_of_turn = \"prosody\"\n");
+    let texts = segment_texts(&prosody, 3, "end_of_turn = \"prosody\"");
+    expect_close(&texts[0], finished.text);
+    expect_close(&texts[2], &format!("{} {}", goes_on.text, then.text));
     // With the fixed hangover, neither pause ends a turn.
     let fixed = run_file_with(&file, "end_of_turn = \"hangover\"\n");
     let texts = segment_texts(&fixed, 2, "end_of_turn = \"hangover\"");
