@@ -249,7 +249,8 @@ impl Core {
                 vec![Effect::Publish(AssistantEvent::Speakers(self.roster.clone()))]
             }
             DaemonEvent::Error(error) => vec![Effect::Publish(AssistantEvent::Error(error))],
-            DaemonEvent::Hello(_) => vec![],
+            // The microphone's loudness is the owner's (what the voice hears of itself).
+            DaemonEvent::Hello(_) | DaemonEvent::Levels(_) => vec![],
         }
     }
 

@@ -37,6 +37,7 @@ pub mod queue;
 pub mod recur;
 pub mod session;
 pub mod slash;
+pub mod talk;
 pub mod timers;
 pub mod turn;
 pub mod voice;

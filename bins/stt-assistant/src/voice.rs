@@ -63,7 +63,8 @@ pub enum Report {
     Off { why: String },
     /// A piece is queued on the device to play from `from` to `to` (as near as the lane
     /// knows): what the microphone may hear of it, for [`crate::echo`]. Not for a file.
-    Playing { text: String, from: Instant, to: Instant },
+    /// `levels`: its loudness every 20 ms ([`crate::talk::levels`]).
+    Playing { text: String, from: Instant, to: Instant, levels: Vec<f32> },
     /// Saying one piece failed (the lane goes on with the next).
     Failed { why: String },
 }
@@ -190,7 +191,8 @@ fn run(
                 tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said");
                 // A file is heard by no microphone: only a device's sound can come back.
                 if matches!(out, Out::Device(_)) {
-                    reports.send(Report::Playing { text: job.text, from, to });
+                    let levels = crate::talk::levels(&audio, rate);
+                    reports.send(Report::Playing { text: job.text, from, to, levels });
                 }
             }
             Err(why) => reports.send(Report::Failed { why }),

@@ -18,6 +18,7 @@
 //! waiting segment, and the daemon publishes that it did.
 
 pub mod cli;
+pub mod levels;
 pub mod live;
 pub mod pipeline;
 pub mod settings;

@@ -327,10 +327,14 @@ fn segment(
             }
         }
     };
+    let mut meter = crate::levels::Meter::new();
     for event in audio {
         match event {
             AudioEvent::Samples(samples) => {
                 handle(segmenter.push(&samples));
+                if let Some(levels) = meter.push(&samples, open.get()) {
+                    publisher.publish(&DaemonEvent::Levels(levels));
+                }
                 if let (Some(schedule), Some(seg_id)) = (lanes.partials.as_mut(), open.get()) {
                     if opened.replace(false) {
                         schedule.opened();

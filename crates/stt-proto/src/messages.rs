@@ -183,6 +183,22 @@ impl TranscriptPartial {
     }
 }
 
+/// How loud the microphone is while a segment is open: one figure per [`Levels::FRAME_MS`]
+/// of audio, in dB below full scale, the last frame ending `end` seconds into the stream.
+/// About every 100 ms. The assistant holds them against what its voice was playing then, to
+/// tell a person speaking over the voice from the voice heard back. Not relayed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Levels {
+    pub seg_id: u64,
+    pub end: f64,
+    pub db: Vec<f32>,
+}
+
+impl Levels {
+    /// The audio each figure covers, in milliseconds.
+    pub const FRAME_MS: u32 = 20;
+}
+
 /// All of a segment's events have been published.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SegmentDone {
@@ -263,6 +279,7 @@ family! {
         TranscriptPartial(TranscriptPartial) = "transcript_partial",
         Transcript(Transcript) = "transcript",
         SegmentDone(SegmentDone) = "segment_done",
+        Levels(Levels) = "levels",
         Speakers(Speakers) = "speakers",
         Heartbeat(DaemonHeartbeat) = "heartbeat",
         Error(ErrorMsg) = "error",
@@ -270,7 +287,8 @@ family! {
 }
 
 impl DaemonEvent {
-    /// The segment this event is about, for the events that are about one.
+    /// The segment this event is about, for the events that are about one (not
+    /// [`Levels`]: the microphone's loudness is no part of what the segment said).
     pub fn seg_id(&self) -> Option<u64> {
         match self {
             Self::SpeechStart(e) => Some(e.seg_id),

@@ -67,6 +67,10 @@ pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
             r#"{"type":"transcript_partial","seg_id":7,"text":"what time is","committed_len":9}"#,
         ),
         (
+            DaemonEvent::Levels(Levels { seg_id: 7, end: 13.1, db: vec![-41.5, -38.0, -60.0] }),
+            r#"{"type":"levels","seg_id":7,"end":13.1,"db":[-41.5,-38.0,-60.0]}"#,
+        ),
+        (
             DaemonEvent::Transcript(transcript(None)),
             r#"{"type":"transcript","seg_id":7,"text":"what time is it","language":"en","start":12.48,"end":14.1,"duration":1.62,"speaker_id":null,"speaker_status":"none","speaker":null,"speaker_score":null}"#,
         ),

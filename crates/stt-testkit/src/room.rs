@@ -1,7 +1,7 @@
 //! A room for the voice: a private PulseAudio server whose default output is a null sink (the
 //! speakers), looped into a second null sink (the room) whose monitor is the default input.
 //! What stt says through cpal's default device is what its microphone hears, 20 ms later and
-//! 6 dB down, as through laptop speakers, and a person can speak in the room too
+//! `echo_db` down, as through laptop speakers, and a person can speak in the room too
 //! ([`Room::say`]). Real devices end to end:
 //! cpal → ALSA's pulse plugin → the server → the monitor → ALSA → cpal.
 //!
@@ -31,7 +31,10 @@ impl Room {
     /// null sink looped into the room 20 ms late, and the microphone is the cancelled source.
     /// A person ([`Room::say`]) speaks into the room itself.
     #[allow(clippy::print_stderr, reason = "a skip is reported where cargo test shows it")]
-    pub fn start(root: &Path, echo_cancelled: bool) -> Option<Room> {
+    ///
+    /// The voice reaches the room `echo_db` dB down (a person, [`Room::say`] at 100%, is at
+    /// full level).
+    pub fn start(root: &Path, echo_cancelled: bool, echo_db: f64) -> Option<Room> {
         if Command::new("pulseaudio").arg("--version").output().is_err() {
             let pipewire = Path::new("/usr/bin/pipewire-pulse").exists();
             assert!(
@@ -70,13 +73,17 @@ impl Room {
             info.contains("Default Source: room.monitor").then_some(())
         });
         assert!(up.is_some(), "the room's pulseaudio did not come up: {}", room.log());
-        // The speakers: a sink of their own, heard in the room 20 ms later and 6 dB down
-        // (a person at the desk is nearer the microphone than the speakers are).
+        // The speakers: a sink of their own, heard in the room 20 ms later and `echo_db` down.
+        // PulseAudio's volume is cubic: 79% is half the amplitude (-6 dB), 50% an eighth.
+        let percent = 100.0 * 10f64.powf(-echo_db.abs() / 60.0);
+        let volume = format!("set-sink-volume out {percent:.1}%");
         let mut set_up = vec![
             "load-module module-null-sink sink_name=out rate=48000",
             "load-module module-loopback source=out.monitor sink=room latency_msec=20",
-            "set-sink-volume out 50%",
+            &volume,
             "set-default-sink out",
+            // A new sink's monitor becomes the default source: the microphone is the room's.
+            "set-default-source room.monitor",
         ];
         if echo_cancelled {
             set_up.extend([

@@ -194,6 +194,8 @@ pub struct Owner {
     voice_fallback: Option<String>,
     /// What the voice said lately, and when: what the microphone may hear back.
     echo: crate::echo::Echo,
+    /// How loud the voice played and the microphone heard it: a person over the voice.
+    talk: crate::talk::Talk,
     /// Segments opened while the voice was audible, by id, until their `segment_done`.
     overheard: HashMap<u64, voice::Overheard>,
     capture_ambient: bool,
@@ -256,6 +258,7 @@ impl Owner {
             voice_on: false,
             voice_fallback: None,
             echo: crate::echo::Echo::default(),
+            talk: crate::talk::Talk::new(),
             overheard: HashMap::new(),
             capture_ambient,
             ambient: None,

@@ -18,6 +18,11 @@ use super::{Input, Owner, now};
 use crate::echo::Heard;
 use crate::queue::Need;
 
+/// What a person is told when they spoke over the voice and whisper heard only the voice.
+pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it stopped, but \
+     only its own words were heard: please say it again (an echo-cancelling microphone helps: \
+     docs/VOICE.md)";
+
 /// A segment opened while the voice was audible.
 #[derive(Debug, Clone)]
 pub(super) struct Overheard {
@@ -45,7 +50,10 @@ impl Owner {
                 self.voice_on = false;
                 self.error(ErrorCode::Internal, why);
             }
-            crate::voice::Report::Playing { text, from, to } => self.echo.played(&text, from, to),
+            crate::voice::Report::Playing { text, from, to, levels } => {
+                self.echo.played(&text, from, to);
+                self.talk.played(from, &levels);
+            }
             crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
         }
     }
@@ -115,7 +123,9 @@ impl Owner {
     pub(super) fn hush(&mut self) {
         if let Some(voice) = &self.voice {
             voice.stop();
-            self.echo.hushed(now());
+            let at = now();
+            self.echo.hushed(at);
+            self.talk.hushed(at);
         }
         if let Some(running) = self.running.as_mut() {
             // What is left of this answer is not said either.
@@ -195,6 +205,10 @@ impl Owner {
                         seen.words = Some(words.clone());
                     }
                     partial.text = words;
+                } else {
+                    // Only the voice's words so far (the person's are under them): nothing to
+                    // show as theirs.
+                    return None;
                 }
             }
             DaemonEvent::Transcript(transcript) => {
@@ -213,6 +227,17 @@ impl Owner {
                     // The final heard only the voice (which filled the segment before they
                     // spoke), or nothing: what the partials heard of them is their turn.
                     (Heard::Echo, Some(words)) if seen.person => transcript.text = words,
+                    // The voice stopped for a person, and whisper wrote only the voice's
+                    // words (the louder, earlier talker of the two): their words are lost,
+                    // and they are told so rather than left waiting for an answer.
+                    (Heard::Echo, None) if seen.person => {
+                        tracing::info!(
+                            seg_id = transcript.seg_id,
+                            "a person spoke over the voice, and only the voice was heard"
+                        );
+                        transcript.text.clear();
+                        self.error(ErrorCode::Stt, LOST_OVER_THE_VOICE.to_owned());
+                    }
                     (Heard::Echo, _) => {
                         tracing::info!(
                             seg_id = transcript.seg_id,
@@ -234,6 +259,18 @@ impl Owner {
             }
             DaemonEvent::SegmentDone(done) => {
                 self.overheard.remove(&done.seg_id);
+            }
+            // The room louder than the voice heard back alone: a person over it, who may not
+            // be heard by words (whisper writes the louder voice).
+            DaemonEvent::Levels(levels) => {
+                let over = self.talk.heard(at, levels.end, &levels.db);
+                if let Some(seen) = self.overheard.get(&levels.seg_id).filter(|s| over && !s.person)
+                {
+                    let seen = Overheard { person: true, ..seen.clone() };
+                    self.overheard.insert(levels.seg_id, seen);
+                    self.barge_in(levels.seg_id, "the room grew louder than the voice alone");
+                }
+                return None;
             }
             _ => {}
         }
