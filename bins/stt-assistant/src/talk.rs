@@ -468,16 +468,21 @@ pub fn levels(audio: &[f32], rate: u32) -> Vec<f32> {
 mod tests {
     use super::*;
 
-    /// A voice with syllables, `n` frames: runs of 6–14 frames around -23 dBFS, gaps of 2–5
-    /// frames around -55 between them, irregularly.
-    fn speech(n: usize, seed: u32) -> Vec<f32> {
+    /// xorshift32 from `seed`: numbers that follow no voice.
+    fn numbers(seed: u32) -> impl FnMut() -> u32 {
         let mut state = seed.max(1);
-        let mut next = move || {
+        move || {
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
             state
-        };
+        }
+    }
+
+    /// A voice with syllables, `n` frames: runs of 6–14 frames around -23 dBFS, gaps of 2–5
+    /// frames around -55 between them, irregularly.
+    fn speech(n: usize, seed: u32) -> Vec<f32> {
+        let mut next = numbers(seed);
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
             let syllable = 6 + next() % 9;
@@ -635,13 +640,8 @@ mod tests {
         let person: Vec<Option<f32>> = (0..700usize)
             .map(|i| i.checked_sub(500).and_then(|j| theirs.get(j).copied()))
             .collect();
-        let mut state = 99u32;
-        let residue = (0..700).map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            -45.0 - (state % 20) as f32
-        });
+        let mut next = numbers(99);
+        let residue = (0..700).map(|_| -45.0 - (next() % 20) as f32);
         let mic: Vec<f32> = residue
             .zip(&person)
             .map(|(r, p)| 10.0 * (power(r) + p.map_or(0.0, power)).log10())

@@ -115,16 +115,8 @@ pub fn install(dir: &Path, cli: &str, behaviour: Behaviour) -> FakeCli {
         state = state.display(),
         behaviour = behaviour.as_str(),
     );
-    let script = format!("{head}{COMMON}{body}");
-    std::fs::write(&program, script).unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    set_executable(&program);
+    crate::write_program(&program, &format!("{head}{COMMON}{body}"));
     FakeCli { program, state }
-}
-
-fn set_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
 /// Every fake's start: record the run, read the prompt, and the helpers.

@@ -274,6 +274,24 @@ impl Drop for Proc {
     }
 }
 
+/// Writes an executable script `contents` to `path` (mode 0755). Written by `cp`, not by this
+/// process: a file this process has open for writing is open too in any child another test
+/// thread forks at that moment, until it execs, and running the file then fails with "Text
+/// file busy" (seen in scripts/check).
+pub fn write_program(path: &Path, contents: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let draft = path.with_extension("draft");
+    std::fs::write(&draft, contents).unwrap_or_else(|e| panic!("{}: {e}", draft.display()));
+    let copied = std::process::Command::new("cp")
+        .arg(&draft)
+        .arg(path)
+        .status()
+        .unwrap_or_else(|e| panic!("cp: {e}"));
+    assert!(copied.success(), "cp {} {}", draft.display(), path.display());
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
 /// Polls `probe` every 10 ms until it returns `Some`, or `timeout` passes (→ `None`).
 pub fn wait_until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;

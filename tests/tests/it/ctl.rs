@@ -285,11 +285,9 @@ fn ctl_with_path(s: &TestServer, bin: &std::path::Path, args: &[&str]) -> Output
 
 /// A fake player `name` in `bin` that runs `body` (a shell script).
 fn player(bin: &std::path::Path, name: &str, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(bin).unwrap();
     let path = bin.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    stt_testkit::write_program(&path, &format!("#!/bin/sh\n{body}\n"));
 }
 
 #[test]

@@ -174,17 +174,14 @@ fn a_missing_model_is_said_with_its_fix_and_the_rest_runs() {
 
 #[test]
 fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
-    use std::os::unix::fs::PermissionsExt;
     let sandbox = Sandbox::new();
     let port = free_port();
     // A llama-server that fails at once, saying why on both of its outputs.
     let program = sandbox.root().join("failing-llama-server");
-    std::fs::write(
+    stt_testkit::write_program(
         &program,
         "#!/bin/sh\necho \"starting $*\"\necho 'error: failed to load model' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let model = sandbox.root().join("model.gguf");
     std::fs::write(&model, "").unwrap();
     configure(&sandbox, port, &program, &model);

@@ -253,7 +253,6 @@ fn fake_tui(dir: &Path) -> String {
 
 #[test]
 fn quitting_the_tui_stops_everything_and_up_exits_0() {
-    use std::os::unix::fs::PermissionsExt;
     let sandbox = Sandbox::new();
     // `up` runs the binaries next to itself: a copy of it, the real assistant, a fake TUI.
     let bin = sandbox.root().join("bin");
@@ -265,8 +264,7 @@ fn quitting_the_tui_stops_everything_and_up_exits_0() {
     std::fs::hard_link(&real, &exe).or_else(|_| std::fs::copy(&real, &exe).map(drop)).unwrap();
     std::os::unix::fs::symlink(stt_testkit::bin("stt-assistant"), bin.join("stt-assistant"))
         .unwrap();
-    std::fs::write(bin.join("stt-tui"), fake_tui(&tui)).unwrap();
-    std::fs::set_permissions(bin.join("stt-tui"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    stt_testkit::write_program(&bin.join("stt-tui"), &fake_tui(&tui));
 
     let config = sandbox.config_file();
     std::fs::write(&config, "[llm]\nenabled = false\n").unwrap();
