@@ -16,6 +16,13 @@
 //! This is the loudness test of an echo canceller's double-talk detector, without the
 //! canceller: it hears a person only where they are louder than the voice's echo (in its
 //! pauses, between its syllables, or speaking up). docs/VOICE.md says how it was measured.
+//!
+//! Two clocks are lined up on the way. The microphone's frames are placed by the least
+//! delayed of the recent events. The voice's pieces are placed where the voice lane reckons
+//! they play, which is exact for a piece queued behind another and rough for one begun from
+//! silence, so that one is moved to where its echo first rises ([`Talk::played`]). Behind a
+//! canceller no path can be learned (the residue does not follow the voice); there a
+//! microphone well over the residue's usual level is a person.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -93,10 +100,9 @@ pub struct Talk {
     muffled: Option<f32>,
     /// Frames since the path was last learned.
     since_learned: usize,
-    /// How much later than the voice lane reckoned its pieces play (negative: sooner), as
-    /// the echo of the last piece it began from silence showed.
-    offset: Duration,
-    late: bool,
+    /// How much later than the voice lane reckons its pieces play, in microseconds
+    /// (negative: sooner), as the echo of the last piece it began from silence showed.
+    offset_us: i64,
     /// A piece began from silence and its echo has not yet been heard: when it began, and
     /// when the voice in it first grew loud, by the lane's reckoning.
     unheard: Option<(Instant, Instant)>,
@@ -123,8 +129,7 @@ impl Talk {
             loud: 0,
             muffled: None,
             since_learned: 0,
-            offset: Duration::ZERO,
-            late: true,
+            offset_us: 0,
             unheard: None,
             anchor: None,
         }
@@ -139,47 +144,38 @@ impl Talk {
     /// a piece is looked for in what the microphone hears, and the piece, and those queued
     /// behind it, are moved to match; until then no one is judged.
     pub fn played(&mut self, from: Instant, levels: &[f32]) {
+        // Where the last piece ends, by the lane's reckoning.
         let follows = self.voice.back().is_some_and(|(last, _)| {
-            let last = *last + FRAME;
-            self.unshift(last) + FRAME >= from && from + FRAME >= self.unshift(last)
+            let end = moved(*last + FRAME, -self.offset_us);
+            end + FRAME >= from && from + FRAME >= end
         });
         if !follows {
-            self.offset = Duration::ZERO;
-            self.late = true;
+            self.offset_us = 0;
             let loud = levels.iter().position(|db| *db > VOICE_FLOOR_DB);
             self.unheard = loud.map(|i| (from, from + FRAME * i as u32));
         }
-        let from = self.shift_by_offset(from);
+        let from = moved(from, self.offset_us);
         self.hushed(from);
         let frames = levels.iter().enumerate();
         self.voice.extend(frames.map(|(i, &db)| (from + FRAME * i as u32, db)));
     }
 
-    /// `at` by the lane's reckoning, moved to when it really played.
-    fn shift_by_offset(&self, at: Instant) -> Instant {
-        if self.late { at + self.offset } else { at.checked_sub(self.offset).unwrap_or(at) }
-    }
-
-    /// When something that really played at `at` was, by the lane's reckoning.
-    fn unshift(&self, at: Instant) -> Instant {
-        if self.late { at.checked_sub(self.offset).unwrap_or(at) } else { at + self.offset }
-    }
-
     /// The echo of the piece begun from silence grew loud in the microphone at `heard`:
     /// the piece (and what is queued behind it) is moved to match.
     fn heard_begin(&mut self, piece: Instant, expected: Instant, heard: Instant) {
-        let (late, by) = match heard.checked_duration_since(expected) {
-            Some(by) => (true, by),
-            None => (false, expected.duration_since(heard)),
+        let us = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        let late_us = match heard.checked_duration_since(expected) {
+            Some(later) => us(later),
+            None => -us(expected.duration_since(heard)),
         };
-        if by > ONSET_SEARCH {
+        if late_us.unsigned_abs() > ONSET_SEARCH.as_micros() as u64 {
             return;
         }
-        tracing::debug!(late, ms = by.as_millis(), "the voice's piece began off its reckoning");
+        tracing::debug!(late_ms = late_us / 1000, "the voice's piece began off its reckoning");
         for (at, _) in self.voice.iter_mut().filter(|(at, _)| *at >= piece) {
-            *at = if late { *at + by } else { at.checked_sub(by).unwrap_or(*at) };
+            *at = moved(*at, late_us);
         }
-        (self.late, self.offset) = (late, by);
+        self.offset_us = late_us;
         if let (Some(path), Some(anchor)) = (self.path.as_mut(), self.anchor) {
             path.delay = anchor;
         }
@@ -437,6 +433,13 @@ fn percentile(xs: &[f32], p: f32) -> f32 {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let i = ((v.len() - 1) as f32 * p).round() as usize;
     v[i]
+}
+
+/// `at` moved by `us` microseconds, later or (negative) sooner; as it is if that is before
+/// the clock's start.
+fn moved(at: Instant, us: i64) -> Instant {
+    let by = Duration::from_micros(us.unsigned_abs());
+    if us >= 0 { at + by } else { at.checked_sub(by).unwrap_or(at) }
 }
 
 /// `at` moved by `frames` frames (either way); `None` before the clock's start.
