@@ -188,6 +188,14 @@ impl Talk {
         }
     }
 
+    /// The daemon's stream ended (it is restarting): a new one counts from 0, and its frames
+    /// are placed afresh. The room's path stays.
+    pub fn stream_ended(&mut self) {
+        self.mic.clear();
+        self.origins.clear();
+        self.loud = 0;
+    }
+
     /// The learned path, once there is one.
     pub fn path(&self) -> Option<Path> {
         self.path
@@ -471,6 +479,11 @@ pub fn levels(audio: &[f32], rate: u32) -> Vec<f32> {
 mod tests {
     use super::*;
 
+    /// A person silent for `start` frames, then saying `theirs`, over `total` frames.
+    fn speaking_from(start: usize, total: usize, theirs: &[f32]) -> Vec<Option<f32>> {
+        (0..total).map(|i| i.checked_sub(start).and_then(|j| theirs.get(j).copied())).collect()
+    }
+
     /// xorshift32 from `seed`: numbers that follow no voice.
     fn numbers(seed: u32) -> impl FnMut() -> u32 {
         let mut state = seed.max(1);
@@ -579,9 +592,7 @@ mod tests {
             // And a person over the second piece is still heard.
             let mut talk = Talk::new();
             let theirs = speech(100, 23);
-            let person: Vec<Option<f32>> = (0..900usize)
-                .map(|i| i.checked_sub(700).and_then(|j| theirs.get(j).copied()))
-                .collect();
+            let person = speaking_from(700, 900, &theirs);
             let heard = pieces(&mut talk, t0, &both, 4, -6.0, &person).expect("heard");
             assert!((700..=715).contains(&heard), "{reckoned} {played}: heard at {heard}");
         }
@@ -608,8 +619,7 @@ mod tests {
         let voice = speech(600, 3);
         // They start at frame 400 (8 s in), their syllables 6 dB above the echo's.
         let theirs = speech(300, 11);
-        let person: Vec<Option<f32>> =
-            (0..700usize).map(|i| i.checked_sub(400).map(|j| theirs[j])).collect();
+        let person = speaking_from(400, 700, &theirs);
         let first = room(&mut talk, t0, &voice, 4, -6.0, &person).expect("heard");
         assert!((400..=410).contains(&first), "heard at frame {first}");
     }
@@ -640,9 +650,7 @@ mod tests {
         // A person starts at frame 500.
         let voice = speech(700, 31);
         let theirs = speech(150, 32);
-        let person: Vec<Option<f32>> = (0..700usize)
-            .map(|i| i.checked_sub(500).and_then(|j| theirs.get(j).copied()))
-            .collect();
+        let person = speaking_from(500, 700, &theirs);
         let mut next = numbers(99);
         let residue = (0..700).map(|_| -45.0 - (next() % 20) as f32);
         let mic: Vec<f32> = residue
@@ -660,6 +668,27 @@ mod tests {
         assert_eq!(talk.path(), None, "the residue does not follow the voice closely enough");
         let heard = heard.expect("heard");
         assert!((500..=515).contains(&heard), "heard at {heard}");
+    }
+
+    #[test]
+    fn a_restarted_daemon_is_placed_by_its_own_clock() {
+        let t0 = Instant::now();
+        let mut talk = Talk::new();
+        let voice = speech(400, 41);
+        assert_eq!(room(&mut talk, t0, &voice, 3, -6.0, &[]), None);
+        let path = talk.path().expect("learned");
+        // A new daemon a second after the old one's last event (a supervisor restarts it at
+        // once) counts from 0: placed by the old stream's clock, its frames would fall 9 s
+        // early, and no one would be judged until that clock was forgotten (3 s).
+        talk.stream_ended();
+        let t1 = t0 + Duration::from_secs(9);
+        let again = speech(300, 42);
+        // Speaking up (6 dB over the voice itself): this is about clocks, not sensitivity.
+        let theirs: Vec<f32> = speech(100, 43).iter().map(|db| db + 6.0).collect();
+        let person = speaking_from(75, 400, &theirs);
+        let heard = room(&mut talk, t1, &again, 3, -6.0, &person).expect("heard");
+        assert!((75..=90).contains(&heard), "heard at {heard}");
+        assert_eq!(talk.path().map(|p| p.delay), Some(path.delay));
     }
 
     #[test]

@@ -344,8 +344,10 @@ impl Owner {
             Link::Down(why) => {
                 tracing::warn!("stt-daemon link down: {why}; retrying");
                 self.core.daemon_link(false);
-                // Its segments end with it: a new daemon counts from 1 again.
+                // Its segments end with it: a new daemon counts from 1 again, and its stream
+                // from 0.
                 self.overheard.clear();
+                self.talk.stream_ended();
             }
             Link::Event(event) => {
                 // The voice's own words coming back are no one's turn.

@@ -263,6 +263,8 @@ impl Owner {
             // The room louder than the voice heard back alone: a person over it, who may not
             // be heard by words (whisper writes the louder voice).
             DaemonEvent::Levels(levels) => {
+                // No voice, nothing to tell a person from.
+                self.voice.as_ref()?;
                 let over = self.talk.heard(at, levels.end, &levels.db);
                 if let Some(seen) = self.overheard.get(&levels.seg_id).filter(|s| over && !s.person)
                 {
