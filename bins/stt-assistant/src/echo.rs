@@ -143,6 +143,18 @@ pub fn judge(heard: &str, said: &[&str], whole: bool) -> Heard {
     if original.len() - 1 - end < TAIL {
         end = original.len() - 1;
     }
+    // The voice going on after them, whisper mishearing a word of it now and then ("I cut
+    // off the lights" for "I turned off"), is the voice's too: a stretch of twice [`TAIL`]
+    // words or more (a question may end in a few of the voice's words, "… in the kitchen")
+    // that begins with one of the voice's, has no two in a row that are not, and at most one
+    // in five that is not.
+    if let Some(voice) = (start + 1..original.len()).filter(|&k| !theirs[k]).find(|&k| {
+        let rest = &theirs[k..];
+        let odd = rest.iter().filter(|&&t| t).count();
+        rest.len() >= 2 * TAIL && 5 * odd <= rest.len() && !rest.windows(2).any(|p| p[0] && p[1])
+    }) {
+        end = end.min(voice - 1);
+    }
     Heard::Person(original[start..=end].join(" "))
 }
 
@@ -305,6 +317,11 @@ mod tests {
         assert_eq!(
             judged("what time is it in the kitchen"),
             Heard::Person("what time is it in the kitchen".into())
+        );
+        // The voice went on after them, a word of it misheard: cut all the same.
+        assert_eq!(
+            judged("What time is it in Tokyo right now? I cut off the lights in the kitchen."),
+            Heard::Person("What time is it in Tokyo right now?".into())
         );
     }
 
