@@ -134,6 +134,11 @@ pub fn spoken_words(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Word error rate over [`spoken_words`]: whisper writing "10" for "ten" is no error.
+pub fn spoken_wer(reference: &str, hypothesis: &str) -> f64 {
+    crate::speech::error_rate(&spoken_words(reference), &spoken_words(hypothesis))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +148,7 @@ mod tests {
         assert_eq!(spoken_words("10 of clubs."), ["ten", "of", "clubs"]);
         assert_eq!(spoken_words("5, 5"), ["five", "five"]);
         assert_eq!(spoken_words("In 1999"), ["in", "1999"]);
+        assert!(spoken_wer("at ten, five times", "At 10, 5 times.") < 1e-9);
+        assert!((spoken_wer("at ten", "at 11") - 0.5).abs() < 1e-9);
     }
 }

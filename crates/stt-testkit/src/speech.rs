@@ -309,10 +309,13 @@ pub fn word_errors(reference: &[String], hypothesis: &[String]) -> usize {
 
 /// Word error rate of `hypothesis` against `reference`: word errors over reference words.
 pub fn wer(reference: &str, hypothesis: &str) -> f64 {
-    let reference = words(reference);
-    let errors = word_errors(&reference, &words(hypothesis));
+    error_rate(&words(reference), &words(hypothesis))
+}
+
+/// Word errors over reference words.
+pub fn error_rate(reference: &[String], hypothesis: &[String]) -> f64 {
     #[allow(clippy::cast_precision_loss)]
-    let rate = errors as f64 / reference.len().max(1) as f64;
+    let rate = word_errors(reference, hypothesis) as f64 / reference.len().max(1) as f64;
     rate
 }
 
