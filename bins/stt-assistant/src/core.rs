@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode, ErrorMsg,
-    Mode, Request, Speaker, SpeakerStatus, Speakers, Transcript, TranscriptPartial,
+    Mode, Request, Speaker, SpeakerStatus, Speakers, Transcript, TranscriptPartial, TurnEnded,
 };
 
 use crate::ids::Ids;
+use crate::settle::{Settle, Settled};
 use crate::turn::{self, ChatTurn, TYPED};
 
 /// Something the caller must do.
@@ -90,6 +91,8 @@ pub struct Core {
     /// Tool calls waiting for a yes or no, oldest first.
     awaiting: Vec<String>,
     ids: Ids,
+    /// The turn being spoken, and when it settles.
+    settle: Settle,
 }
 
 impl Core {
@@ -111,7 +114,15 @@ impl Core {
             gone: BTreeSet::new(),
             awaiting: Vec::new(),
             ids: Ids::starting_at(1),
+            settle: Settle::new(Duration::ZERO),
         }
+    }
+
+    /// Turns settle after `quiet` without speech following a `speech_stop`
+    /// (`[assistant].settle_ms`; without this, each segment is a turn).
+    pub fn with_settle(mut self, quiet: Duration) -> Self {
+        self.settle = Settle::new(quiet);
+        self
     }
 
     /// Hands out ids from `ids` (the assistant's, unique across its restarts).
@@ -212,6 +223,59 @@ impl Core {
 
     /// An event from the daemon.
     pub fn daemon_event(&mut self, event: DaemonEvent, now: Instant) -> Vec<Effect> {
+        let mut effects = self.follow(event, now);
+        effects.extend(self.turn_due(now));
+        effects
+    }
+
+    /// When the turn being spoken settles if nothing else happens ([`Core::turn_due`]).
+    pub fn turn_deadline(&self) -> Option<Instant> {
+        self.settle.deadline()
+    }
+
+    /// The turn, if it has settled by `now`: `turn_ended`, and in chat mode its words for
+    /// the model.
+    pub fn turn_due(&mut self, now: Instant) -> Vec<Effect> {
+        let settled = self.settle.due(now);
+        settled.into_iter().flat_map(|turn| self.turn_settled(turn)).collect()
+    }
+
+    /// The daemon went away: the turn it was hearing settles with what it said.
+    pub fn daemon_lost(&mut self) -> Vec<Effect> {
+        self.daemon_link(false);
+        let settled = self.settle.flush();
+        settled.into_iter().flat_map(|turn| self.turn_settled(turn)).collect()
+    }
+
+    fn turn_settled(&mut self, turn: Settled) -> Vec<Effect> {
+        let mut effects = vec![Effect::Publish(AssistantEvent::TurnEnded(TurnEnded {
+            seg_ids: turn.seg_ids.clone(),
+            text: turn.text,
+            speaker: turn.speaker.clone(),
+        }))];
+        if self.mode == Mode::Chat && !turn.chat_text.is_empty() {
+            let id = self.next_id();
+            effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
+                id,
+                role: ChatRole::User,
+                speaker: turn.speaker.clone(),
+                text: turn.chat_text.clone(),
+                partial: false,
+                stopped: false,
+            })));
+            // The model is told who spoke, or that no one knows.
+            let speaker = turn.speaker.map_or(turn::Speaker::Unknown, turn::Speaker::Named);
+            effects.push(Effect::ChatTurn(ChatTurn {
+                speaker,
+                words: turn.chat_text,
+                segs: turn.seg_ids,
+            }));
+        }
+        effects
+    }
+
+    /// A daemon event: what it changes, and what is published of it.
+    fn follow(&mut self, event: DaemonEvent, now: Instant) -> Vec<Effect> {
         match event {
             DaemonEvent::Heartbeat(beat) => {
                 self.last_heartbeat = Some((now, beat));
@@ -219,6 +283,7 @@ impl Core {
             }
             DaemonEvent::SpeechStart(start) => {
                 self.open_speech = Some(start.seg_id);
+                self.settle.started(start.seg_id, start.start);
                 vec![Effect::Publish(AssistantEvent::SpeechStart(start))]
             }
             DaemonEvent::SpeechStop(stop) => {
@@ -226,10 +291,12 @@ impl Core {
                     self.open_speech = None;
                 }
                 self.unfinished.insert(stop.seg_id);
+                self.settle.stopped(stop.seg_id, stop.end, now);
                 vec![Effect::Publish(AssistantEvent::SpeechStop(stop))]
             }
             DaemonEvent::SegmentDone(done) => {
                 self.unfinished.remove(&done.seg_id);
+                self.settle.done(done.seg_id);
                 // Its partial words were shown, and no final replaced them (it heard
                 // nothing real): the command text goes back to what is in the buffer.
                 if self.live == Some(done.seg_id) {
@@ -241,7 +308,7 @@ impl Core {
                 vec![]
             }
             DaemonEvent::TranscriptPartial(partial) => self.partial(partial),
-            DaemonEvent::Transcript(transcript) => self.transcript(transcript),
+            DaemonEvent::Transcript(transcript) => self.transcript(transcript, now),
             DaemonEvent::Speakers(mut roster) => {
                 self.gone.retain(|id| roster.speakers.iter().any(|s| &s.id == id));
                 roster.speakers.retain(|s| !self.gone.contains(&s.id));
@@ -284,43 +351,25 @@ impl Core {
         effects
     }
 
-    fn transcript(&mut self, mut transcript: Transcript) -> Vec<Effect> {
+    fn transcript(&mut self, mut transcript: Transcript, now: Instant) -> Vec<Effect> {
         let name = self.speaker_name(&transcript);
         transcript.speaker.clone_from(&name);
         let text = transcript.text.trim().to_owned();
         let seg_id = transcript.seg_id;
+        self.settle.words(seg_id, &text, name.clone(), self.mode == Mode::Chat, now);
         let mut effects = vec![Effect::Publish(AssistantEvent::Transcript(transcript))];
-        match self.mode {
-            Mode::CommandArmed if !self.edited && !text.is_empty() => {
-                if !self.buffer.is_empty() {
-                    self.buffer.push(' ');
-                }
-                self.buffer.push_str(&text);
-                self.segs.push(seg_id);
-                if self.live == Some(seg_id) {
-                    self.live = None;
-                }
-                effects.push(self.command_text());
+        // Chat mode's words go to the model when the turn settles (`turn_settled`); a
+        // command's join its buffer at once, for the person to see before they execute.
+        if self.mode == Mode::CommandArmed && !self.edited && !text.is_empty() {
+            if !self.buffer.is_empty() {
+                self.buffer.push(' ');
             }
-            Mode::Chat if !text.is_empty() => {
-                let id = self.next_id();
-                effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
-                    id,
-                    role: ChatRole::User,
-                    speaker: name.clone(),
-                    text: text.clone(),
-                    partial: false,
-                    stopped: false,
-                })));
-                // The model is told who spoke, or that no one knows.
-                let speaker = name.map_or(turn::Speaker::Unknown, turn::Speaker::Named);
-                effects.push(Effect::ChatTurn(ChatTurn {
-                    speaker,
-                    words: text,
-                    segs: vec![seg_id],
-                }));
+            self.buffer.push_str(&text);
+            self.segs.push(seg_id);
+            if self.live == Some(seg_id) {
+                self.live = None;
             }
-            _ => {}
+            effects.push(self.command_text());
         }
         effects
     }
@@ -434,6 +483,8 @@ impl Core {
                 }
             },
             Request::Clear => {
+                // What is being said now is not for the conversation that was cleared.
+                self.settle.clear();
                 effects.push(Effect::ClearHistory);
                 effects.push(Effect::Publish(AssistantEvent::Cleared {}));
                 Ok(())
@@ -986,6 +1037,51 @@ mod tests {
             Some(ErrorCode::NotReady),
             "not connected to stt-daemon",
         );
+    }
+
+    fn turns_ended(effects: &[Effect]) -> Vec<TurnEnded> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Publish(AssistantEvent::TurnEnded(t)) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chat_sends_one_message_per_settled_turn_and_every_mode_hears_turns_end() {
+        let (core, t0) = ready();
+        let mut core = core.with_settle(Duration::from_millis(600));
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // Idle: the turn ends, nothing goes to the model.
+        let effects = say(&mut core, at(0), 1, "The oven is still on.");
+        assert!(turns_ended(&effects).is_empty(), "not yet settled");
+        let effects = core.turn_due(at(600));
+        assert_eq!(turns_ended(&effects)[0].text, "The oven is still on.");
+        assert!(!effects.iter().any(|e| matches!(e, Effect::ChatTurn(_))));
+
+        check(&mut core, at(700), Request::ChatToggle, OUT, None, "");
+        say(&mut core, at(1000), 2, "Remind me to call Ana,");
+        assert_eq!(core.turn_deadline(), Some(at(1600)));
+        let effects = say(&mut core, at(1400), 3, "after lunch tomorrow.");
+        assert!(!effects.iter().any(|e| matches!(e, Effect::ChatTurn(_))), "{effects:?}");
+        assert!(core.turn_due(at(1999)).is_empty());
+        let effects = core.turn_due(at(2000));
+        assert_eq!(turns_ended(&effects)[0].seg_ids, [2, 3]);
+        assert!(effects.contains(&Effect::ChatTurn(ChatTurn {
+            speaker: crate::turn::Speaker::Unknown,
+            words: "Remind me to call Ana, after lunch tomorrow.".into(),
+            segs: vec![2, 3]
+        })));
+
+        // `clear` forgets what was being said; a lost daemon settles it at once.
+        say(&mut core, at(3000), 4, "forget this");
+        check(&mut core, at(3100), Request::Clear, OUT, None, "");
+        assert!(core.turn_due(at(9000)).is_empty());
+        say(&mut core, at(9000), 5, "half a");
+        let effects = core.daemon_lost();
+        assert_eq!(turns_ended(&effects)[0].text, "half a");
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod owner;
 pub mod queue;
 pub mod recur;
 pub mod session;
+pub mod settle;
 pub mod slash;
 pub mod talk;
 pub mod timers;
@@ -85,6 +86,8 @@ pub struct Cli {
 pub struct Settings {
     pub require_viewer: bool,
     pub stt_stale_after: Duration,
+    /// Quiet after a `speech_stop` before a turn settles (`[assistant].settle_ms`).
+    pub settle: Duration,
     pub inference_queue_size: usize,
     /// The providers and how to reach them; `None` when `[llm].enabled` is false.
     pub llm: Option<stt_llm::registry::Settings>,
@@ -124,6 +127,7 @@ impl Settings {
         Ok(Self {
             require_viewer: a.require_viewer,
             stt_stale_after: Duration::from_millis(a.stt_stale_after_ms),
+            settle: Duration::from_millis(a.settle_ms),
             inference_queue_size: a.inference_queue_size as usize,
             llm,
             probe_every: Duration::from_secs(config.llm.probe_interval_s),
@@ -318,6 +322,7 @@ pub async fn serve(
     )
     .context("cannot start the writer thread")?;
     let core = Core::new(settings.require_viewer, settings.stt_stale_after)
+        .with_settle(settings.settle)
         .with_names(names::load(&settings.names_file))
         .with_ids(Ids::from_clock());
     let server = ControlServer::new(Arc::new(Front::new(requests_tx)), publisher.clone());

@@ -318,6 +318,8 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
                 state.speaking = None;
             }
         }
+        // Its words are on screen already, line by line; triage will show what it makes of it.
+        AssistantEvent::TurnEnded(_) => {}
         AssistantEvent::ToolCall(call) => {
             let args = compact(&call.args);
             if call.awaiting_confirmation {

@@ -211,6 +211,9 @@ pub struct AssistantConfig {
     pub stt_stale_after_ms: u64,
     /// Hours a chat session is kept without a turn before the next one starts afresh.
     pub chat_session_ttl_hours: u32,
+    /// Quiet after the daemon's `speech_stop` before a turn settles, in ms: speech that
+    /// starts again sooner belongs to the same turn.
+    pub settle_ms: u64,
 }
 
 impl Default for AssistantConfig {
@@ -235,6 +238,7 @@ impl Default for AssistantConfig {
             trim_block_turns: 2,
             stt_stale_after_ms: 3000,
             chat_session_ttl_hours: 6,
+            settle_ms: 600,
         }
     }
 }

@@ -178,6 +178,9 @@ fn daemon(c: &DaemonConfig) -> Checked {
     Ok(())
 }
 
+/// The longest `[assistant].settle_ms`.
+const MAX_SETTLE_MS: u64 = 10_000;
+
 fn assistant(c: &AssistantConfig) -> Checked {
     let d = AssistantConfig::default();
     positive(
@@ -252,6 +255,16 @@ fn assistant(c: &AssistantConfig) -> Checked {
         d.trim_block_turns.into(),
     )?;
     positive("assistant", "stt_stale_after_ms", c.stt_stale_after_ms, d.stt_stale_after_ms)?;
+    if c.settle_ms > MAX_SETTLE_MS {
+        return Err(problem(
+            KeyPath::new("assistant", "settle_ms"),
+            format!(
+                "is {}: at most {MAX_SETTLE_MS} (a turn waiting longer for more words would look \
+                 lost); the default is {}",
+                c.settle_ms, d.settle_ms
+            ),
+        ));
+    }
     positive(
         "assistant",
         "chat_session_ttl_hours",

@@ -571,6 +571,19 @@ pub struct ChatMessage {
     pub stopped: bool,
 }
 
+/// A settled turn: speech stopped and none started again within `[assistant].settle_ms`.
+/// `text` is the words of its segments in order, joined by a space; segments that held no
+/// words (a cough, the voice's own words heard back) are in `seg_ids` but not in `text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnEnded {
+    pub seg_ids: Vec<u64>,
+    pub text: String,
+    /// The speaker's name when every segment with words was matched to that named speaker;
+    /// `None` when unknown or mixed.
+    #[serde(default)]
+    pub speaker: Option<String>,
+}
+
 /// Tokens a turn or a session cost, as the provider counts them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
@@ -690,6 +703,8 @@ family! {
         TranscriptPartial(TranscriptPartial) = "transcript_partial",
         SpeechStart(SpeechStart) = "speech_start",
         SpeechStop(SpeechStop) = "speech_stop",
+        /// A turn settled (see [`TurnEnded`]); in any mode.
+        TurnEnded(TurnEnded) = "turn_ended",
         ToolCall(ToolCall) = "tool_call",
         ToolResult(ToolResult) = "tool_result",
         ChatMessage(ChatMessage) = "chat_message",

@@ -242,6 +242,14 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"speech_stop","seg_id":8,"end":16.25}"#,
         ),
         (
+            AssistantEvent::TurnEnded(TurnEnded {
+                seg_ids: vec![8, 9],
+                text: "Remind me to call Ana, after lunch tomorrow.".into(),
+                speaker: Some("Efren".into()),
+            }),
+            r#"{"type":"turn_ended","seg_ids":[8,9],"text":"Remind me to call Ana, after lunch tomorrow.","speaker":"Efren"}"#,
+        ),
+        (
             AssistantEvent::ToolCall(ToolCall {
                 call_id: "call_3".into(),
                 tool: "open_url".into(),

@@ -21,6 +21,7 @@ mod room;
 mod speakers;
 mod supervisor;
 mod tui_tmux;
+mod turns;
 mod voice;
 
 /// Whisper takes every core it is given: tests that run it take turns, so that each one's

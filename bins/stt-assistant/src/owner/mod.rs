@@ -287,11 +287,14 @@ impl Owner {
         // The first tick is at once; the first heartbeat a second after start, as ever.
         beat.tick().await;
         loop {
-            let next_deadline =
-                [self.timers.next_deadline(), self.held.as_ref().map(|h| h.deadline)]
-                    .into_iter()
-                    .flatten()
-                    .min();
+            let next_deadline = [
+                self.timers.next_deadline(),
+                self.held.as_ref().map(|h| h.deadline),
+                self.core.turn_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
@@ -315,6 +318,8 @@ impl Owner {
                     self.retry_held();
                 }
                 () = sleep_until(next_deadline) => {
+                    let effects = self.core.turn_due(now());
+                    self.apply(effects);
                     self.fire_timers(now());
                     self.retry_held();
                 }
@@ -343,7 +348,8 @@ impl Owner {
             }
             Link::Down(why) => {
                 tracing::warn!("stt-daemon link down: {why}; retrying");
-                self.core.daemon_link(false);
+                let effects = self.core.daemon_lost();
+                self.apply(effects);
                 // Its segments end with it: a new daemon counts from 1 again, and its stream
                 // from 0.
                 self.overheard.clear();
