@@ -40,6 +40,7 @@ pub mod settle;
 pub mod slash;
 pub mod talk;
 pub mod timers;
+pub mod triage;
 pub mod turn;
 pub mod voice;
 pub mod writer;
@@ -111,6 +112,9 @@ pub struct Settings {
     pub memory: Option<memory::Settings>,
     /// The voice replies are spoken in, and whether they are at start (`[voice].enabled`).
     pub voice: (voice::Settings, bool),
+    /// The triage lane, and the confidence that asks for an extraction; `None` when
+    /// `[triage].enabled` is false.
+    pub triage: Option<(triage::Settings, f32)>,
 }
 
 impl Settings {
@@ -163,8 +167,35 @@ impl Settings {
                 },
                 config.voice.enabled,
             ),
+            triage: triage_settings(config, env)?,
         })
     }
+}
+
+/// The triage lane's settings from `[triage]`; `None` when it is off.
+fn triage_settings(config: &Config, env: &Env) -> anyhow::Result<Option<(triage::Settings, f32)>> {
+    let t = &config.triage;
+    if !t.enabled {
+        return Ok(None);
+    }
+    let own_examples = if t.examples.as_os_str().is_empty() {
+        let config_file = stt_config::dirs::config_file_with(env)?;
+        config_file.with_file_name(triage::OWN_EXAMPLES)
+    } else {
+        t.examples.clone()
+    };
+    let models = stt_config::dirs::models_dir_with(env)?;
+    #[allow(clippy::cast_possible_truncation, reason = "a fraction")]
+    let threshold = t.escalate_threshold as f32;
+    Ok(Some((
+        triage::Settings {
+            window: t.window as usize,
+            embedder: stt_config::dirs::model_path_with(&t.model, env)?,
+            runtime: stt_embed::runtime_library(&models),
+            own_examples,
+        },
+        threshold,
+    )))
 }
 
 /// The memory lane's settings from `[memory]`; `None` when it is off.
@@ -353,6 +384,7 @@ pub async fn serve(
             export_dir: settings.export_dir.clone(),
             memory,
             voice: settings.voice.clone(),
+            triage: settings.triage.clone(),
         },
         inputs_tx.clone(),
     );

@@ -29,6 +29,8 @@ pub enum JobKind {
     Tree,
     /// Memory's consolidation.
     Dream,
+    /// Triage's extraction: the tasks, dates, people and decision in what was just said.
+    Triage,
 }
 
 /// How the loop treats one kind of job.
@@ -48,6 +50,9 @@ pub struct Rule {
     /// Stopped, it is aborted at once; otherwise it ends itself at its next safe point (a
     /// summary stops while the model writes it, but once written it is kept with its note).
     pub aborts: bool,
+    /// Wanted again before it started, the newer ask replaces the one waiting (otherwise the
+    /// first stands).
+    pub newest: bool,
 }
 
 /// When background work a person stopped goes on.
@@ -57,6 +62,8 @@ pub enum Resumes {
     AtOnce,
     /// Once things have been quiet a while (the loop says when).
     AfterQuiet,
+    /// Never: it is dropped (newer work of its kind will come).
+    Never,
 }
 
 /// Whom a running job gives the model up to.
@@ -107,7 +114,8 @@ impl Rule {
 
 impl JobKind {
     /// Every kind, in priority order.
-    pub const ALL: [JobKind; 4] = [JobKind::Command, JobKind::Chat, JobKind::Tree, JobKind::Dream];
+    pub const ALL: [JobKind; 5] =
+        [JobKind::Command, JobKind::Chat, JobKind::Tree, JobKind::Dream, JobKind::Triage];
 
     /// This kind's row.
     pub const fn rule(self) -> Rule {
@@ -119,6 +127,7 @@ impl JobKind {
                 tools: true,
                 resumes: Resumes::AtOnce,
                 aborts: true,
+                newest: false,
             },
             JobKind::Chat => Rule {
                 priority: 1,
@@ -127,6 +136,7 @@ impl JobKind {
                 tools: false,
                 resumes: Resumes::AtOnce,
                 aborts: true,
+                newest: false,
             },
             // A summary gives way to a person's job, not to talk nobody asks the model about
             // (in a busy room it would never be written), and goes on right after: the chat's
@@ -138,6 +148,7 @@ impl JobKind {
                 tools: false,
                 resumes: Resumes::AtOnce,
                 aborts: false,
+                newest: false,
             },
             JobKind::Dream => Rule {
                 priority: 3,
@@ -146,6 +157,18 @@ impl JobKind {
                 tools: true,
                 resumes: Resumes::AfterQuiet,
                 aborts: true,
+                newest: false,
+            },
+            // Display only, and about what was just said: the last in line, stopped for a
+            // person and then dropped, and a newer window's ask replaces one still waiting.
+            JobKind::Triage => Rule {
+                priority: 4,
+                person: false,
+                yields: Yields::Person,
+                tools: false,
+                resumes: Resumes::Never,
+                aborts: true,
+                newest: true,
             },
         }
     }
@@ -156,6 +179,7 @@ impl JobKind {
             JobKind::Chat => "chat",
             JobKind::Tree => "tree",
             JobKind::Dream => "dream",
+            JobKind::Triage => "triage",
         }
     }
 }
@@ -246,6 +270,7 @@ impl InferenceQueue {
             Some(waiting @ Job::Background { resumed: true, .. }) if !resumed => {
                 *waiting = Job::Background { work, resumed };
             }
+            Some(waiting) if kind.rule().newest => *waiting = Job::Background { work, resumed },
             Some(_) => {}
         }
     }
@@ -362,22 +387,23 @@ mod tests {
     /// person waits on commands and chat only; commands and dreams call tools.
     #[test]
     fn each_kind_has_its_row() {
-        type Row = (&'static str, u8, bool, Yields, bool, Resumes, bool);
+        type Row = (&'static str, u8, bool, Yields, bool, Resumes, bool, bool);
         let rows: Vec<Row> = JobKind::ALL
             .iter()
             .map(|k| {
                 let r = k.rule();
-                (k.name(), r.priority, r.person, r.yields, r.tools, r.resumes, r.aborts)
+                (k.name(), r.priority, r.person, r.yields, r.tools, r.resumes, r.aborts, r.newest)
             })
             .collect();
-        use Resumes::{AfterQuiet, AtOnce};
+        use Resumes::{AfterQuiet, AtOnce, Never};
         assert_eq!(
             rows,
             [
-                ("command", 0, true, Yields::Never, true, AtOnce, true),
-                ("chat", 1, true, Yields::Never, false, AtOnce, true),
-                ("tree", 2, false, Yields::Person, false, AtOnce, false),
-                ("dream", 3, false, Yields::Speech, true, AfterQuiet, true),
+                ("command", 0, true, Yields::Never, true, AtOnce, true, false),
+                ("chat", 1, true, Yields::Never, false, AtOnce, true, false),
+                ("tree", 2, false, Yields::Person, false, AtOnce, false, false),
+                ("dream", 3, false, Yields::Speech, true, AfterQuiet, true, false),
+                ("triage", 4, false, Yields::Person, false, Never, true, true),
             ]
         );
     }
@@ -402,6 +428,7 @@ mod tests {
                 ("chat", [false, false, false, false]),
                 ("tree", [true, true, false, false]),
                 ("dream", [true, true, true, true]),
+                ("triage", [true, true, false, false]),
             ]
         );
         for kind in JobKind::ALL {
@@ -514,6 +541,30 @@ mod tests {
         assert!(queue.busy(), "a dream holds the model like any job");
         queue.done();
         assert!(!queue.wanted(JobKind::Dream));
+    }
+
+    #[test]
+    fn a_newer_triage_window_replaces_the_one_waiting_and_goes_last() {
+        let window = |id| {
+            Work::Triage(Box::new(crate::llm::triage::Extraction {
+                id,
+                seg_ids: vec![id],
+                utterances: vec![format!("utterance {id}")],
+                signals: vec![("request".into(), 0.9)],
+            }))
+        };
+        let mut queue = InferenceQueue::new(2);
+        queue.want(window(1));
+        queue.want(dream("idle"));
+        queue.want(window(2));
+        queue.want(Work::Tree);
+        assert_eq!(queue.start_next(|_| true), Some(background(Work::Tree)));
+        queue.done();
+        assert_eq!(queue.start_next(|_| true), Some(background(dream("idle"))));
+        queue.done();
+        assert_eq!(queue.start_next(|_| true), Some(background(window(2))), "the newest only");
+        queue.done();
+        assert_eq!(queue.start_next(|_| true), None);
     }
 
     #[test]

@@ -352,6 +352,9 @@ pub struct State {
     pub conversation_scroll: Scroll,
     /// Ticks seen, for periodic refreshes.
     pub ticks: u64,
+    /// The last `triage` event: its signals and, once the model answered, its content. Kept
+    /// across modes; `clear` empties it.
+    pub triage: Option<stt_proto::Triage>,
 }
 
 impl State {
@@ -384,6 +387,7 @@ impl State {
             transcripts_scroll: Scroll::default(),
             conversation_scroll: Scroll::default(),
             ticks: 0,
+            triage: None,
         }
     }
 

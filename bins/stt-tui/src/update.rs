@@ -318,8 +318,14 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
                 state.speaking = None;
             }
         }
-        // Its words are on screen already, line by line; triage will show what it makes of it.
+        // Its words are on screen already, line by line; triage shows what it makes of it.
         AssistantEvent::TurnEnded(_) => {}
+        // The content stage of an older window than the one shown is old news.
+        AssistantEvent::Triage(triage) => {
+            if state.triage.as_ref().is_none_or(|shown| shown.id <= triage.id) {
+                state.triage = Some(triage);
+            }
+        }
         AssistantEvent::ToolCall(call) => {
             let args = compact(&call.args);
             if call.awaiting_confirmation {
@@ -350,6 +356,7 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         AssistantEvent::ChatMessage(message) => chat(state, message),
         AssistantEvent::ChatSession(session) => state.session = Some(session),
         AssistantEvent::Cleared {} => {
+            state.triage = None;
             state.entries.clear();
             state.conversation_scroll.top = None;
             state.push_entry(Entry::Notice("conversation cleared".into()));

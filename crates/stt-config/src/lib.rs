@@ -246,19 +246,11 @@ mod tests {
     }
 
     #[test]
-    fn a_section_whose_feature_is_not_built_yet_cannot_be_turned_on() {
-        check(
-            "[triage]\nenabled = true\n",
-            &[
-                "config.toml:2:",
-                "key 'triage.enabled'",
-                "the triage lane is not available in this version of stt yet",
-                "enabled = false",
-            ],
-        );
-        // Speaker identification and the voice are built: turning them on is no error.
+    fn every_feature_is_built_and_may_be_turned_on() {
+        parse_ok("[triage]\nenabled = true\n");
         parse_ok("[speakers]\nenabled = true\n");
         parse_ok("[voice]\nenabled = true\n");
+        check("[triage]\nenabled = true\nmodel = \"\"\n", &[":3:", "triage.model", "minilm-l6-v2"]);
     }
 
     #[test]

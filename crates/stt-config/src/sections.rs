@@ -363,8 +363,12 @@ pub struct TriageConfig {
     pub enabled: bool,
     /// Utterances classified together on each settled turn.
     pub window: u32,
-    /// Classifier model: a path, or a file name looked up in `<data_dir>/models`.
+    /// The sentence-embedding model the classifier reads utterances with: a directory path,
+    /// or a name looked up in `<data_dir>/models`.
     pub model: PathBuf,
+    /// The user's own labelled examples, trained on beside the built-in ones; empty means
+    /// `<config dir>/triage-examples.tsv` (used when it is there).
+    pub examples: PathBuf,
     /// A signal confidence at or above this asks the LLM for a structured extraction (0 exclusive .. 1).
     pub escalate_threshold: f64,
 }
@@ -374,7 +378,8 @@ impl Default for TriageConfig {
         Self {
             enabled: false,
             window: 6,
-            model: PathBuf::from("triage.onnx"),
+            model: PathBuf::from("minilm-l6-v2"),
+            examples: PathBuf::new(),
             escalate_threshold: 0.7,
         }
     }

@@ -38,22 +38,6 @@ pub(crate) fn check(config: &Config) -> Checked {
     memory(&config.memory)?;
     tui(&config.tui)?;
     tools(&config.tools)?;
-    // Sections whose feature is not built yet: their values are checked above, but turning
-    // one on must not look as if it did something. The issue that builds each lifts its line.
-    not_built_yet("triage", config.triage.enabled, "the triage lane")
-}
-
-/// `[section].enabled = true` for a feature this build does not have.
-fn not_built_yet(section: &str, enabled: bool, feature: &str) -> Checked {
-    if enabled {
-        return Err(problem(
-            KeyPath::new(section, "enabled"),
-            format!(
-                "true, but {feature} is not available in this version of stt yet: set \
-                 `enabled = false` (or remove the key); nothing else in [{section}] is used"
-            ),
-        ));
-    }
     Ok(())
 }
 
@@ -350,7 +334,7 @@ fn triage(c: &TriageConfig) -> Checked {
         return Err(problem(
             KeyPath::new("triage", "model"),
             format!(
-                "is empty while triage is enabled: name the classifier model, e.g. \"{}\"",
+                "is empty while triage is enabled: name the sentence-embedding model, e.g. \"{}\"",
                 d.model.display()
             ),
         ));

@@ -584,6 +584,73 @@ pub struct TurnEnded {
     pub speaker: Option<String>,
 }
 
+/// One category's confidence in a [`Triage`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriageSignal {
+    pub category: String,
+    /// 0 to 1.
+    pub confidence: f32,
+}
+
+/// Which stage of a window's triage an event carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriageStage {
+    /// The classifier's confidences, always first.
+    Signals,
+    /// The model's extraction (or why it failed), over the same signals.
+    Content,
+    /// A stage this build does not know (from a newer assistant).
+    #[serde(other)]
+    Unknown,
+}
+
+/// A task an extraction found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriageTask {
+    pub what: String,
+    /// Who is to do it, when said.
+    #[serde(default)]
+    pub who: Option<String>,
+    /// By when, as said ("Friday", "after lunch").
+    #[serde(default)]
+    pub when: Option<String>,
+}
+
+/// What an extraction found in a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriageContent {
+    #[serde(default)]
+    pub tasks: Vec<TriageTask>,
+    /// Dates and times mentioned, as said.
+    #[serde(default)]
+    pub dates: Vec<String>,
+    /// People mentioned.
+    #[serde(default)]
+    pub people: Vec<String>,
+    /// What was decided, when something was.
+    #[serde(default)]
+    pub decision: Option<String>,
+}
+
+/// What triage made of the last utterances when a turn settled (display only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Triage {
+    /// The window's id: its `content` stage carries the same.
+    pub id: u64,
+    pub stage: TriageStage,
+    /// The settled turn that asked.
+    pub seg_ids: Vec<u64>,
+    /// A confidence per category, in the classifier's order.
+    pub signals: Vec<TriageSignal>,
+    /// The `content` stage's extraction.
+    #[serde(default)]
+    pub content: Option<TriageContent>,
+    /// The `content` stage's failure, naming the fix.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 /// Tokens a turn or a session cost, as the provider counts them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
@@ -705,6 +772,8 @@ family! {
         SpeechStop(SpeechStop) = "speech_stop",
         /// A turn settled (see [`TurnEnded`]); in any mode.
         TurnEnded(TurnEnded) = "turn_ended",
+        /// Triage's signals for the last utterances, then what the model extracted.
+        Triage(Triage) = "triage",
         ToolCall(ToolCall) = "tool_call",
         ToolResult(ToolResult) = "tool_result",
         ChatMessage(ChatMessage) = "chat_message",

@@ -250,6 +250,40 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"turn_ended","seg_ids":[8,9],"text":"Remind me to call Ana, after lunch tomorrow.","speaker":"Efren"}"#,
         ),
         (
+            AssistantEvent::Triage(Triage {
+                id: 12,
+                stage: TriageStage::Signals,
+                seg_ids: vec![8, 9],
+                signals: vec![
+                    TriageSignal { category: "request".into(), confidence: 0.82 },
+                    TriageSignal { category: "task".into(), confidence: 0.31 },
+                ],
+                content: None,
+                error: None,
+            }),
+            r#"{"type":"triage","id":12,"stage":"signals","seg_ids":[8,9],"signals":[{"category":"request","confidence":0.82},{"category":"task","confidence":0.31}],"content":null,"error":null}"#,
+        ),
+        (
+            AssistantEvent::Triage(Triage {
+                id: 12,
+                stage: TriageStage::Content,
+                seg_ids: vec![8, 9],
+                signals: vec![TriageSignal { category: "request".into(), confidence: 0.82 }],
+                content: Some(TriageContent {
+                    tasks: vec![TriageTask {
+                        what: "call Ana".into(),
+                        who: None,
+                        when: Some("after lunch tomorrow".into()),
+                    }],
+                    dates: vec!["tomorrow".into()],
+                    people: vec!["Ana".into()],
+                    decision: None,
+                }),
+                error: None,
+            }),
+            r#"{"type":"triage","id":12,"stage":"content","seg_ids":[8,9],"signals":[{"category":"request","confidence":0.82}],"content":{"tasks":[{"what":"call Ana","who":null,"when":"after lunch tomorrow"}],"dates":["tomorrow"],"people":["Ana"],"decision":null},"error":null}"#,
+        ),
+        (
             AssistantEvent::ToolCall(ToolCall {
                 call_id: "call_3".into(),
                 tool: "open_url".into(),

@@ -17,6 +17,7 @@ pub mod compact;
 pub mod dream;
 pub mod sentences;
 pub mod tree;
+pub mod triage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -145,6 +146,8 @@ pub enum Work {
     Dream { trigger: String, max_steps: u32 },
     /// Write the memory tree's next summary, if one is due.
     Tree,
+    /// Extract the tasks, dates, people and decision of a triage window.
+    Triage(Box<triage::Extraction>),
 }
 
 impl Work {
@@ -154,6 +157,7 @@ impl Work {
             Work::Chat { .. } => JobKind::Chat,
             Work::Dream { .. } => JobKind::Dream,
             Work::Tree => JobKind::Tree,
+            Work::Triage(_) => JobKind::Triage,
         }
     }
 }
@@ -188,6 +192,8 @@ pub enum Report {
     DreamNow,
     /// A tree job is over: whether it wrote a summary (then another may be due).
     TreeMore(bool),
+    /// A triage window's extraction: what it found, or why it failed (naming the fix).
+    Extracted(Box<triage::Extraction>, Result<stt_proto::TriageContent, String>),
     /// A tool call to write to the audit log.
     Audit(Box<ActionRecord>),
     /// The conversation as the job leaves it (after compaction, then with the answer).
@@ -260,6 +266,7 @@ pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>
                     dream::run(&env, &trigger, max_steps, &job_out).await;
                 }
                 Work::Tree => tree::run(&env, env.chat_system(), &job_out, &stop).await,
+                Work::Triage(window) => triage::run(&env, *window, &job_out).await,
             }
         }
         .instrument(span.clone()),

@@ -81,7 +81,8 @@ impl Owner {
             let _ = reply.send(said);
         }
         // Background work a person stops is wanted again, as it was.
-        let again = (!kind.rule().person).then(|| work.clone());
+        let again =
+            (!kind.rule().person && kind.rule().resumes != Resumes::Never).then(|| work.clone());
         self.env.chat_system.clone_from(&self.session.system);
         let inputs = self.inputs.clone();
         let out = Sink::new(move |report| {
@@ -195,6 +196,7 @@ impl Owner {
             Report::DreamNow => self.want_dream("asked"),
             Report::TreeMore(true) => self.tree_may_be_due(),
             Report::TreeMore(false) => {}
+            Report::Extracted(window, outcome) => self.triage_extracted(*window, outcome),
             Report::Conversation(chat) => {
                 if current {
                     self.session.set_chat(&chat);

@@ -12,6 +12,7 @@ mod chat;
 mod jobs;
 mod memory;
 mod providers;
+mod triage;
 mod voice;
 
 pub use providers::probes;
@@ -77,6 +78,8 @@ pub enum Input {
     Memory(crate::memory::Report),
     /// What the voice lane has to say (ready, off and why, a piece it could not say).
     Voice(crate::voice::Report),
+    /// What the triage lane has to say (ready, off and why, a window's signals).
+    Triage(crate::triage::Report),
 }
 
 /// What a helper task the loop started ([`Owner::help`]) comes back with.
@@ -120,6 +123,8 @@ pub struct Parts {
     pub memory: Option<(Memory, crate::memory::Settings)>,
     /// The voice lane's settings, and whether replies are spoken at start.
     pub voice: (crate::voice::Settings, bool),
+    /// The triage lane's settings and escalation threshold; `None` when it is off.
+    pub triage: Option<(crate::triage::Settings, f32)>,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -198,6 +203,8 @@ pub struct Owner {
     talk: crate::talk::Talk,
     /// Segments opened while the voice was audible, by id, until their `segment_done`.
     overheard: HashMap<u64, voice::Overheard>,
+    /// The triage lane and what the loop keeps of it.
+    triage: triage::Side,
     capture_ambient: bool,
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
@@ -230,6 +237,7 @@ impl Owner {
             queue.want(Work::Tree);
         }
         let voice_on = parts.voice.1;
+        let triage = triage::Side::start(parts.triage, &inputs);
         let mut owner = Self {
             core: parts.core,
             queue,
@@ -260,6 +268,7 @@ impl Owner {
             echo: crate::echo::Echo::default(),
             talk: crate::talk::Talk::new(),
             overheard: HashMap::new(),
+            triage,
             capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(dream_rules, now()),
@@ -419,6 +428,7 @@ impl Owner {
             Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
             Input::Memory(report) => self.on_memory(report),
             Input::Voice(report) => self.on_voice(report),
+            Input::Triage(report) => self.on_triage(report),
         }
     }
 
@@ -620,7 +630,10 @@ impl Owner {
     fn apply(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::Publish(event) => self.publish(&event),
+                Effect::Publish(event) => {
+                    self.publish(&event);
+                    self.triage.shown(&event);
+                }
                 Effect::Execute { text, edited, segs } => {
                     if self.queue.push_command(text, edited, segs).is_err() {
                         // The core checked for room; report it and stand down all the same.

@@ -1,0 +1,168 @@
+//! The triage lane: what kind of things are being said, for the display-only panel
+//! (`[triage].enabled`; docs/TRIAGE.md).
+//!
+//! A lane like the others: its own thread (which loads the classifier first, so start-up
+//! and the first transcript never wait for it), a handle ([`Triage`]) and a report enum
+//! ([`Report`]). The owner hands it every utterance the daemon transcribed ([`Triage::heard`],
+//! in any mode) and every settled turn ([`Triage::turn`]); on each turn the lane classifies
+//! the last `window` utterances and reports their [`Signals`]. Each utterance is classified
+//! once, when the first turn after it asks: a turn costs only its new words. It never runs a
+//! model job: the owner decides whether signals escalate to an extraction (`llm::triage`).
+
+pub mod classify;
+pub mod window;
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::lane::Sink;
+use classify::{Classifier, EmbeddingClassifier, Example};
+pub use window::{Signals, Window};
+
+/// The user's own examples file, in the config directory unless `[triage].examples` says.
+pub const OWN_EXAMPLES: &str = "triage-examples.tsv";
+
+/// What the lane needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Utterances classified together on each settled turn (`[triage].window`).
+    pub window: usize,
+    /// The sentence-embedding model's directory (`stt-embed`'s MiniLM).
+    pub embedder: PathBuf,
+    /// The ONNX Runtime library.
+    pub runtime: PathBuf,
+    /// The user's own labelled examples, trained on beside the built-in ones when the file
+    /// is there (`<config dir>/triage-examples.tsv`).
+    pub own_examples: PathBuf,
+}
+
+/// What the lane tells the owner.
+#[derive(Debug)]
+pub enum Report {
+    /// The classifier is trained: on how many examples (the user's among them), in how long.
+    Ready { examples: usize, own: usize, took: Duration },
+    /// It cannot classify (no embedding model, a bad examples file): why, with the fix. The
+    /// lane is off.
+    Off { why: String },
+    /// A settled turn's window, classified.
+    Signals(Signals),
+    /// Classifying a window failed; the lane goes on with the next.
+    Failed { why: String },
+}
+
+enum Ask {
+    Heard { seg_id: u64, text: String },
+    Turn { seg_ids: Vec<u64> },
+    Clear,
+}
+
+/// The handle the owner keeps.
+#[derive(Debug, Clone)]
+pub struct Triage {
+    asks: mpsc::Sender<Ask>,
+}
+
+impl Triage {
+    /// An utterance of the speech stream (empty ones are not).
+    pub fn heard(&self, seg_id: u64, text: &str) {
+        if !text.trim().is_empty() {
+            self.send(Ask::Heard { seg_id, text: text.trim().to_owned() });
+        }
+    }
+
+    /// A settled turn: classify the window.
+    pub fn turn(&self, seg_ids: Vec<u64>) {
+        self.send(Ask::Turn { seg_ids });
+    }
+
+    /// `clear`: the utterances so far are forgotten.
+    pub fn clear(&self) {
+        self.send(Ask::Clear);
+    }
+
+    fn send(&self, ask: Ask) {
+        // The thread is gone only once the lane is off, which the owner was told.
+        let _ = self.asks.send(ask);
+    }
+}
+
+/// Starts the lane's thread.
+pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Triage> {
+    let (asks, rx) = mpsc::channel();
+    std::thread::Builder::new().name("triage".into()).spawn(move || {
+        let started = Instant::now();
+        let mut classifier = match load(&settings) {
+            Ok((classifier, examples, own)) => {
+                reports.send(Report::Ready { examples, own, took: started.elapsed() });
+                classifier
+            }
+            Err(why) => {
+                reports.send(Report::Off { why });
+                return;
+            }
+        };
+        serve(classifier.as_mut(), settings.window, &rx, &reports);
+    })?;
+    Ok(Triage { asks })
+}
+
+/// The built-in classifier, trained on the repository's examples and the user's own.
+fn load(settings: &Settings) -> Result<(Box<dyn Classifier>, usize, usize), String> {
+    let mut examples = classify::parse_examples(classify::EXAMPLES)
+        .map_err(|e| format!("triage: the built-in examples, {e} (a bug)"))?;
+    let own = own_examples(&settings.own_examples)?;
+    let own_count = own.len();
+    examples.extend(own);
+    let embedder = stt_embed::Embedder::load(&settings.embedder, &settings.runtime)
+        .map_err(|e| format!("triage is off: {e}"))?;
+    let classifier = EmbeddingClassifier::train(embedder, &examples)
+        .map_err(|e| format!("triage is off: training the classifier failed: {e}"))?;
+    Ok((Box::new(classifier), examples.len(), own_count))
+}
+
+/// The user's examples file, if there is one.
+fn own_examples(path: &std::path::Path) -> Result<Vec<Example>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => classify::parse_examples(&text).map_err(|e| {
+            format!(
+                "triage is off: {}, {e}; fix the line (docs/TRIAGE.md says how the file is \
+                 written) or move the file away",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("triage is off: cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The worker: utterances kept, windows classified, until the owner drops the handle.
+fn serve(
+    classifier: &mut dyn Classifier,
+    size: usize,
+    asks: &mpsc::Receiver<Ask>,
+    reports: &Sink<Report>,
+) {
+    let mut window = Window::new(size, classifier.categories().to_vec());
+    while let Ok(first) = asks.recv() {
+        // What waited while the last window was classified (or the classifier loaded): the
+        // utterances all count, but only the latest turn is classified.
+        let mut turn = None;
+        for ask in std::iter::once(first).chain(asks.try_iter()) {
+            match ask {
+                Ask::Heard { seg_id, text } => window.push(seg_id, text),
+                Ask::Turn { seg_ids } => turn = Some(seg_ids),
+                Ask::Clear => {
+                    window.clear();
+                    turn = None;
+                }
+            }
+        }
+        let Some(seg_ids) = turn else { continue };
+        match window.signals(classifier, seg_ids) {
+            Ok(Some(signals)) => reports.send(Report::Signals(signals)),
+            Ok(None) => {}
+            Err(e) => reports.send(Report::Failed { why: format!("triage: {e}") }),
+        }
+    }
+}
