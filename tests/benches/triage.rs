@@ -6,7 +6,8 @@
 //! of six utterances, none seen before.
 //!
 //! Run it with `scripts/bench-triage [--write]`; `--write` rewrites its section of
-//! docs/PERFORMANCE.md. Needs the embedding model and ONNX Runtime (`scripts/fetch-models`).
+//! docs/PERFORMANCE.md. `--tune` instead prints five-fold cross-validation on the training
+//! examples alone (never the held-out ones) for a grid of fits: how `Fit::DEFAULT` was chosen. Needs the embedding model and ONNX Runtime (`scripts/fetch-models`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use stt_assistant::triage::classify::{
-    self, Centroids, Classifier, EmbeddingClassifier, Example, Head,
+    self, Centroids, Classifier, EmbeddingClassifier, Example, Fit, Head,
 };
 use stt_embed::Embedder;
 use stt_testkit::perf::{self, Stats};
@@ -81,6 +82,45 @@ fn best(p: &[f32]) -> usize {
     p.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)
 }
 
+/// Five-fold cross-validation on `labelled` for a grid of fits: accuracy, the mean
+/// probability given to the right label, and the log-loss.
+fn tune(labelled: &[(Vec<f32>, usize)], labels: usize) {
+    const FOLDS: usize = 5;
+    println!(
+        "| epochs | rate | l2 | accuracy | p(right) | log-loss |\n|---:|---:|---:|---:|---:|---:|"
+    );
+    for epochs in [400, 1000, 2500] {
+        for rate in [4.0, 10.0] {
+            for l2 in [1e-3, 1e-4, 0.0] {
+                let fit = Fit { epochs, rate, l2 };
+                let (mut right, mut p_right, mut loss) = (0usize, 0.0f64, 0.0f64);
+                for fold in 0..FOLDS {
+                    let train: Vec<(Vec<f32>, usize)> = labelled
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| i % FOLDS != fold)
+                        .map(|(_, e)| e.clone())
+                        .collect();
+                    let head = Head::train_with(&train, labels, fit);
+                    for (x, label) in labelled.iter().skip(fold).step_by(FOLDS) {
+                        let p = head.probabilities(x);
+                        right += usize::from(best(&p) == *label);
+                        p_right += f64::from(p[*label]);
+                        loss -= f64::from(p[*label].max(1e-9)).ln();
+                    }
+                }
+                let n = labelled.len() as f64;
+                println!(
+                    "| {epochs} | {rate} | {l2} | {:.1}% | {:.2} | {:.3} |",
+                    100.0 * right as f64 / n,
+                    p_right / n,
+                    loss / n
+                );
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let write = std::env::args().any(|a| a == "--write");
     let labels = classify::labels();
@@ -107,6 +147,10 @@ fn main() -> ExitCode {
     let embed_train_ms = started.elapsed().as_secs_f64() * 1000.0;
     let labelled: Vec<(Vec<f32>, usize)> =
         train_vectors.into_iter().zip(train.iter().map(|e| e.label)).collect();
+    if std::env::args().any(|a| a == "--tune") {
+        tune(&labelled, labels.len());
+        return ExitCode::SUCCESS;
+    }
     let started = Instant::now();
     let head = Head::train(&labelled, labels.len());
     let fit_ms = started.elapsed().as_secs_f64() * 1000.0;

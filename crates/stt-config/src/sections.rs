@@ -380,7 +380,7 @@ impl Default for TriageConfig {
             window: 6,
             model: PathBuf::from("minilm-l6-v2"),
             examples: PathBuf::new(),
-            escalate_threshold: 0.7,
+            escalate_threshold: 0.6,
         }
     }
 }

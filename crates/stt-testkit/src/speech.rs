@@ -92,6 +92,19 @@ pub const SPEAKER_VOICES: [&str; 8] = [
     "en-gb-x-gbcwmd+m1",
 ];
 
+/// One sentence for each triage category, as the triage tests speak them: the classifier's
+/// test and the cross-process one (`tests/it/triage.rs`). Ordered from the one the classifier
+/// is least sure of to the surest, so that spoken in this order each leads its window (a
+/// window's older utterances fade, `DECAY` in the assistant's `triage::window`).
+pub const TRIAGE_LINES: [(&str, &str); 6] = [
+    ("request", "Please send the quarterly report to Maria."),
+    ("question", "What time does the library open tomorrow?"),
+    ("problem", "My laptop keeps crashing whenever I open the browser."),
+    ("decision", "We decided to hold the team dinner at the Italian place."),
+    ("task", "I need to renew my car insurance before the end of the month."),
+    ("urgency", "Hurry, the kitchen is on fire!"),
+];
+
 pub const LEAD_S: f64 = 0.6;
 pub const GAP_S: f64 = 1.2;
 pub const TAIL_S: f64 = 1.0;

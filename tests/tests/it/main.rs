@@ -20,6 +20,7 @@ mod real_model;
 mod room;
 mod speakers;
 mod supervisor;
+mod triage;
 mod tui_tmux;
 mod turns;
 mod voice;

@@ -106,18 +106,31 @@ pub struct Head {
     bias: Vec<f32>,
 }
 
-/// How [`Head::train`] fits.
-const EPOCHS: usize = 400;
-const LEARNING_RATE: f32 = 4.0;
-/// L2 penalty on the weights: keeps confidences from running to 0 and 1 on 40 examples a
-/// label.
-const L2: f32 = 1e-3;
+/// How a [`Head`] is fitted: full-batch gradient descent on the cross-entropy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub epochs: usize,
+    pub rate: f32,
+    /// L2 penalty on the weights: keeps confidences from running to 0 and 1 on a few dozen
+    /// examples a label.
+    pub l2: f32,
+}
+
+impl Fit {
+    /// What the lane trains with (chosen by `scripts/bench-triage --tune`: five-fold
+    /// cross-validation on the training examples only).
+    pub const DEFAULT: Fit = Fit { epochs: 400, rate: 4.0, l2: 1e-4 };
+}
 
 impl Head {
-    /// Fits `labels` labels to `examples` (a vector and its label's index) by full-batch
-    /// gradient descent on the cross-entropy. Deterministic: the same examples give the same
-    /// head.
+    /// Fits `labels` labels to `examples` (a vector and its label's index) with
+    /// [`Fit::DEFAULT`]. Deterministic: the same examples give the same head.
     pub fn train(examples: &[(Vec<f32>, usize)], labels: usize) -> Head {
+        Self::train_with(examples, labels, Fit::DEFAULT)
+    }
+
+    /// [`Head::train`] with another fit.
+    pub fn train_with(examples: &[(Vec<f32>, usize)], labels: usize, fit: Fit) -> Head {
         let dim = examples.first().map_or(0, |(x, _)| x.len());
         let mut head = Head { weights: vec![vec![0.0; dim]; labels], bias: vec![0.0; labels] };
         if examples.is_empty() {
@@ -127,7 +140,7 @@ impl Head {
         let n = examples.len() as f32;
         let mut grad_w = vec![vec![0.0f32; dim]; labels];
         let mut grad_b = vec![0.0f32; labels];
-        for _ in 0..EPOCHS {
+        for _ in 0..fit.epochs {
             for g in &mut grad_w {
                 g.fill(0.0);
             }
@@ -143,9 +156,9 @@ impl Head {
                 }
             }
             for k in 0..labels {
-                head.bias[k] -= LEARNING_RATE * grad_b[k] / n;
+                head.bias[k] -= fit.rate * grad_b[k] / n;
                 for (w, g) in head.weights[k].iter_mut().zip(&grad_w[k]) {
-                    *w -= LEARNING_RATE * (g / n + L2 * *w);
+                    *w -= fit.rate * (g / n + fit.l2 * *w);
                 }
             }
         }
