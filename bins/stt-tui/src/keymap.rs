@@ -119,6 +119,8 @@ pub enum Command {
     ToggleChat,
     /// Spoken replies on or off.
     ToggleVoice,
+    /// The triage panel shown or hidden.
+    ToggleTriage,
     /// Open the chat line, empty.
     OpenChat,
     /// Open the chat line with a `/` typed, for a slash command.
@@ -239,6 +241,14 @@ pub const BINDINGS: &[Binding] = &[
         label: "v",
         does: "spoken replies on or off (voice_toggle; docs/VOICE.md)",
         short: "v",
+        hints: &[],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('g'), Command::ToggleTriage)],
+        label: "g",
+        does: "show or hide the triage panel, with [triage] on (docs/TRIAGE.md)",
+        short: "g",
         hints: &[],
     },
     Binding {

@@ -120,7 +120,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => {
             init_screen_logging(&config.tui.log_file)?;
-            runtime.block_on(app::run(socket, state::Options::from(&config.tui)))
+            runtime.block_on(app::run(socket, state::Options::of(&config)))
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct Options {
     pub show_timestamps: bool,
     /// Lines kept per pane; older ones are dropped.
     pub max_lines: usize,
+    /// `[triage].enabled`: the triage panel may be shown (hidden, and its key idle, when
+    /// off).
+    pub triage: bool,
 }
 
 impl From<&stt_config::TuiConfig> for Options {
@@ -24,7 +27,15 @@ impl From<&stt_config::TuiConfig> for Options {
             mouse: tui.mouse,
             show_timestamps: tui.show_timestamps,
             max_lines: usize::try_from(tui.max_lines).unwrap_or(usize::MAX).max(1),
+            triage: false,
         }
+    }
+}
+
+impl Options {
+    /// The options `config` gives: `[tui]`, and whether `[triage]` is on.
+    pub fn of(config: &stt_config::Config) -> Self {
+        Self { triage: config.triage.enabled, ..Self::from(&config.tui) }
     }
 }
 
@@ -355,6 +366,8 @@ pub struct State {
     /// The last `triage` event: its signals and, once the model answered, its content. Kept
     /// across modes; `clear` empties it.
     pub triage: Option<stt_proto::Triage>,
+    /// Whether the triage panel is shown (with `options.triage`; its key toggles it).
+    pub triage_shown: bool,
 }
 
 impl State {
@@ -388,7 +401,13 @@ impl State {
             conversation_scroll: Scroll::default(),
             ticks: 0,
             triage: None,
+            triage_shown: true,
         }
+    }
+
+    /// Whether the triage panel is on screen.
+    pub fn shows_triage(&self) -> bool {
+        self.options.triage && self.triage_shown
     }
 
     /// Whether the subscription is up.

@@ -137,6 +137,16 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
         Command::ToggleChat => send(Request::ChatToggle),
         Command::ToggleVoice => send(Request::VoiceToggle),
+        Command::ToggleTriage => {
+            if state.options.triage {
+                state.triage_shown = !state.triage_shown;
+            } else {
+                state.push_entry(Entry::Notice(
+                    "triage is off: set [triage] enabled = true (docs/TRIAGE.md)".into(),
+                ));
+            }
+            vec![]
+        }
         Command::OpenChat => {
             state.input = Input::Chatting(Editor::default());
             vec![]

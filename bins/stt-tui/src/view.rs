@@ -5,7 +5,8 @@
 //! session: provider, model, endpoint, tokens), a panel shown only when there is something
 //! to answer, a command buffer to see or a line to type (the buffer, its editor, the chat
 //! line, a tool call waiting for confirmation, the "clear?" question), and a footer of the
-//! keys that work now. The layout and the wrapped rows of each pane are public so that
+//! keys that work now. With `[triage]` on, the triage panel (the last window's signals as
+//! bars, and what the model extracted) stands to the right of the two panes. The layout and the wrapped rows of each pane are public so that
 //! [`update`](crate::update::update) scrolls by exactly what is on screen.
 
 use ratatui::Frame;
@@ -13,7 +14,7 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
-use stt_proto::{ChatRole, ChatSession, Mode, TokenUsage, TranscriptPartial};
+use stt_proto::{ChatRole, ChatSession, Mode, TokenUsage, TranscriptPartial, Triage};
 
 use crate::keymap::{self, Situation};
 use crate::state::{Connection, Entry, Input, Pane, Pending, Scroll, State, TranscriptLine};
@@ -25,6 +26,8 @@ const HEADER_ROWS: u16 = 5;
 const PANEL_MAX_ROWS: usize = 3;
 /// Continuation rows of a wrapped line start this far in.
 const INDENT: usize = 2;
+/// The triage panel's width, borders included: a third of the screen, within these.
+const TRIAGE_COLUMNS: (u16, u16) = (30, 44);
 
 /// Where each part of the screen goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,8 @@ pub struct Areas {
     pub conversation: Rect,
     /// The bottom panel, when one is shown.
     pub panel: Option<Rect>,
+    /// The triage panel, when shown.
+    pub triage: Option<Rect>,
     /// Key hints.
     pub footer: Rect,
 }
@@ -65,6 +70,14 @@ pub fn areas(state: &State, area: Rect) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
+    let (body, triage) = if state.shows_triage() {
+        let width = (body.width / 3).clamp(TRIAGE_COLUMNS.0, TRIAGE_COLUMNS.1);
+        let [panes, triage] =
+            Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(body);
+        (panes, Some(triage))
+    } else {
+        (body, None)
+    };
     let [transcripts, conversation] =
         Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
     Areas {
@@ -72,6 +85,7 @@ pub fn areas(state: &State, area: Rect) -> Areas {
         transcripts,
         conversation,
         panel: (panel_rows > 0).then_some(panel_area),
+        triage,
         footer,
     }
 }
@@ -127,6 +141,15 @@ pub fn view(state: &State, frame: &mut Frame<'_>) {
     }
     if let (Some(rect), Some(panel)) = (parts.panel, panel(state)) {
         draw_panel(state, &panel, rect, frame);
+    }
+    if let Some(rect) = parts.triage {
+        let block = Block::bordered().title(" triage ").border_style(dim());
+        let width = usize::from(block.inner(rect).width);
+        let rows: Vec<Line<'static>> = triage_lines(state.triage.as_ref(), width)
+            .iter()
+            .flat_map(|line| wrap(line, width, INDENT))
+            .collect();
+        frame.render_widget(Paragraph::new(rows).block(block), rect);
     }
     frame.render_widget(Paragraph::new(footer(state)), parts.footer);
     if let Some(position) = cursor(state, area) {
@@ -597,6 +620,85 @@ fn edit_window(chars: &[char], cursor: usize, width: usize) -> usize {
     // Show as much as fits when the whole text does.
     let total: usize = chars.iter().map(|c| char_width(*c)).sum();
     if total < width { 0 } else { start }
+}
+
+// ---------------------------------------------------------------------------------------
+// Triage.
+
+/// The triage panel's lines, `width` columns wide: a bar for each signal (the strongest in
+/// bold), then what the model extracted, or why it could not.
+fn triage_lines(triage: Option<&Triage>, width: usize) -> Vec<Line<'static>> {
+    let Some(triage) = triage else {
+        return vec![Line::from(Span::styled(
+            "what is said is sorted here when a turn ends",
+            dim(),
+        ))];
+    };
+    let name_width = triage.signals.iter().map(|s| s.category.chars().count()).max().unwrap_or(0);
+    // "name " + bar + " 100%"
+    let bar_width = width.saturating_sub(name_width + 6).max(1);
+    let top = triage
+        .signals
+        .iter()
+        .max_by(|a, b| a.confidence.total_cmp(&b.confidence))
+        .map(|s| s.category.clone());
+    let mut lines: Vec<Line<'static>> = triage
+        .signals
+        .iter()
+        .map(|s| {
+            let confidence = s.confidence.clamp(0.0, 1.0);
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss,
+                reason = "a bar a few dozen cells long"
+            )]
+            let filled = ((confidence * bar_width as f32).round() as usize).min(bar_width);
+            let style =
+                if top.as_ref() == Some(&s.category) { Style::new().bold() } else { Style::new() };
+            Line::from(vec![
+                Span::styled(format!("{:<name_width$} ", s.category), style),
+                Span::styled("█".repeat(filled), style.fg(Color::Cyan)),
+                Span::styled("·".repeat(bar_width - filled), dim()),
+                Span::styled(format!(" {:>3.0}%", confidence * 100.0), style),
+            ])
+        })
+        .collect();
+    if let Some(error) = &triage.error {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            format!("extraction failed: {error}"),
+            Style::new().fg(Color::Red),
+        )));
+    }
+    let Some(content) = &triage.content else { return lines };
+    lines.push(Line::default());
+    let label = |name: &str| Span::styled(format!("{name}: "), Style::new().bold());
+    for task in &content.tasks {
+        let mut text = task.what.clone();
+        let about: Vec<&str> =
+            [task.who.as_deref(), task.when.as_deref()].into_iter().flatten().collect();
+        if !about.is_empty() {
+            text.push_str(&format!(" ({})", about.join(", ")));
+        }
+        lines.push(Line::from(vec![label("task"), Span::raw(text)]));
+    }
+    for (name, list) in [("people", &content.people), ("dates", &content.dates)] {
+        if !list.is_empty() {
+            lines.push(Line::from(vec![label(name), Span::raw(list.join(", "))]));
+        }
+    }
+    if let Some(decision) = &content.decision {
+        lines.push(Line::from(vec![label("decision"), Span::raw(decision.clone())]));
+    }
+    if content.tasks.is_empty()
+        && content.people.is_empty()
+        && content.dates.is_empty()
+        && content.decision.is_none()
+    {
+        lines.push(Line::from(Span::styled("the model found nothing to note", dim())));
+    }
+    lines
 }
 
 // ---------------------------------------------------------------------------------------

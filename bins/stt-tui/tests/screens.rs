@@ -442,3 +442,65 @@ fn words_being_spoken_show_on_an_open_line_the_unsettled_ones_dimmed_until_the_f
     assert_eq!(state.transcripts.len(), lines, "an empty final adds no line");
     assert_eq!(state.speaking, None, "and the segment is over");
 }
+
+const SIGNALS: &str = r#"{"type":"triage","id":4,"stage":"signals","seg_ids":[5],"signals":[{"category":"request","confidence":0.12},{"category":"question","confidence":0.05},{"category":"task","confidence":0.81},{"category":"decision","confidence":0.3},{"category":"problem","confidence":0.02},{"category":"urgency","confidence":0.0}],"content":null,"error":null}"#;
+
+const CONTENT: &str = r#"{"type":"triage","id":4,"stage":"content","seg_ids":[5],"signals":[{"category":"request","confidence":0.12},{"category":"question","confidence":0.05},{"category":"task","confidence":0.81},{"category":"decision","confidence":0.3},{"category":"problem","confidence":0.02},{"category":"urgency","confidence":0.0}],"content":{"tasks":[{"what":"renew the car insurance","who":"Efren","when":"the end of the month"}],"dates":["the end of the month"],"people":["Efren"],"decision":null},"error":null}"#;
+
+fn triage_on() -> Options {
+    Options { triage: true, ..Options::default() }
+}
+
+/// With `[triage]` on, the panel stands beside the panes: a bar a category, the strongest in
+/// bold, then what the model extracted; `g` hides and shows it; `clear` empties it; off, it
+/// is never drawn and `g` says how to turn it on.
+#[test]
+fn the_triage_panel_shows_signals_as_bars_then_the_content() {
+    let mut actions = connected();
+    actions.push(event(SIGNALS));
+    let (state, _) = after_with(triage_on(), actions.clone());
+    let shown = screen(&state);
+    assert!(shown.contains("triage"), "{shown}");
+    assert!(shown.contains("task     ████"), "{shown}");
+    assert!(shown.contains(" 81%"), "{shown}");
+    let at = find(&draw(&state), "task     ").unwrap();
+    assert!(draw(&state)[at].modifier.contains(Modifier::BOLD), "the top signal is bold");
+    let at = find(&draw(&state), "request  ").unwrap();
+    assert!(!draw(&state)[at].modifier.contains(Modifier::BOLD));
+
+    actions.push(event(CONTENT));
+    let (state, _) = after_with(triage_on(), actions.clone());
+    let shown = screen(&state);
+    assert!(shown.contains("task: renew the car insurance"), "{shown}");
+    assert!(shown.contains("(Efren, the end of the month)"), "{shown}");
+    assert!(shown.contains("people: Efren"), "{shown}");
+    insta::assert_snapshot!(shown);
+
+    // An older window's content does not replace a newer window's signals.
+    let mut later = actions.clone();
+    later.push(event(&SIGNALS.replace(r#""id":4"#, r#""id":5"#).replace("0.81", "0.4")));
+    later.push(event(CONTENT));
+    let (state, _) = after_with(triage_on(), later);
+    assert!(!screen(&state).contains("renew the car"), "{}", screen(&state));
+
+    let mut hidden = actions.clone();
+    hidden.push(key('g'));
+    let (state, _) = after_with(triage_on(), hidden.clone());
+    assert!(!screen(&state).contains("people: Efren"));
+    hidden.push(key('g'));
+    let (state, _) = after_with(triage_on(), hidden);
+    assert!(screen(&state).contains("people: Efren"));
+
+    let mut cleared = actions.clone();
+    cleared.push(event(r#"{"type":"cleared"}"#));
+    let (state, _) = after_with(triage_on(), cleared);
+    let shown = screen(&state);
+    assert!(!shown.contains("people: Efren") && shown.contains("sorted here"), "{shown}");
+
+    // Off: no panel, and the key says how to have one.
+    actions.push(key('g'));
+    let (state, _) = after(actions);
+    let shown = screen(&state);
+    assert!(!shown.contains("people: Efren"), "{shown}");
+    assert!(shown.contains("triage is off: set [triage] enabled = true"), "{shown}");
+}
