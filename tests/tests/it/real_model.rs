@@ -26,7 +26,7 @@ use stt_testkit::{Sandbox, expect_within, wait_until};
 /// For the processes and the transcription.
 use stt_testkit::DEADLINE;
 /// For the model: two requests on one thread of a machine that may be busy.
-const MODEL_DEADLINE: Duration = Duration::from_secs(240);
+pub const MODEL_DEADLINE: Duration = Duration::from_secs(240);
 
 /// A config that names no provider or endpoint, so the assistant finds the server by
 /// itself: on `local_port`, where `stt-daemon up` runs its own (the other local providers'

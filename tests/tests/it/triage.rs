@@ -147,3 +147,46 @@ fn triage_is_off_by_default() {
     assert!(triages(&seen).is_empty());
     assert!(!assistant.log().contains("triage"), "{}", assistant.log());
 }
+
+/// A sure sentence spoken through the real daemon, extracted by the real local model
+/// (llama-server with the installed default model, found by itself): the content stage
+/// arrives with what was said in it.
+#[test]
+fn a_sure_sentence_gets_content_from_the_real_local_model() {
+    use stt_testkit::llama::Server;
+    let _turn = crate::one_at_a_time();
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
+    let mut config = format!(
+        "[triage]\nenabled = true\n[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n",
+        server.port
+    );
+    for id in ["ollama", "lmstudio"] {
+        config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
+    }
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    let said = "I need to renew my car insurance before the end of the month.";
+    let clip = speech().clip(
+        &[Part::Silence(0.6), Part::Say(Line { text: said, voice: "en-us" }), Part::Silence(1.0)],
+        Format::wav(16_000, 1),
+    );
+    let clip = clip.to_string_lossy().into_owned();
+    let _daemon = sandbox
+        .spawn("stt-daemon", &["--input", &clip, "--fast", "--stay", "--wait-for-subscriber"]);
+    let content =
+        expect_within("content from the real model", crate::real_model::MODEL_DEADLINE, || {
+            triages(&seen)
+                .into_iter()
+                .find(|t| t.stage == TriageStage::Content)
+                .ok_or_else(|| format!("{:?}\n{}", triages(&seen), assistant.log()))
+        });
+    eprintln!("the real model extracted: {content:?}");
+    let found =
+        content.content.unwrap_or_else(|| panic!("{:?}\n{}", content.error, assistant.log()));
+    let text = serde_json::to_string(&found).unwrap().to_lowercase();
+    assert!(text.contains("insurance") || text.contains("month"), "{text}");
+}

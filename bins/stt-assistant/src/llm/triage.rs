@@ -30,22 +30,21 @@ pub const SYSTEM: &str = "You read what people said near a desktop microphone (t
     object and nothing else, exactly of this shape:\n\
     {\"tasks\": [{\"what\": \"...\", \"who\": null, \"when\": null}], \"dates\": [], \"people\": [], \"decision\": null}\n\
     tasks: things someone is to do, each with who is to do it and by when, as said (null when \
-    not said). dates: dates and times mentioned, as said. people: names of people mentioned. \
-    decision: what was decided, in one sentence, or null. Use only what was said; leave a \
-    list empty when there is nothing for it.";
+    not said). dates: dates and times mentioned, as said. people: the names of people \
+    mentioned (not \"I\" or \"you\"). decision: what the speakers decided, in one sentence, or \
+    null when they decided nothing. Use only what was said; leave a list empty when there is \
+    nothing for it.";
 
 /// Longest reply asked for, in tokens: a few tasks and names.
 const MAX_TOKENS: u32 = 300;
 
-/// The request's user message.
+/// The request's user message: the utterances, numbered. (Not the classifier's signals: a
+/// small model given them wrote them back as the decision.)
 fn ask(window: &Extraction) -> String {
     let mut text = String::from("What was said, oldest first:\n");
     for (i, utterance) in window.utterances.iter().enumerate() {
         text.push_str(&format!("{}. {utterance}\n", i + 1));
     }
-    let signals: Vec<String> =
-        window.signals.iter().map(|(c, p)| format!("{c} {:.0}%", p * 100.0)).collect();
-    text.push_str(&format!("\nA classifier's reading of it: {}.", signals.join(", ")));
     text
 }
 
@@ -121,6 +120,10 @@ struct TaskShape {
     when: Option<String>,
 }
 
+/// Words that are no one's name.
+const PRONOUNS: [&str; 12] =
+    ["i", "me", "you", "we", "us", "he", "him", "she", "her", "they", "them", "someone"];
+
 /// The content of a reply that fits the shape (a code fence around it is allowed), or what
 /// is wrong with it, in words the model is told.
 pub fn parse(reply: &str) -> Result<TriageContent, String> {
@@ -144,10 +147,12 @@ pub fn parse(reply: &str) -> Result<TriageContent, String> {
             })
         })
         .collect();
+    // Small models list the speaker ("I") among the people, told not to or not.
+    let person = |name: &String| !PRONOUNS.contains(&name.to_lowercase().as_str());
     Ok(TriageContent {
         tasks,
         dates: shape.dates.into_iter().filter_map(clean).collect(),
-        people: shape.people.into_iter().filter_map(clean).collect(),
+        people: shape.people.into_iter().filter_map(clean).filter(person).collect(),
         decision: shape.decision.and_then(clean),
     })
 }
@@ -160,7 +165,7 @@ mod tests {
     fn a_reply_of_the_shape_is_read_and_cleaned() {
         let reply = "```json\n{\"tasks\": [{\"what\": \"call Ana\", \"who\": \"\", \"when\": \
                      \"after lunch tomorrow\"}, {\"what\": \" \"}], \"dates\": [\"tomorrow\", \"\"], \
-                     \"people\": [\"Ana\"], \"decision\": null}\n```";
+                     \"people\": [\"Ana\", \"I\", \"We\"], \"decision\": null}\n```";
         let content = parse(reply).unwrap();
         assert_eq!(
             content,
@@ -192,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn the_question_numbers_the_utterances_and_gives_the_signals() {
+    fn the_question_numbers_the_utterances() {
         let window = Extraction {
             id: 1,
             seg_ids: vec![3],
@@ -200,7 +205,9 @@ mod tests {
             signals: vec![("task".into(), 0.91), ("decision".into(), 0.4)],
         };
         let text = ask(&window);
-        assert!(text.contains("1. We need to ship on Friday.\n2. Ana does the notes."), "{text}");
-        assert!(text.ends_with("task 91%, decision 40%."), "{text}");
+        assert_eq!(
+            text,
+            "What was said, oldest first:\n1. We need to ship on Friday.\n2. Ana does the notes.\n"
+        );
     }
 }
