@@ -483,6 +483,13 @@ fn the_triage_panel_shows_signals_as_bars_then_the_content() {
     let (state, _) = after_with(triage_on(), later);
     assert!(!screen(&state).contains("renew the car"), "{}", screen(&state));
 
+    // Leaving chat mode keeps it.
+    let mut left_chat = actions.clone();
+    left_chat.push(event(r#"{"type":"mode","mode":"chat"}"#));
+    left_chat.push(event(r#"{"type":"mode","mode":"idle"}"#));
+    let (state, _) = after_with(triage_on(), left_chat);
+    assert!(screen(&state).contains("people: Efren"), "{}", screen(&state));
+
     let mut hidden = actions.clone();
     hidden.push(key('g'));
     let (state, _) = after_with(triage_on(), hidden.clone());

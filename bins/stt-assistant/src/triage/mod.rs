@@ -1,9 +1,11 @@
 //! The triage lane: what kind of things are being said, for the display-only panel
 //! (`[triage].enabled`; docs/TRIAGE.md).
 //!
-//! A lane like the others: its own thread (which loads the classifier first, so start-up
-//! and the first transcript never wait for it), a handle ([`Triage`]) and a report enum
-//! ([`Report`]). The owner hands it every utterance the daemon transcribed ([`Triage::heard`],
+//! A lane like the others: one worker thread and a loader beside it (which loads the
+//! embedding model and trains the classifier, so start-up and the first transcript never
+//! wait for it, and hands it to the worker), a handle ([`Triage`]) and a report enum
+//! ([`Report`]). Utterances heard while the classifier loads join the window all the same;
+//! the last turn that asked is classified once it is there. The owner hands it every utterance the daemon transcribed ([`Triage::heard`],
 //! in any mode) and every settled turn ([`Triage::turn`]); on each turn the lane classifies
 //! the last `window` utterances and reports their [`Signals`]. Each utterance is classified
 //! once, when the first turn after it asks: a turn costs only its new words. It never runs a
@@ -52,9 +54,16 @@ pub enum Report {
 }
 
 enum Ask {
-    Heard { seg_id: u64, text: String },
-    Turn { seg_ids: Vec<u64> },
+    Heard {
+        seg_id: u64,
+        text: String,
+    },
+    Turn {
+        seg_ids: Vec<u64>,
+    },
     Clear,
+    /// From the loader: the classifier, trained.
+    Loaded(Box<dyn Classifier>),
 }
 
 /// The handle the owner keeps.
@@ -87,22 +96,26 @@ impl Triage {
     }
 }
 
-/// Starts the lane's thread.
+/// Starts the lane's threads: the worker, and the loader that hands it the classifier.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Triage> {
     let (asks, rx) = mpsc::channel();
-    std::thread::Builder::new().name("triage".into()).spawn(move || {
+    let window = settings.window;
+    let worker_reports = reports.clone();
+    std::thread::Builder::new()
+        .name("triage".into())
+        .spawn(move || serve(window, &rx, &worker_reports))?;
+    let loaded = asks.clone();
+    std::thread::Builder::new().name("triage-loader".into()).spawn(move || {
         let started = Instant::now();
-        let mut classifier = match load(&settings) {
+        match load(&settings) {
             Ok((classifier, examples, own)) => {
                 reports.send(Report::Ready { examples, own, took: started.elapsed() });
-                classifier
+                let _ = loaded.send(Ask::Loaded(classifier));
             }
-            Err(why) => {
-                reports.send(Report::Off { why });
-                return;
-            }
-        };
-        serve(classifier.as_mut(), settings.window, &rx, &reports);
+            // The worker ends when the owner drops the handle; until then it only keeps the
+            // window.
+            Err(why) => reports.send(Report::Off { why }),
+        }
     })?;
     Ok(Triage { asks })
 }
@@ -136,18 +149,16 @@ fn own_examples(path: &std::path::Path) -> Result<Vec<Example>, String> {
     }
 }
 
-/// The worker: utterances kept, windows classified, until the owner drops the handle.
-fn serve(
-    classifier: &mut dyn Classifier,
-    size: usize,
-    asks: &mpsc::Receiver<Ask>,
-    reports: &Sink<Report>,
-) {
-    let mut window = Window::new(size, classifier.categories().to_vec());
+/// The worker: utterances kept, windows classified once the classifier is there, until the
+/// owner drops the handle.
+fn serve(size: usize, asks: &mpsc::Receiver<Ask>, reports: &Sink<Report>) {
+    let mut classifier: Option<Box<dyn Classifier>> = None;
+    let mut window = Window::new(size);
+    // The last settled turn not classified yet.
+    let mut turn = None;
     while let Ok(first) = asks.recv() {
         // What waited while the last window was classified (or the classifier loaded): the
         // utterances all count, but only the latest turn is classified.
-        let mut turn = None;
         for ask in std::iter::once(first).chain(asks.try_iter()) {
             match ask {
                 Ask::Heard { seg_id, text } => window.push(seg_id, text),
@@ -156,10 +167,12 @@ fn serve(
                     window.clear();
                     turn = None;
                 }
+                Ask::Loaded(loaded) => classifier = Some(loaded),
             }
         }
-        let Some(seg_ids) = turn else { continue };
-        match window.signals(classifier, seg_ids) {
+        let Some(classifier) = classifier.as_mut() else { continue };
+        let Some(seg_ids) = turn.take() else { continue };
+        match window.signals(classifier.as_mut(), seg_ids) {
             Ok(Some(signals)) => reports.send(Report::Signals(signals)),
             Ok(None) => {}
             Err(e) => reports.send(Report::Failed { why: format!("triage: {e}") }),

@@ -41,13 +41,12 @@ struct Utterance {
 #[derive(Debug)]
 pub struct Window {
     size: usize,
-    categories: Vec<String>,
     utterances: VecDeque<Utterance>,
 }
 
 impl Window {
-    pub fn new(size: usize, categories: Vec<String>) -> Self {
-        Self { size: size.max(1), categories, utterances: VecDeque::new() }
+    pub fn new(size: usize) -> Self {
+        Self { size: size.max(1), utterances: VecDeque::new() }
     }
 
     /// An utterance heard; the oldest leaves when the window is full. The same segment's
@@ -92,8 +91,8 @@ impl Window {
             }
         }
         let newest = self.utterances.len() - 1;
-        let confidences = self
-            .categories
+        let confidences = classifier
+            .categories()
             .iter()
             .enumerate()
             .map(|(c, name)| {
@@ -155,7 +154,7 @@ mod tests {
     #[test]
     fn what_was_just_said_leads_and_older_utterances_fade() {
         let mut classifier = words();
-        let mut window = Window::new(3, classifier.categories.clone());
+        let mut window = Window::new(3);
         assert_eq!(window.signals(&mut classifier, vec![]).unwrap(), None, "nothing heard");
         window.push(1, "ask Ana for the keys".into());
         let signals = window.signals(&mut classifier, vec![1]).unwrap().unwrap();
@@ -172,7 +171,7 @@ mod tests {
     #[test]
     fn the_window_keeps_its_size_and_clear_empties_it() {
         let mut classifier = words();
-        let mut window = Window::new(2, classifier.categories.clone());
+        let mut window = Window::new(2);
         window.push(1, "ask for tea".into());
         window.push(2, "nice day".into());
         window.push(3, "lovely".into());
