@@ -483,6 +483,18 @@ fn the_triage_panel_shows_signals_as_bars_then_the_content() {
     let (state, _) = after_with(triage_on(), later);
     assert!(!screen(&state).contains("renew the car"), "{}", screen(&state));
 
+    // An extraction that failed says why, in red.
+    let mut failed = actions.clone();
+    failed.push(event(&CONTENT.replace(
+        r#""content":{"tasks":[{"what":"renew the car insurance","who":"Efren","when":"the end of the month"}],"dates":["the end of the month"],"people":["Efren"],"decision":null},"error":null"#,
+        r#""content":null,"error":"the model's extraction did not fit its shape twice""#,
+    )));
+    let (state, _) = after_with(triage_on(), failed);
+    let shown = screen(&state);
+    assert!(shown.contains("extraction failed: the model's"), "{shown}");
+    let at = find(&draw(&state), "extraction failed").unwrap();
+    assert_eq!(draw(&state)[at].fg, Color::Red);
+
     // Leaving chat mode keeps it.
     let mut left_chat = actions.clone();
     left_chat.push(event(r#"{"type":"mode","mode":"chat"}"#));
