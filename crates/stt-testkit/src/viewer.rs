@@ -41,6 +41,17 @@ pub fn speak_as(dir: &Path, name: &str, voice: &str, text: &str) -> PathBuf {
     out
 }
 
+/// The person's chat messages a viewer saw (what went to the model as theirs), in order.
+pub fn user_messages(seen: &Seen) -> Vec<String> {
+    events(seen)
+        .into_iter()
+        .filter_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.role == stt_proto::ChatRole::User => Some(m.text),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every event a viewer saw, with when it arrived.
 pub type Seen = Arc<Mutex<Vec<(Instant, AssistantEvent)>>>;
 

@@ -368,13 +368,7 @@ fn a_spoken_chat_question_is_answered_aloud_by_a_real_model_as_it_streams() {
         ended - first_said,
         pieces.len(),
     );
-    let asked: Vec<String> = events(&seen)
-        .into_iter()
-        .filter_map(|e| match e {
-            AssistantEvent::ChatMessage(m) if m.role == ChatRole::User => Some(m.text),
-            _ => None,
-        })
-        .collect();
+    let asked = stt_testkit::viewer::user_messages(&seen);
     assert!(
         pieces.len() >= 2,
         "one piece: the answer was said only once it ended: asked {asked:?}, answered {answer:?}"

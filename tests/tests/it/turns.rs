@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use stt_proto::{AssistantEvent, ChatRole, TurnEnded};
+use stt_proto::{AssistantEvent, TurnEnded};
 use stt_testkit::llm_server::Script;
 use stt_testkit::speech::{Format, Line, Part, Speech};
-use stt_testkit::viewer::{events, scripted_model, watch_attached};
+use stt_testkit::viewer::{events, scripted_model, user_messages, watch_attached};
 use stt_testkit::{DEADLINE, Sandbox, expect_within};
 
 fn speech() -> Speech {
@@ -76,13 +76,7 @@ fn a_short_pause_is_one_turn_and_a_long_one_makes_two() {
 
     // One chat message from the person, and one request to the model, per turn.
     let asked = expect_within("both turns answered", DEADLINE, || {
-        let asked: Vec<String> = events(&seen)
-            .into_iter()
-            .filter_map(|e| match e {
-                AssistantEvent::ChatMessage(m) if m.role == ChatRole::User => Some(m.text),
-                _ => None,
-            })
-            .collect();
+        let asked = user_messages(&seen);
         if asked.len() >= 2 && llm.requests().len() >= 2 { Ok(asked) } else { Err(asked.join("|")) }
     });
     assert_eq!(asked, [turns[0].text.clone(), turns[1].text.clone()]);
