@@ -30,6 +30,7 @@ pub mod dreams;
 pub mod items;
 pub mod log;
 pub mod markdown;
+pub mod planner;
 pub mod recall;
 mod schema;
 pub mod text;

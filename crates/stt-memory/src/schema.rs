@@ -167,6 +167,38 @@ pub const MIGRATIONS: &[&str] = &[
         DELETE FROM tree_fts WHERE rowid = old.seq;
     END;
     ",
+    // 5: the planner: tasks, their phases in order, and dated plan items checked off.
+    // Dates are local calendar days, 'YYYY-MM-DD'; priority 1 is the highest.
+    r"
+    CREATE TABLE tasks (
+        id        INTEGER PRIMARY KEY,
+        title     TEXT NOT NULL,
+        goal      TEXT NOT NULL DEFAULT '',
+        status    TEXT NOT NULL DEFAULT 'open'
+                  CHECK (status IN ('open', 'active', 'done', 'dropped')),
+        priority  INTEGER NOT NULL DEFAULT 3 CHECK (priority BETWEEN 1 AND 5),
+        due       TEXT,
+        created   REAL NOT NULL,
+        updated   REAL NOT NULL
+    );
+    CREATE TABLE phases (
+        id     INTEGER PRIMARY KEY,
+        task   INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,
+        title  TEXT NOT NULL,
+        done   INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX phases_task ON phases(task, seq);
+    CREATE TABLE plan_items (
+        id     INTEGER PRIMARY KEY,
+        task   INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        phase  INTEGER NOT NULL REFERENCES phases(id) ON DELETE CASCADE,
+        day    TEXT NOT NULL,
+        text   TEXT NOT NULL,
+        done   REAL
+    );
+    CREATE INDEX plan_items_phase ON plan_items(phase, day);
+    ",
 ];
 
 /// The version a fully migrated database has.
