@@ -37,7 +37,8 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let settings = &env.settings;
     let said = super::Said { line: text, words: text, speaker: None };
     let prompt = recall(env, &settings.command_system_prompt, said, episode, true, out).await;
-    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0);
+    let planner = crate::memory::plans::asks_about_plans(text);
+    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner);
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -131,7 +132,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
 /// command then has only its own words to read. Returns what the request cost.
 pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
     let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
-    let tools = tools(env, false, false);
+    let tools = tools(env, false, false, false);
     let request = Request {
         messages: &messages,
         tools: &tools,
@@ -144,18 +145,21 @@ pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt
     client.complete(&request, |_| {}).await.map(|reply| reply.usage.unwrap_or_default())
 }
 
-/// The tools a command may call: the registry's, and memory's when it is on and `memory`
-/// (those that end an intention only while one is open: every schema costs a small model's
-/// attention).
-fn tools(env: &JobEnv, memory: bool, intentions: bool) -> Vec<ToolSpec> {
+/// The tools a command may call: the registry's, memory's when it is on and `memory`
+/// (those that end an intention only while one is open), and the planner's when it is on and
+/// `planner`: every schema costs a small model's attention.
+fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool) -> Vec<ToolSpec> {
     let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
-        (intentions
-            || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION].contains(name))
+        memory
+            && (intentions
+                || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION]
+                    .contains(name))
             && (tree || *name != memory_tools::EXPLORE_TREE)
     });
-    let offered: Vec<&str> = offered.collect();
-    let memory = env.memory.as_ref().filter(|_| memory).map(|_| memory_tools::specs(&offered));
+    let plans = crate::memory::plans::PLANNER.iter().copied().filter(|_| planner);
+    let offered: Vec<&str> = offered.chain(plans).collect();
+    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&offered));
     env.tools
         .specs()
         .chain(memory.iter().flatten())
@@ -173,7 +177,10 @@ fn spec_of(env: &JobEnv, name: &str) -> Option<stt_tools::registry::ToolSpec> {
         return Some(spec.clone());
     }
     env.memory.as_ref()?;
-    memory_tools::ASSISTANT.contains(&name).then(|| memory_tools::specs(&[name]).pop()).flatten()
+    memory_tools::command_tools()
+        .any(|tool| tool == name)
+        .then(|| memory_tools::specs(&[name]).pop())
+        .flatten()
 }
 
 /// The token limit of a command's request.
@@ -312,7 +319,8 @@ fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
     if !reply.tool_calls.is_empty() {
         return stt_llm::Found { calls: reply.tool_calls.clone(), refused: Vec::new() };
     }
-    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&memory_tools::ASSISTANT));
+    let names: Vec<&str> = memory_tools::command_tools().collect();
+    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&names));
     let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).collect();
     let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
     stt_llm::find_calls(&reply.content, schema_of)

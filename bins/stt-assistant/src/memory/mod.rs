@@ -14,6 +14,7 @@
 //! [`tools`] holds the tools that reach memory; they run here, on this thread, like every
 //! other use of the store.
 
+pub mod plans;
 pub mod tools;
 pub mod tree;
 
@@ -929,6 +930,7 @@ impl State {
             sources,
             shown_only: &self.shown_only,
             tree: self.tree.is_some(),
+            today: tools::local_date(store.now()),
         };
         let called = tools::call(store, &call)?;
         if let Some((dream, _)) = self.dream

@@ -20,6 +20,8 @@ use stt_memory::{
 use stt_proto::SideEffect;
 use stt_tools::registry::ToolSpec;
 
+use super::plans;
+
 /// Recall tools the model may call without asking.
 pub const RECALL: &str = "recall_memories";
 pub const SEARCH_RECENT: &str = "search_recent_conversation";
@@ -31,7 +33,8 @@ pub const DREAM_NOW: &str = "dream_now";
 /// The memory tree, top down (only while `[memory].tree` is on).
 pub const EXPLORE_TREE: &str = "explore_memory_tree";
 
-/// The names of the tools commands get.
+/// The names of the memory tools commands get (the planner's are
+/// [`super::plans::PLANNER`], offered apart).
 pub const ASSISTANT: [&str; 7] = [
     RECALL,
     SEARCH_RECENT,
@@ -41,6 +44,11 @@ pub const ASSISTANT: [&str; 7] = [
     DREAM_NOW,
     EXPLORE_TREE,
 ];
+
+/// Every tool a command may call that the memory thread runs: memory's and the planner's.
+pub fn command_tools() -> impl Iterator<Item = &'static str> {
+    ASSISTANT.into_iter().chain(plans::PLANNER)
+}
 
 /// The names of the tools a dream gets.
 pub const DREAM: [&str; 9] = [
@@ -70,6 +78,7 @@ pub const DREAM_ROUND: [&str; 7] = [
 /// Whether `name` only reads memory (its result is not worth keeping in the log again).
 pub fn is_recall(name: &str) -> bool {
     matches!(name, RECALL | SEARCH_RECENT | EXPLORE_TREE | "list_items" | "read_session_log")
+        || plans::reads_only(name)
 }
 
 /// Whether a successful call of `name` changes what memory holds (a dream's log note does
@@ -86,7 +95,7 @@ pub fn saves_a_fact(name: &str) -> bool {
 
 /// Whether `name` is one of memory's tools (either set).
 pub fn is_memory_tool(name: &str) -> bool {
-    ASSISTANT.contains(&name) || DREAM.contains(&name)
+    ASSISTANT.contains(&name) || DREAM.contains(&name) || plans::PLANNER.contains(&name)
 }
 
 /// What a recall tool may return.
@@ -215,7 +224,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             object(json!({"note": {"type": "string"}}), &["note"]),
             SideEffect::Local,
         ),
-        _ => return None,
+        _ => plans::spec(name)?,
     };
     Some(ToolSpec {
         name: name.to_owned(),
@@ -238,11 +247,11 @@ pub struct Called {
 }
 
 impl Called {
-    fn ok(result: impl Into<String>) -> Self {
+    pub(super) fn ok(result: impl Into<String>) -> Self {
         Called { ok: true, result: result.into(), created: None }
     }
 
-    fn failed(result: impl Into<String>) -> Self {
+    pub(super) fn failed(result: impl Into<String>) -> Self {
         Called { ok: false, result: result.into(), created: None }
     }
 }
@@ -265,6 +274,8 @@ pub struct Call<'a> {
     pub shown_only: &'a BTreeSet<String>,
     /// Whether the memory tree is on.
     pub tree: bool,
+    /// The local date at the store's clock, `YYYY-MM-DD` (the planner's today).
+    pub today: String,
 }
 
 /// A fact without the "Typed: " a model copies from the log line it came from: who said it
@@ -341,6 +352,9 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             given
         }
     };
+    if plans::PLANNER.contains(&call.name) {
+        return plans::call(store, call.name, args, &call.today);
+    }
     Ok(match call.name {
         RECALL | SEARCH_RECENT | "list_items" => {
             let query = text("query");
@@ -707,6 +721,11 @@ pub fn intention_line(item: &Item) -> String {
 }
 
 /// A Unix time as local "YYYY-MM-DD HH:MM".
+/// The local date at Unix time `at`, `YYYY-MM-DD`.
+pub fn local_date(at: f64) -> String {
+    when(at).chars().take(10).collect()
+}
+
 pub fn when(at: f64) -> String {
     use chrono::TimeZone;
     let secs = at.floor() as i64;

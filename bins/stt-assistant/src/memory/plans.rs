@@ -1,0 +1,495 @@
+//! The planner's tools, as the model sees them and as the memory thread runs them against
+//! `stt_memory::planner`. Like memory's own tools they check their arguments themselves and
+//! answer a wrong one with what they expected, so a small model can try again; a plan the
+//! model breaks a task into is checked whole (every phase titled, every item dated) and
+//! stored all or nothing.
+
+use serde_json::{Value, json};
+use stt_memory::Store;
+use stt_memory::planner::{self, NewPhase, NewTask, NextAction, Status, Task};
+use stt_proto::SideEffect;
+
+use super::tools::Called;
+
+pub const CREATE_TASK: &str = "create_task";
+pub const BREAK_DOWN_TASK: &str = "break_down_task";
+pub const LIST_TASKS: &str = "list_tasks";
+pub const GET_TASK: &str = "get_task";
+pub const GET_NEXT_ACTIONS: &str = "get_next_actions";
+pub const MARK_PLAN_DONE: &str = "mark_plan_done";
+pub const RESCHEDULE: &str = "reschedule";
+pub const UPDATE_TASK_STATUS: &str = "update_task_status";
+pub const PRIORITIZE: &str = "prioritize";
+
+/// Every planner tool, as commands get them.
+pub const PLANNER: [&str; 9] = [
+    CREATE_TASK,
+    BREAK_DOWN_TASK,
+    LIST_TASKS,
+    GET_TASK,
+    GET_NEXT_ACTIONS,
+    MARK_PLAN_DONE,
+    RESCHEDULE,
+    UPDATE_TASK_STATUS,
+    PRIORITIZE,
+];
+
+/// Whether a command's words are about goals, tasks or plans (then it is offered the
+/// planner's tools: every schema costs a small model's attention, as memory's do).
+pub fn asks_about_plans(text: &str) -> bool {
+    const WORDS: [&str; 34] = [
+        "plan",
+        "plans",
+        "planning",
+        "task",
+        "tasks",
+        "todo",
+        "goal",
+        "goals",
+        "learn",
+        "learning",
+        "next",
+        "schedule",
+        "reschedule",
+        "deadline",
+        "due",
+        "priority",
+        "prioritize",
+        "done",
+        "finished",
+        "finish",
+        "completed",
+        "progress",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "days",
+        "steps",
+        "break",
+        "project",
+        "study",
+        "practice",
+        "habit",
+        "postpone",
+    ];
+    stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
+}
+
+/// Next actions a call lists at most.
+const NEXT_ACTIONS: usize = 8;
+
+/// Whether `name` only reads the planner.
+pub fn reads_only(name: &str) -> bool {
+    matches!(name, LIST_TASKS | GET_TASK | GET_NEXT_ACTIONS)
+}
+
+/// Tool `name`'s description, parameters and side effect, if it is a planner tool.
+pub fn spec(name: &str) -> Option<(&'static str, Value, SideEffect)> {
+    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+    let task_id = json!({"type": "integer", "description": "The task's id"});
+    let date = json!({"type": "string", "description": "YYYY-MM-DD"});
+    let priority = json!({"type": "integer", "description": "1 (highest) to 5"});
+    Some(match name {
+        CREATE_TASK => (
+            "Make a task to track: a goal the user wants to reach or something to get done.",
+            object(
+                json!({"title": {"type": "string"}, "goal": {"type": "string"}, "due": date,
+                       "priority": priority}),
+                &["title"],
+            ),
+            SideEffect::Local,
+        ),
+        BREAK_DOWN_TASK => (
+            "Store a task's plan: phases in order, each with dated day-by-day items.",
+            object(
+                json!({
+                    "task_id": task_id,
+                    "phases": {"type": "array", "items": {"type": "object", "properties": {
+                        "title": {"type": "string"},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {
+                            "day": date, "text": {"type": "string"}}, "required": ["day", "text"]}}
+                    }, "required": ["title", "items"]}}
+                }),
+                &["task_id", "phases"],
+            ),
+            SideEffect::Local,
+        ),
+        LIST_TASKS => (
+            "List the user's tasks.",
+            object(
+                json!({"status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
+                &[],
+            ),
+            SideEffect::ReadOnly,
+        ),
+        GET_TASK => (
+            "A task with its plan.",
+            object(json!({"task_id": task_id}), &["task_id"]),
+            SideEffect::ReadOnly,
+        ),
+        GET_NEXT_ACTIONS => (
+            "What the user should do next, most urgent first.",
+            object(json!({}), &[]),
+            SideEffect::ReadOnly,
+        ),
+        MARK_PLAN_DONE => (
+            "Check off a plan item the user has done.",
+            object(json!({"item_id": {"type": "integer"}}), &["item_id"]),
+            SideEffect::Local,
+        ),
+        RESCHEDULE => (
+            "Move a task: a new due date, and/or its open items by some days.",
+            object(
+                json!({"task_id": task_id, "due": date, "shift_days": {"type": "integer"}}),
+                &["task_id"],
+            ),
+            SideEffect::Local,
+        ),
+        UPDATE_TASK_STATUS => (
+            "Mark a task open, active, done or dropped.",
+            object(
+                json!({"task_id": task_id,
+                       "status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
+                &["task_id", "status"],
+            ),
+            SideEffect::Local,
+        ),
+        PRIORITIZE => (
+            "Give a task another priority.",
+            object(json!({"task_id": task_id, "priority": priority}), &["task_id", "priority"]),
+            SideEffect::Local,
+        ),
+        _ => return None,
+    })
+}
+
+/// A whole number in any JSON spelling: 7, 7.0 or "7".
+fn int(args: &Value, key: &str) -> Option<i64> {
+    let v = args.get(key)?;
+    v.as_i64()
+        .or_else(|| v.as_f64().filter(|n| n.fract() == 0.0).map(|n| n as i64))
+        .or_else(|| v.as_str()?.trim().parse().ok())
+}
+
+fn text<'a>(args: &'a Value, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("")
+}
+
+/// One line of a task.
+pub fn task_line(task: &Task) -> String {
+    let mut line = format!(
+        "task {} [{}] {} (priority {})",
+        task.id,
+        task.status.as_str(),
+        task.title,
+        task.priority
+    );
+    if let Some(due) = &task.due {
+        line.push_str(&format!(", due {due}"));
+    }
+    let items: Vec<_> = task.phases.iter().flat_map(|p| &p.items).collect();
+    if !items.is_empty() {
+        let done = items.iter().filter(|i| i.done).count();
+        line.push_str(&format!(", {done} of {} items done", items.len()));
+    }
+    line
+}
+
+/// A task with its plan, as the model and a person read it.
+pub fn task_text(task: &Task) -> String {
+    let mut text = task_line(task);
+    if !task.goal.is_empty() {
+        text.push_str(&format!("\ngoal: {}", task.goal));
+    }
+    for (n, phase) in task.phases.iter().enumerate() {
+        let mark = if phase.done { " (done)" } else { "" };
+        text.push_str(&format!("\nphase {}: {}{mark}", n + 1, phase.title));
+        for item in &phase.items {
+            let check = if item.done { "x" } else { " " };
+            text.push_str(&format!("\n  [{check}] item {} {}: {}", item.id, item.day, item.text));
+        }
+    }
+    text
+}
+
+/// One line of a next action.
+pub fn action_line(action: &NextAction) -> String {
+    let mut line = match action.item {
+        Some(item) => {
+            format!("item {item}: {} (task {} {})", action.text, action.task, action.task_title)
+        }
+        None => format!("task {}: {}", action.task, action.text),
+    };
+    if let Some(day) = &action.day {
+        line.push_str(if action.overdue { ", overdue since " } else { ", on " });
+        line.push_str(day);
+    }
+    line
+}
+
+/// The phases `args` gives, or what is wrong with them.
+fn phases(args: &Value) -> Result<Vec<NewPhase>, String> {
+    let Some(given) = args.get("phases").and_then(Value::as_array) else {
+        return Err("give 'phases': [{\"title\": ..., \"items\": [{\"day\": \"YYYY-MM-DD\", \"text\": ...}]}]".into());
+    };
+    given
+        .iter()
+        .enumerate()
+        .map(|(n, phase)| {
+            let items = phase
+                .get("items")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("phase {} has no 'items' list", n + 1))?
+                .iter()
+                .map(|item| (text(item, "day").to_owned(), text(item, "text").to_owned()))
+                .collect();
+            Ok(NewPhase { title: text(phase, "title").to_owned(), items })
+        })
+        .collect()
+}
+
+/// Runs planner tool `name` with `args`; `today` is the local date, `YYYY-MM-DD`. `Err` is a
+/// fault of the store; a wrong argument is an `Ok` answer that says so.
+pub fn call(
+    store: &mut Store,
+    name: &str,
+    args: &Value,
+    today: &str,
+) -> stt_memory::Result<Called> {
+    use stt_memory::MemoryError::{Invalid, NotFound};
+    let task_id = int(args, "task_id");
+    let outcome = match name {
+        CREATE_TASK => {
+            let priority = int(args, "priority").unwrap_or(i64::from(planner::DEFAULT_PRIORITY));
+            let due = Some(text(args, "due").to_owned()).filter(|d| !d.is_empty());
+            let task = NewTask {
+                title: text(args, "title").to_owned(),
+                goal: text(args, "goal").to_owned(),
+                priority: u8::try_from(priority).unwrap_or(u8::MAX),
+                due,
+            };
+            store.create_task(&task).map(|id| {
+                format!("task {id} made: {}; break it down with break_down_task", task.title)
+            })
+        }
+        BREAK_DOWN_TASK => {
+            let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
+            let phases = match phases(args) {
+                Ok(phases) => phases,
+                Err(why) => return Ok(Called::failed(why)),
+            };
+            store.set_plan(id, &phases).and_then(|()| store.task(id)).map(|task| task_text(&task))
+        }
+        LIST_TASKS => {
+            let status = match text(args, "status") {
+                "" => None,
+                s => match Status::parse(s) {
+                    Some(status) => Some(status),
+                    None => return Ok(Called::failed("'status' is open, active, done or dropped")),
+                },
+            };
+            store.tasks(status).map(|tasks| {
+                if tasks.is_empty() {
+                    "no tasks".to_owned()
+                } else {
+                    tasks.iter().map(task_line).collect::<Vec<_>>().join("\n")
+                }
+            })
+        }
+        GET_TASK => {
+            let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
+            store.task(id).map(|task| task_text(&task))
+        }
+        GET_NEXT_ACTIONS => store.next_actions(today, NEXT_ACTIONS).map(|actions| {
+            if actions.is_empty() {
+                "nothing to do: no open tasks".to_owned()
+            } else {
+                format!(
+                    "today is {today}\n{}",
+                    actions.iter().map(action_line).collect::<Vec<_>>().join("\n")
+                )
+            }
+        }),
+        MARK_PLAN_DONE => {
+            let Some(item) = int(args, "item_id") else {
+                return Ok(Called::failed("give 'item_id'"));
+            };
+            store.mark_item_done(item).map(|checked| match checked {
+                c if c.task_done => {
+                    format!("item {item} done; that was the last: the task is done")
+                }
+                c if c.phase_done => {
+                    format!("item {item} done; its phase is finished, the next begins")
+                }
+                _ => format!("item {item} done"),
+            })
+        }
+        RESCHEDULE => {
+            let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
+            let due = Some(text(args, "due")).filter(|d| !d.is_empty());
+            let shift = int(args, "shift_days").unwrap_or(0);
+            if due.is_none() && shift == 0 {
+                return Ok(Called::failed(
+                    "give a new 'due' date, or 'shift_days' to move its items",
+                ));
+            }
+            store
+                .reschedule(id, due, shift)
+                .and_then(|()| store.task(id))
+                .map(|task| task_line(&task))
+        }
+        UPDATE_TASK_STATUS => {
+            let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
+            let Some(status) = Status::parse(text(args, "status")) else {
+                return Ok(Called::failed("'status' is open, active, done or dropped"));
+            };
+            store.set_task_status(id, status).map(|()| format!("task {id} is {}", status.as_str()))
+        }
+        PRIORITIZE => {
+            let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
+            let Some(priority) = int(args, "priority") else {
+                return Ok(Called::failed("give 'priority', 1 (highest) to 5"));
+            };
+            store
+                .set_task_priority(id, u8::try_from(priority).unwrap_or(u8::MAX))
+                .map(|()| format!("task {id} has priority {priority}"))
+        }
+        _ => return Ok(Called::failed(format!("no planner tool {name}"))),
+    };
+    match outcome {
+        Ok(said) => Ok(Called::ok(said)),
+        // What the model got wrong, said so it can try again.
+        Err(Invalid(why)) => Ok(Called::failed(why)),
+        Err(NotFound { what, id }) => {
+            Ok(Called::failed(format!("there is no {what} {id}: list_tasks shows them")))
+        }
+        Err(fault) => Err(fault),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("memory.db")).unwrap();
+        (dir, store)
+    }
+
+    fn run(store: &mut Store, name: &str, args: Value) -> Called {
+        call(store, name, &args, "2026-12-07").unwrap()
+    }
+
+    #[test]
+    fn plans_are_offered_when_the_words_are_about_them() {
+        for text in
+            ["help me learn Rust in two weeks", "what should I do next", "I'm done with item 3"]
+        {
+            assert!(asks_about_plans(text), "{text}");
+        }
+        for text in ["what time is it", "turn on the lights", "set a timer for ten minutes"] {
+            assert!(!asks_about_plans(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_tool_has_a_spec_and_reads_or_writes_as_it_says() {
+        for name in PLANNER {
+            let (_, parameters, side_effect) = spec(name).unwrap();
+            assert_eq!(parameters["type"], "object", "{name}");
+            assert_eq!(side_effect == SideEffect::ReadOnly, reads_only(name), "{name}");
+        }
+        assert!(spec("recall_memories").is_none());
+    }
+
+    #[test]
+    fn a_task_is_made_broken_down_worked_through_and_finished() {
+        let (_dir, mut store) = store();
+        let made = run(
+            &mut store,
+            CREATE_TASK,
+            json!({"title": "Learn Rust", "goal": "write a CLI", "due": "2026-12-20", "priority": "2"}),
+        );
+        assert!(made.ok && made.result.starts_with("task 1 made"), "{made:?}");
+        let plan = json!({"task_id": 1.0, "phases": [
+            {"title": "Basics", "items": [{"day": "2026-12-07", "text": "Chapters 1-3"}, {"day": "2026-12-08", "text": "Ownership"}]},
+            {"title": "Practice", "items": [{"day": "2026-12-10", "text": "A small CLI"}]}
+        ]});
+        let broken = run(&mut store, BREAK_DOWN_TASK, plan);
+        assert!(broken.ok, "{broken:?}");
+        assert!(
+            broken.result.contains("phase 1: Basics\n  [ ] item 1 2026-12-07: Chapters 1-3"),
+            "{}",
+            broken.result
+        );
+        let next = run(&mut store, GET_NEXT_ACTIONS, json!({}));
+        assert!(
+            next.result.starts_with(
+                "today is 2026-12-07\nitem 1: Chapters 1-3 (task 1 Learn Rust), on 2026-12-07"
+            ),
+            "{}",
+            next.result
+        );
+        assert!(
+            run(&mut store, MARK_PLAN_DONE, json!({"item_id": 1})).result.ends_with("item 1 done")
+        );
+        let phase = run(&mut store, MARK_PLAN_DONE, json!({"item_id": "2"}));
+        assert!(phase.result.contains("its phase is finished"), "{phase:?}");
+        let listed = run(&mut store, LIST_TASKS, json!({"status": "active"}));
+        assert_eq!(
+            listed.result,
+            "task 1 [active] Learn Rust (priority 2), due 2026-12-20, 2 of 3 items done"
+        );
+        let moved = run(&mut store, RESCHEDULE, json!({"task_id": 1, "shift_days": 2}));
+        assert!(moved.ok, "{moved:?}");
+        assert!(
+            run(&mut store, GET_TASK, json!({"task_id": 1}))
+                .result
+                .contains("item 3 2026-12-12: A small CLI")
+        );
+        let last = run(&mut store, MARK_PLAN_DONE, json!({"item_id": 3}));
+        assert!(last.result.contains("the task is done"), "{last:?}");
+        assert_eq!(
+            run(&mut store, GET_NEXT_ACTIONS, json!({})).result,
+            "nothing to do: no open tasks"
+        );
+        assert!(run(&mut store, PRIORITIZE, json!({"task_id": 1, "priority": 1})).ok);
+        assert!(run(&mut store, UPDATE_TASK_STATUS, json!({"task_id": 1, "status": "dropped"})).ok);
+    }
+
+    #[test]
+    fn wrong_arguments_are_answered_with_what_was_expected() {
+        let (_dir, mut store) = store();
+        let cases = [
+            (CREATE_TASK, json!({"title": ""}), "title"),
+            (CREATE_TASK, json!({"title": "x", "due": "next week"}), "YYYY-MM-DD"),
+            (CREATE_TASK, json!({"title": "x", "priority": 9}), "1 (the highest) to 5"),
+            (BREAK_DOWN_TASK, json!({"phases": []}), "task_id"),
+            (BREAK_DOWN_TASK, json!({"task_id": 1}), "give 'phases'"),
+            (BREAK_DOWN_TASK, json!({"task_id": 1, "phases": [{"title": "A"}]}), "no 'items'"),
+            (
+                BREAK_DOWN_TASK,
+                json!({"task_id": 7, "phases": [{"title": "A", "items": [{"day": "2026-12-07", "text": "b"}]}]}),
+                "no task 7",
+            ),
+            (MARK_PLAN_DONE, json!({}), "item_id"),
+            (MARK_PLAN_DONE, json!({"item_id": 5}), "no plan item 5"),
+            (LIST_TASKS, json!({"status": "later"}), "open, active, done or dropped"),
+            (RESCHEDULE, json!({"task_id": 1}), "shift_days"),
+            (UPDATE_TASK_STATUS, json!({"task_id": 1, "status": "finished"}), "open, active"),
+            (PRIORITIZE, json!({"task_id": 1}), "priority"),
+        ];
+        for (name, args, needle) in cases {
+            let called = run(&mut store, name, args.clone());
+            assert!(!called.ok && called.result.contains(needle), "{name} {args}: {called:?}");
+        }
+        let made = run(&mut store, CREATE_TASK, json!({"title": "Plan a trip"}));
+        assert!(made.ok, "{made:?}");
+        let bad_day = json!({"task_id": 1, "phases": [{"title": "A", "items": [{"day": "2026-02-30", "text": "b"}]}]});
+        let refused = run(&mut store, BREAK_DOWN_TASK, bad_day);
+        assert!(!refused.ok && refused.result.contains("phase 1"), "{refused:?}");
+        assert!(store.task(1).unwrap().phases.is_empty(), "nothing of a refused plan is kept");
+    }
+}
