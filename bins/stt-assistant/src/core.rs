@@ -543,6 +543,7 @@ impl Core {
             | Request::ChatCommand { .. }
             | Request::ChatStop
             | Request::Memory(_)
+            | Request::Task(_)
             | Request::VoiceToggle
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),

@@ -394,7 +394,8 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         | AssistantEvent::Speakers(_)
         | AssistantEvent::SpeakerList(_)
         | AssistantEvent::ChatOutput { .. }
-        | AssistantEvent::MemoryOutput { .. } => {}
+        | AssistantEvent::MemoryOutput { .. }
+        | AssistantEvent::TaskOutput { .. } => {}
     }
     vec![]
 }

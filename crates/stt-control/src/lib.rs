@@ -23,7 +23,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use stt_bus::BusError;
-use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status};
+use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status, TaskRequest};
 
 /// Exit status: the assistant accepted the request.
 pub const EXIT_OK: u8 = 0;
@@ -157,6 +157,12 @@ pub enum Verb {
         #[command(subcommand)]
         verb: MemoryVerb,
     },
+    /// The planner's tasks: list, show, add, finish, and what to do next (kept in memory's
+    /// database; docs/PLANNER.md)
+    Task {
+        #[command(subcommand)]
+        verb: TaskVerb,
+    },
     /// The words whisper should expect (names, jargon it misspells): list, add or remove
     /// them; the running daemon takes a change from its next segment
     Vocabulary {
@@ -192,6 +198,64 @@ pub enum VocabularyVerb {
     },
     /// Remove a term from the vocabulary file
     Remove { term: String },
+}
+
+/// What `stt-ctl task` does.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum TaskVerb {
+    /// List the tasks, most urgent first
+    List {
+        /// Only those at this status: open, active, done or dropped
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// One task with its plan (its phases and dated items)
+    Show { id: i64 },
+    /// Make a task
+    Add {
+        /// What it is; several words are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "TITLE")]
+        title: Vec<String>,
+        /// When it is due, YYYY-MM-DD
+        #[arg(long, value_name = "DATE")]
+        due: Option<String>,
+        /// 1 (the highest) to 5; 3 when not given
+        #[arg(long, value_name = "N")]
+        priority: Option<u8>,
+        /// The goal behind it
+        #[arg(long)]
+        goal: Option<String>,
+    },
+    /// Mark task ID done (its whole plan with it); with --item, check off plan item ID
+    Done {
+        id: i64,
+        /// ID is a plan item (as `task show` lists them), not a task
+        #[arg(long)]
+        item: bool,
+    },
+    /// What to do next, most urgent first: overdue, today, within three days, later
+    Next {
+        /// How many at most (8 when not given)
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+}
+
+impl TaskVerb {
+    fn request(&self) -> TaskRequest {
+        match self {
+            Self::List { status } => TaskRequest::List { status: status.clone() },
+            Self::Show { id } => TaskRequest::Show { id: *id },
+            Self::Add { title, due, priority, goal } => TaskRequest::Add {
+                title: title.join(" "),
+                goal: goal.clone(),
+                due: due.clone(),
+                priority: *priority,
+            },
+            Self::Done { id, item } => TaskRequest::Done { id: *id, item: *item },
+            Self::Next { limit } => TaskRequest::Next { limit: *limit },
+        }
+    }
 }
 
 /// What `stt-ctl memory` does.
@@ -307,6 +371,7 @@ impl Verb {
             Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
             Self::ChatStop => Request::ChatStop,
             Self::Memory { verb } => Request::Memory(verb.request()),
+            Self::Task { verb } => Request::Task(verb.request()),
             Self::VoiceToggle => Request::VoiceToggle,
             Self::Completions { .. }
             | Self::ConfigDefault
@@ -462,9 +527,9 @@ pub fn describe(event: &AssistantEvent) -> String {
         AssistantEvent::Status(status) => describe_status(status),
         AssistantEvent::SpeakerList(list) => describe_speakers(list),
         AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
-        AssistantEvent::ChatOutput { text } | AssistantEvent::MemoryOutput { text, .. } => {
-            format!("{text}\n")
-        }
+        AssistantEvent::ChatOutput { text }
+        | AssistantEvent::MemoryOutput { text, .. }
+        | AssistantEvent::TaskOutput { text, .. } => format!("{text}\n"),
         other => format!("{other:?}\n"),
     }
 }
@@ -606,6 +671,7 @@ mod tests {
             &["chat-command", "/providers"],
             &["chat-stop"],
             &["memory", "stats"],
+            &["task", "next"],
             &["vocabulary", "list"],
             &["voice-toggle"],
             &["say", "hello"],
@@ -686,6 +752,29 @@ mod tests {
         check(&["timer-cancel", "42"], Some(Request::TimerCancel { timer_id: 42 }));
         check(&["completions", "bash"], None);
         check(&["config-default"], None);
+    }
+
+    #[test]
+    fn every_task_verb_becomes_its_request() {
+        let task = |t| Some(Request::Task(t));
+        check(&["task", "list"], task(TaskRequest::List { status: None }));
+        check(
+            &["task", "list", "--status", "open"],
+            task(TaskRequest::List { status: Some("open".into()) }),
+        );
+        check(&["task", "show", "4"], task(TaskRequest::Show { id: 4 }));
+        check(
+            &["task", "add", "Learn", "Rust", "--due", "2026-12-20", "--priority", "2"],
+            task(TaskRequest::Add {
+                title: "Learn Rust".into(),
+                goal: None,
+                due: Some("2026-12-20".into()),
+                priority: Some(2),
+            }),
+        );
+        check(&["task", "done", "4"], task(TaskRequest::Done { id: 4, item: false }));
+        check(&["task", "done", "9", "--item"], task(TaskRequest::Done { id: 9, item: true }));
+        check(&["task", "next"], task(TaskRequest::Next { limit: None }));
     }
 
     #[test]

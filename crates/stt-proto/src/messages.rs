@@ -361,7 +361,108 @@ family! {
         /// Spoken replies on or off (`[voice].enabled` is where they start); answered with
         /// `status`, whose `voice` says which.
         VoiceToggle = "voice_toggle",
+        /// The planner's tasks: list, show, add, done, next; answered with `task_output`.
+        Task(TaskRequest) = "task",
     }
+}
+
+/// What a `task` request asks of the planner, by its `verb`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum TaskRequest {
+    /// Tasks, most urgent first; one `status` (open, active, done, dropped) or all.
+    List {
+        #[serde(default)]
+        status: Option<String>,
+    },
+    /// One task with its plan.
+    Show { id: i64 },
+    /// A new task: `due` is `YYYY-MM-DD`, `priority` 1 (the highest) to 5 (3 when not given).
+    Add {
+        title: String,
+        #[serde(default)]
+        goal: Option<String>,
+        #[serde(default)]
+        due: Option<String>,
+        #[serde(default)]
+        priority: Option<u8>,
+    },
+    /// Task `id` done, every item of its plan with it; with `item`, plan item `id` checked
+    /// off instead (its phase, then its task, finish with their last).
+    Done {
+        id: i64,
+        #[serde(default)]
+        item: bool,
+    },
+    /// What to do next, most urgent first (overdue, today, within three days, later).
+    Next {
+        #[serde(default)]
+        limit: Option<u32>,
+    },
+}
+
+impl TaskRequest {
+    /// The verb as the wire names it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Self::List { .. } => "list",
+            Self::Show { .. } => "show",
+            Self::Add { .. } => "add",
+            Self::Done { .. } => "done",
+            Self::Next { .. } => "next",
+        }
+    }
+}
+
+/// A plan item in a `task_output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanItem {
+    pub id: i64,
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    pub text: String,
+    pub done: bool,
+}
+
+/// A phase of a plan in a `task_output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanPhase {
+    pub title: String,
+    pub done: bool,
+    pub items: Vec<PlanItem>,
+}
+
+/// A task in a `task_output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskEntry {
+    pub id: i64,
+    pub title: String,
+    #[serde(default)]
+    pub goal: String,
+    /// open, active, done or dropped.
+    pub status: String,
+    pub priority: u8,
+    #[serde(default)]
+    pub due: Option<String>,
+    /// The plan, phase by phase (empty for a task not broken down).
+    #[serde(default)]
+    pub phases: Vec<PlanPhase>,
+}
+
+/// Something to do next, in a `task_output`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextAction {
+    pub task: i64,
+    pub task_title: String,
+    /// The plan item; `null` for a task with no plan left to do.
+    #[serde(default)]
+    pub item: Option<i64>,
+    pub text: String,
+    /// The item's day, or the task's due date.
+    #[serde(default)]
+    pub day: Option<String>,
+    pub priority: u8,
+    pub overdue: bool,
 }
 
 /// What a `memory` request asks, by its `verb`.
@@ -796,6 +897,15 @@ family! {
             #[serde(default)]
             entries: Vec<MemoryEntry>,
         } = "memory_output",
+        /// The reply to `task`: what it found or did, for a person, and the tasks or next
+        /// actions it lists.
+        TaskOutput {
+            text: String,
+            #[serde(default)]
+            tasks: Vec<TaskEntry>,
+            #[serde(default)]
+            next: Vec<NextAction>,
+        } = "task_output",
     }
 }
 
@@ -810,6 +920,7 @@ impl AssistantEvent {
                 | Self::Error(_)
                 | Self::ChatOutput { .. }
                 | Self::MemoryOutput { .. }
+                | Self::TaskOutput { .. }
         )
     }
 
@@ -817,7 +928,13 @@ impl AssistantEvent {
     pub fn is_reply_type(kind: &str) -> bool {
         matches!(
             kind,
-            "ack" | "status" | "speaker_list" | "error" | "chat_output" | "memory_output"
+            "ack"
+                | "status"
+                | "speaker_list"
+                | "error"
+                | "chat_output"
+                | "memory_output"
+                | "task_output"
         )
     }
 }

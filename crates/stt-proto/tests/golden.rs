@@ -176,6 +176,23 @@ pub fn requests() -> Vec<(Request, &'static str)> {
             r#"{"type":"memory","verb":"show","id":12}"#,
         ),
         (
+            Request::Task(TaskRequest::Add {
+                title: "Learn Rust".into(),
+                goal: None,
+                due: Some("2026-12-20".into()),
+                priority: Some(2),
+            }),
+            r#"{"type":"task","verb":"add","title":"Learn Rust","goal":null,"due":"2026-12-20","priority":2}"#,
+        ),
+        (
+            Request::Task(TaskRequest::Done { id: 9, item: true }),
+            r#"{"type":"task","verb":"done","id":9,"item":true}"#,
+        ),
+        (
+            Request::Task(TaskRequest::Next { limit: None }),
+            r#"{"type":"task","verb":"next","limit":null}"#,
+        ),
+        (
             Request::Memory(MemoryRequest::Forget { id: Some(12), all: false }),
             r#"{"type":"memory","verb":"forget","id":12,"all":false}"#,
         ),
@@ -426,6 +443,47 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"memory_output","text":"1 found","entries":[{"target":"item","id":12,"kind":"knowledge","text":"sister's city: My sister lives in Porto","at":1764581534.0,"score":0.75,"archived":false}]}"#,
         ),
         (
+            AssistantEvent::TaskOutput {
+                text: "item 3: Write a small CLI (task 1 Learn Rust), on 2026-12-14".into(),
+                tasks: vec![],
+                next: vec![NextAction {
+                    task: 1,
+                    task_title: "Learn Rust".into(),
+                    item: Some(3),
+                    text: "Write a small CLI".into(),
+                    day: Some("2026-12-14".into()),
+                    priority: 2,
+                    overdue: false,
+                }],
+            },
+            r#"{"type":"task_output","text":"item 3: Write a small CLI (task 1 Learn Rust), on 2026-12-14","tasks":[],"next":[{"task":1,"task_title":"Learn Rust","item":3,"text":"Write a small CLI","day":"2026-12-14","priority":2,"overdue":false}]}"#,
+        ),
+        (
+            AssistantEvent::TaskOutput {
+                text: "task 1 [open] Learn Rust (priority 2), due 2026-12-20".into(),
+                tasks: vec![TaskEntry {
+                    id: 1,
+                    title: "Learn Rust".into(),
+                    goal: String::new(),
+                    status: "open".into(),
+                    priority: 2,
+                    due: Some("2026-12-20".into()),
+                    phases: vec![PlanPhase {
+                        title: "Basics".into(),
+                        done: false,
+                        items: vec![PlanItem {
+                            id: 1,
+                            day: "2026-12-07".into(),
+                            text: "Read chapters 1 to 4".into(),
+                            done: true,
+                        }],
+                    }],
+                }],
+                next: vec![],
+            },
+            r#"{"type":"task_output","text":"task 1 [open] Learn Rust (priority 2), due 2026-12-20","tasks":[{"id":1,"title":"Learn Rust","goal":"","status":"open","priority":2,"due":"2026-12-20","phases":[{"title":"Basics","done":false,"items":[{"id":1,"day":"2026-12-07","text":"Read chapters 1 to 4","done":true}]}]}],"next":[]}"#,
+        ),
+        (
             AssistantEvent::SpeakerList(roster()),
             r#"{"type":"speaker_list","speakers":[{"id":"spk_0001","name":"Efren","status":"confirmed","cumulative_s":73.5,"sample_path":"speakers/spk_0001.wav","created_at":"2026-11-30T09:12:44Z"}]}"#,
         ),
@@ -508,7 +566,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v1; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle, task)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

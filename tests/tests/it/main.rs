@@ -14,6 +14,7 @@ mod daemon;
 mod layers;
 mod local_model;
 mod memory;
+mod planner;
 mod processes;
 mod providers;
 mod real_model;

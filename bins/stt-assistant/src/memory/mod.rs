@@ -361,6 +361,18 @@ impl Memory {
         .await
     }
 
+    /// A `task` request answered against the planner's tables (`stt-ctl task`).
+    pub async fn plans(&self, request: stt_proto::TaskRequest) -> Reply<plans::Answer> {
+        self.ask(move |store, _| {
+            let today = tools::local_date(store.now());
+            plans::answer(store, &request, &today).map_err(|e| match e {
+                Ok(why) => Refusal::Missing(why).into(),
+                Err(fault) => fault.into(),
+            })
+        })
+        .await
+    }
+
     /// Items, newest first: of one kind or all, archived ones too or not.
     pub async fn list(&self, kind: Option<Kind>, archived: bool, limit: usize) -> Reply<Vec<Item>> {
         self.ask(move |store, _| {

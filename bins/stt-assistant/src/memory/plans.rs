@@ -228,6 +228,139 @@ pub fn action_line(action: &NextAction) -> String {
     line
 }
 
+/// A task as a `task_output` lists it.
+pub fn task_entry(task: &Task) -> stt_proto::TaskEntry {
+    stt_proto::TaskEntry {
+        id: task.id,
+        title: task.title.clone(),
+        goal: task.goal.clone(),
+        status: task.status.as_str().to_owned(),
+        priority: task.priority,
+        due: task.due.clone(),
+        phases: task
+            .phases
+            .iter()
+            .map(|p| stt_proto::PlanPhase {
+                title: p.title.clone(),
+                done: p.done,
+                items: p
+                    .items
+                    .iter()
+                    .map(|i| stt_proto::PlanItem {
+                        id: i.id,
+                        day: i.day.clone(),
+                        text: i.text.clone(),
+                        done: i.done,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn action_entry(a: &NextAction) -> stt_proto::NextAction {
+    stt_proto::NextAction {
+        task: a.task,
+        task_title: a.task_title.clone(),
+        item: a.item,
+        text: a.text.clone(),
+        day: a.day.clone(),
+        priority: a.priority,
+        overdue: a.overdue,
+    }
+}
+
+/// What a `task` request is answered with: the text a person reads, and the tasks or next
+/// actions it lists.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Answer {
+    pub text: String,
+    pub tasks: Vec<stt_proto::TaskEntry>,
+    pub next: Vec<stt_proto::NextAction>,
+}
+
+/// Answers a `task` request (`stt-ctl task`) against the store; `today` is the local date.
+/// A wrong argument or an id the store lacks is `Err(Ok(why))`, a fault of the store
+/// `Err(Err(e))`.
+pub fn answer(
+    store: &mut Store,
+    request: &stt_proto::TaskRequest,
+    today: &str,
+) -> Result<Answer, std::result::Result<String, stt_memory::MemoryError>> {
+    use stt_memory::MemoryError::{Invalid, NotFound};
+    use stt_proto::TaskRequest as R;
+    let person = |e: stt_memory::MemoryError| match e {
+        Invalid(why) => Ok(why),
+        NotFound { what, id } => {
+            Ok(format!("there is no {what} {id}: `stt-ctl task list` shows them"))
+        }
+        fault => Err(fault),
+    };
+    let shown = |task: Task| Answer {
+        text: task_text(&task),
+        tasks: vec![task_entry(&task)],
+        next: Vec::new(),
+    };
+    match request {
+        R::List { status } => {
+            let status = match status.as_deref().map(str::trim) {
+                None | Some("" | "all") => None,
+                Some(s) => Some(Status::parse(s).ok_or_else(|| {
+                    Ok(format!("no status '{s}': open, active, done or dropped"))
+                })?),
+            };
+            let tasks = store.tasks(status).map_err(person)?;
+            let text = if tasks.is_empty() {
+                "no tasks".to_owned()
+            } else {
+                tasks.iter().map(task_line).collect::<Vec<_>>().join("\n")
+            };
+            Ok(Answer { text, tasks: tasks.iter().map(task_entry).collect(), next: Vec::new() })
+        }
+        R::Show { id } => store.task(*id).map(shown).map_err(person),
+        R::Add { title, goal, due, priority } => {
+            let task = NewTask {
+                title: title.clone(),
+                goal: goal.clone().unwrap_or_default(),
+                priority: priority.unwrap_or(planner::DEFAULT_PRIORITY),
+                due: due.clone().filter(|d| !d.trim().is_empty()),
+            };
+            let id = store.create_task(&task).map_err(person)?;
+            store.task(id).map(shown).map_err(person)
+        }
+        R::Done { id, item: false } => {
+            store.set_task_status(*id, Status::Done).map_err(person)?;
+            store.task(*id).map(shown).map_err(person)
+        }
+        R::Done { id, item: true } => {
+            let checked = store.mark_item_done(*id).map_err(person)?;
+            let task = store
+                .tasks(None)
+                .map_err(person)?
+                .into_iter()
+                .find(|t| t.phases.iter().flat_map(|p| &p.items).any(|i| i.id == *id));
+            let mut answer = task.map(shown).unwrap_or_default();
+            let said = match checked {
+                c if c.task_done => format!("item {id} done; that was the last: the task is done"),
+                c if c.phase_done => format!("item {id} done; its phase is finished"),
+                _ => format!("item {id} done"),
+            };
+            answer.text = format!("{said}\n{}", answer.text);
+            Ok(answer)
+        }
+        R::Next { limit } => {
+            let limit = limit.map_or(NEXT_ACTIONS, |l| l as usize);
+            let actions = store.next_actions(today, limit).map_err(person)?;
+            let text = if actions.is_empty() {
+                "nothing to do: no open tasks".to_owned()
+            } else {
+                actions.iter().map(action_line).collect::<Vec<_>>().join("\n")
+            };
+            Ok(Answer { text, tasks: Vec::new(), next: actions.iter().map(action_entry).collect() })
+        }
+    }
+}
+
 /// The phases `args` gives, or what is wrong with them.
 fn phases(args: &Value) -> Result<Vec<NewPhase>, String> {
     let Some(given) = args.get("phases").and_then(Value::as_array) else {

@@ -73,6 +73,50 @@ impl Owner {
         });
     }
 
+    /// `task`: the planner's tasks, which memory's database keeps. A malformed request is
+    /// refused at once; the answer is sent from the helper that waits for memory.
+    pub(super) fn task_request(
+        &mut self,
+        request: stt_proto::TaskRequest,
+        reply: oneshot::Sender<AssistantEvent>,
+    ) {
+        let refuse = |reply: oneshot::Sender<AssistantEvent>, code, message: String| {
+            let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(code, message)));
+        };
+        let Some(memory) = self.memory.clone() else {
+            return refuse(
+                reply,
+                ErrorCode::MemoryOff,
+                "the planner keeps its tasks in memory, which is off: set [memory].enabled = \
+                 true in the config and restart the assistant"
+                    .into(),
+            );
+        };
+        if let Err(why) = task_request_is_whole(&request) {
+            return refuse(reply, ErrorCode::BadMessage, why);
+        }
+        self.help(async move {
+            let event = match memory.plans(request).await {
+                Ok(answer) => AssistantEvent::TaskOutput {
+                    text: answer.text,
+                    tasks: answer.tasks,
+                    next: answer.next,
+                },
+                Err(Refusal::Missing(why)) => {
+                    AssistantEvent::Error(ErrorMsg::new(ErrorCode::NotFound, why))
+                }
+                Err(Refusal::Off(why)) => {
+                    AssistantEvent::Error(ErrorMsg::new(ErrorCode::MemoryOff, why))
+                }
+                Err(Refusal::Failed(why)) => {
+                    AssistantEvent::Error(ErrorMsg::new(ErrorCode::Memory, why))
+                }
+            };
+            let _ = reply.send(event);
+            Helped::Nothing
+        });
+    }
+
     /// Memory answered a `memory` request: `forget` is audited, and the reply goes out.
     pub(super) fn memory_done(&mut self, reply: oneshot::Sender<AssistantEvent>, done: MemoryDone) {
         let MemoryDone { request, answer } = done;
@@ -106,6 +150,23 @@ impl Owner {
         }
         let _ = reply.send(reply_of(answer));
     }
+}
+
+/// Why a `task` request cannot be what a person meant, if it cannot: a title, a date and a
+/// priority the planner takes.
+fn task_request_is_whole(request: &stt_proto::TaskRequest) -> Result<(), String> {
+    if let stt_proto::TaskRequest::Add { title, due, priority, .. } = request {
+        if title.trim().is_empty() {
+            return Err("a task needs a title".into());
+        }
+        if let Some(due) = due.as_deref().filter(|d| !d.trim().is_empty()) {
+            stt_memory::planner::check_date(due.trim()).map_err(|e| e.to_string())?;
+        }
+        if let Some(p) = priority.filter(|p| !stt_memory::planner::PRIORITIES.contains(p)) {
+            return Err(format!("priority {p}: give 1 (the highest) to 5 (the lowest)"));
+        }
+    }
+    Ok(())
 }
 
 /// What `memory dreams` says first while dreams do not start on their own.

@@ -404,6 +404,7 @@ impl Owner {
         match request {
             Request::ChatCommand { line } => self.slash(&line, reply),
             Request::Memory(request) => self.memory_request(request, reply),
+            Request::Task(request) => self.task_request(request, reply),
             request => {
                 let answer = self.request(&request);
                 if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
