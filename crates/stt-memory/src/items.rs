@@ -528,7 +528,8 @@ impl Store {
                 "DELETE FROM links; DELETE FROM provenance; DELETE FROM items;
                  DELETE FROM log; DELETE FROM sessions; DELETE FROM vectors; DELETE FROM dreams;
                  DELETE FROM log_fts; DELETE FROM tree_messages; DELETE FROM tree_fts;
-                 DELETE FROM tree_nodes;",
+                 DELETE FROM tree_nodes; DELETE FROM plan_items; DELETE FROM phases;
+                 DELETE FROM tasks;",
             )
             .map_err(sql)
         })?;

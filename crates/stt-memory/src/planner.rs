@@ -697,6 +697,18 @@ mod tests {
     }
 
     #[test]
+    fn forgetting_everything_forgets_the_tasks_too() {
+        let (_dir, mut store) = store();
+        let id = store.create_task(&task("Call the notary quxbar77", 3, None)).unwrap();
+        store.set_plan(id, &[phase("P", &[("2026-12-07", "bring zzplanword9")])]).unwrap();
+        store.forget_all().unwrap();
+        assert!(store.tasks(None).unwrap().is_empty());
+        let bytes = std::fs::read(store.path()).unwrap();
+        let found = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+        assert!(!found(b"quxbar77") && !found(b"zzplanword9"), "left in the file");
+    }
+
+    #[test]
     fn what_was_committed_survives_the_process_dying() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("memory.db");
