@@ -121,6 +121,8 @@ pub enum Command {
     ToggleVoice,
     /// The triage panel shown or hidden.
     ToggleTriage,
+    /// The planner's next actions, in the conversation pane.
+    NextActions,
     /// Open the chat line, empty.
     OpenChat,
     /// Open the chat line with a `/` typed, for a slash command.
@@ -249,6 +251,14 @@ pub const BINDINGS: &[Binding] = &[
         label: "g",
         does: "show or hide the triage panel, with [triage] on (docs/TRIAGE.md)",
         short: "g",
+        hints: &[],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('w'), Command::NextActions)],
+        label: "w",
+        does: "what to do next: the planner's next actions, in the conversation pane (task next)",
+        short: "w",
         hints: &[],
     },
     Binding {

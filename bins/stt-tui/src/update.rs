@@ -137,6 +137,7 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         }
         Command::ToggleChat => send(Request::ChatToggle),
         Command::ToggleVoice => send(Request::VoiceToggle),
+        Command::NextActions => send(Request::Task(stt_proto::TaskRequest::Next { limit: None })),
         Command::ToggleTriage => {
             if state.options.triage {
                 state.triage_shown = !state.triage_shown;
@@ -495,6 +496,13 @@ fn reply(
                 }
             }
             push_error(state, error);
+        }
+        // What to do next, asked with its key: a line each.
+        Ok(AssistantEvent::TaskOutput { text, .. }) => {
+            state.push_entry(Entry::Notice("what to do next (stt-ctl task next):".into()));
+            for line in text.lines() {
+                state.push_entry(Entry::Notice(format!("  {line}")));
+            }
         }
         // A slash command's `chat_output` comes to every viewer as a `note` chat message too:
         // that one is shown, this one would be a second copy.

@@ -697,3 +697,21 @@ async fn a_key_or_the_end_of_a_reply_draws_at_once_while_tokens_stream() {
     let (shown, _) = run_script(script).await.unwrap();
     assert!(shown.contains("assistant: Why did the chicken cross the road?"), "{shown}");
 }
+
+#[test]
+fn w_asks_what_to_do_next_and_shows_it_line_by_line() {
+    let (mut state, _) = after(connected());
+    let next = Request::Task(stt_proto::TaskRequest::Next { limit: None });
+    assert_eq!(feed(&mut state, [key('w')]), [Effect::Send(next.clone())]);
+    let answer = r#"{"type":"task_output","text":"item 3: Write a small CLI (task 1 Learn Rust), on 2026-12-14\ntask 2: Paint the fence","tasks":[],"next":[]}"#;
+    feed(&mut state, [reply(next, answer)]);
+    let shown: Vec<&Entry> = state.entries.iter().rev().take(3).collect();
+    assert_eq!(
+        shown,
+        [
+            &Entry::Notice("  task 2: Paint the fence".into()),
+            &Entry::Notice("  item 3: Write a small CLI (task 1 Learn Rust), on 2026-12-14".into()),
+            &Entry::Notice("what to do next (stt-ctl task next):".into()),
+        ]
+    );
+}
