@@ -348,6 +348,12 @@ async fn run_memory_tool(
             result: format!("intention {id} was just added: it stays open until it is done"),
         };
     }
+    // A plan the model did not write itself is written by a request of its own.
+    if call.name == crate::memory::plans::BREAK_DOWN_TASK && call.arguments.get("phases").is_none()
+    {
+        let (ok, result) = super::plan::break_down(env, memory, &call.arguments, out).await;
+        return Outcome::Done { ok, result };
+    }
     if call.name == memory_tools::DREAM_NOW {
         out.send(Report::DreamNow);
         return Outcome::Done {

@@ -15,6 +15,7 @@ pub mod chat;
 pub mod command;
 pub mod compact;
 pub mod dream;
+pub mod plan;
 pub mod sentences;
 pub mod tree;
 pub mod triage;

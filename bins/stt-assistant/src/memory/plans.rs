@@ -100,18 +100,19 @@ pub fn spec(name: &str) -> Option<(&'static str, Value, SideEffect)> {
             ),
             SideEffect::Local,
         ),
+        // The model only names the task: the plan is written by a request of its own
+        // (`llm::plan`), so a small model's call stays a line long (written inline, a plan
+        // ran past the reply's token cap). `phases` is how that request stores it.
         BREAK_DOWN_TASK => (
-            "Store a task's plan: phases in order, each with dated day-by-day items.",
+            "Plan a task day by day into phases with dated items. Give its task_id, or a title \
+             to make the task.",
             object(
                 json!({
                     "task_id": task_id,
-                    "phases": {"type": "array", "items": {"type": "object", "properties": {
-                        "title": {"type": "string"},
-                        "items": {"type": "array", "items": {"type": "object", "properties": {
-                            "day": date, "text": {"type": "string"}}, "required": ["day", "text"]}}
-                    }, "required": ["title", "items"]}}
+                    "title": {"type": "string"},
+                    "days": {"type": "integer", "description": "Days the plan spans, from today"}
                 }),
-                &["task_id", "phases"],
+                &[],
             ),
             SideEffect::Local,
         ),
@@ -396,6 +397,12 @@ pub fn call(
         CREATE_TASK => {
             let priority = int(args, "priority").unwrap_or(i64::from(planner::DEFAULT_PRIORITY));
             let due = Some(text(args, "due").to_owned()).filter(|d| !d.is_empty());
+            // A small model knows no date: one in the past is a guess.
+            if let Some(due) =
+                due.as_deref().filter(|d| planner::check_date(d).is_ok() && *d < today)
+            {
+                return Ok(Called::failed(format!("{due} has passed: today is {today}")));
+            }
             let task = NewTask {
                 title: text(args, "title").to_owned(),
                 goal: text(args, "goal").to_owned(),
@@ -403,7 +410,10 @@ pub fn call(
                 due,
             };
             store.create_task(&task).map(|id| {
-                format!("task {id} made: {}; break it down with break_down_task", task.title)
+                format!(
+                    "task {id} made: {} (today is {today}); break_down_task plans it",
+                    task.title
+                )
             })
         }
         BREAK_DOWN_TASK => {
@@ -412,6 +422,15 @@ pub fn call(
                 Ok(phases) => phases,
                 Err(why) => return Ok(Called::failed(why)),
             };
+            let past = phases
+                .iter()
+                .flat_map(|p| &p.items)
+                .find(|(day, _)| planner::check_date(day).is_ok() && day.as_str() < today);
+            if let Some((day, _)) = past {
+                return Ok(Called::failed(format!(
+                    "{day} has passed: today is {today}, so the plan starts today or later"
+                )));
+            }
             store.set_plan(id, &phases).and_then(|()| store.task(id)).map(|task| task_text(&task))
         }
         LIST_TASKS => {
@@ -601,6 +620,16 @@ mod tests {
             (CREATE_TASK, json!({"title": "x", "priority": 9}), "1 (the highest) to 5"),
             (BREAK_DOWN_TASK, json!({"phases": []}), "task_id"),
             (BREAK_DOWN_TASK, json!({"task_id": 1}), "give 'phases'"),
+            (
+                CREATE_TASK,
+                json!({"title": "x", "due": "2023-04-15"}),
+                "2023-04-15 has passed: today is 2026-12-07",
+            ),
+            (
+                BREAK_DOWN_TASK,
+                json!({"task_id": 1, "phases": [{"title": "A", "items": [{"day": "2026-12-01", "text": "b"}]}]}),
+                "today is 2026-12-07",
+            ),
             (BREAK_DOWN_TASK, json!({"task_id": 1, "phases": [{"title": "A"}]}), "no 'items'"),
             (
                 BREAK_DOWN_TASK,
