@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::tool_results;
+
 use std::sync::{Arc, Mutex};
 
 use common::run;
@@ -16,7 +18,6 @@ use stt_assistant::llm::{self, Chat, End, JobEnv, Report, Work};
 use stt_assistant::memory::{self, Episode, Memory};
 use stt_assistant::turn::ChatTurn;
 use stt_memory::Role;
-use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
 
 fn env(server: &LlmServer, memory: Memory) -> JobEnv {
@@ -31,18 +32,6 @@ fn open(dir: &std::path::Path) -> Memory {
 /// test kit's deadline.
 async fn until(what: &str, done: impl Fn() -> bool) {
     stt_testkit::until(what, stt_testkit::DEADLINE, done).await;
-}
-
-fn tool_results(reports: &[Report]) -> Vec<(String, bool, String)> {
-    reports
-        .iter()
-        .filter_map(|r| match r {
-            Report::Publish(AssistantEvent::ToolResult(t)) => {
-                Some((t.tool.clone(), t.ok, t.result.clone()))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 fn system_of(request: &Value) -> String {

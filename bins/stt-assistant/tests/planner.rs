@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::tool_results;
+
 use serde_json::json;
-use stt_assistant::llm::{Report, Work};
+use stt_assistant::llm::Work;
 use stt_assistant::memory::Episode;
-use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::{LlmServer, Script};
 
 fn command(text: &str, n: u64) -> Work {
@@ -21,18 +22,6 @@ fn day(days: i64) -> String {
     (chrono::Local::now().date_naive() + chrono::Days::new(days.unsigned_abs()))
         .format("%Y-%m-%d")
         .to_string()
-}
-
-fn tool_results(reports: &[Report]) -> Vec<(String, bool, String)> {
-    reports
-        .iter()
-        .filter_map(|r| match r {
-            Report::Publish(AssistantEvent::ToolResult(t)) => {
-                Some((t.tool.clone(), t.ok, t.result.clone()))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]

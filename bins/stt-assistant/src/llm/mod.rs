@@ -130,6 +130,30 @@ impl Chat {
     }
 }
 
+/// A request of background work that wants one answer, no tools and no streaming, as
+/// repeatable as the model allows (temperature 0), in the slot chat's background work uses:
+/// triage's extraction and the planner's plans.
+pub fn one_answer<'a>(messages: &'a [Message], max_tokens: u32) -> Request<'a> {
+    Request {
+        messages,
+        tools: &[],
+        stream: false,
+        max_tokens,
+        temperature: 0.0,
+        resume: None,
+        slot: Some(SLOT_OTHER),
+    }
+}
+
+/// The JSON object a reply holds: from its first `{` to its last `}` (so a code fence or a
+/// sentence around it does no harm), or, in words the model is told, that there is none.
+pub fn json_object(reply: &str) -> Result<&str, String> {
+    match (reply.find('{'), reply.rfind('}')) {
+        (Some(from), Some(to)) if from < to => Ok(&reply[from..=to]),
+        _ => Err("there is no JSON object in it".into()),
+    }
+}
+
 /// A rough token count: about four characters per token, plus a few per message.
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4) + 4

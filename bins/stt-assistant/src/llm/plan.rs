@@ -6,9 +6,9 @@
 //! or an answer off the shape, is sent back once with what was wrong.
 
 use serde_json::{Value, json};
-use stt_llm::{Message, Request};
+use stt_llm::Message;
 
-use super::{JobEnv, Report, SLOT_OTHER, complete};
+use super::{JobEnv, Report, complete, json_object, one_answer};
 use crate::lane::Sink;
 use crate::memory::{self, Memory};
 
@@ -73,15 +73,7 @@ pub async fn break_down(
     ];
     let mut why = String::new();
     for _ in 0..2 {
-        let request = Request {
-            messages: &messages,
-            tools: &[],
-            stream: false,
-            max_tokens: MAX_TOKENS,
-            temperature: 0.0,
-            resume: None,
-            slot: Some(SLOT_OTHER),
-        };
+        let request = one_answer(&messages, MAX_TOKENS);
         let reply = match complete(env, client, &request, out, |_| {}).await {
             Ok(reply) => reply,
             Err(e) => return (false, env.explain(&e)),
@@ -120,13 +112,7 @@ fn whole(v: &Value) -> Option<i64> {
 /// The `phases` array of a reply holding one JSON object (a code fence around it allowed), or
 /// what is wrong with it, in words the model is told.
 fn phases_in(reply: &str) -> Result<Value, String> {
-    let (Some(from), Some(to)) = (reply.find('{'), reply.rfind('}')) else {
-        return Err("there is no JSON object in it".into());
-    };
-    if from > to {
-        return Err("there is no JSON object in it".into());
-    }
-    let object: Value = serde_json::from_str(&reply[from..=to]).map_err(|e| e.to_string())?;
+    let object: Value = serde_json::from_str(json_object(reply)?).map_err(|e| e.to_string())?;
     match object.get("phases") {
         Some(phases @ Value::Array(_)) => Ok(phases.clone()),
         _ => Err("it has no \"phases\" list".into()),

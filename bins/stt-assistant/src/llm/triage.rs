@@ -5,10 +5,10 @@
 //! conversation: a request of its own, in the slot chat's background work uses.
 
 use serde::Deserialize;
-use stt_llm::{Message, Request};
+use stt_llm::Message;
 use stt_proto::{TriageContent, TriageTask};
 
-use super::{JobEnv, Report, SLOT_OTHER, complete};
+use super::{JobEnv, Report, complete, json_object, one_answer};
 use crate::lane::Sink;
 
 /// A window to extract from, as the owner hands it to the queue.
@@ -58,15 +58,7 @@ pub async fn run(env: &JobEnv, window: Extraction, out: &Sink<Report>) {
     let mut messages = vec![Message::system(SYSTEM), Message::user(ask(&window))];
     let mut outcome = Err(String::new());
     for attempt in 0..2 {
-        let request = Request {
-            messages: &messages,
-            tools: &[],
-            stream: false,
-            max_tokens: MAX_TOKENS,
-            temperature: 0.0,
-            resume: None,
-            slot: Some(SLOT_OTHER),
-        };
+        let request = one_answer(&messages, MAX_TOKENS);
         let reply = match complete(env, client, &request, out, |_| {}).await {
             Ok(reply) => reply,
             Err(e) => {
@@ -127,14 +119,7 @@ const PRONOUNS: [&str; 12] =
 /// The content of a reply that fits the shape (a code fence around it is allowed), or what
 /// is wrong with it, in words the model is told.
 pub fn parse(reply: &str) -> Result<TriageContent, String> {
-    let text = reply.trim();
-    let (Some(from), Some(to)) = (text.find('{'), text.rfind('}')) else {
-        return Err("there is no JSON object in it".into());
-    };
-    if from > to {
-        return Err("there is no JSON object in it".into());
-    }
-    let shape: Shape = serde_json::from_str(&text[from..=to]).map_err(|e| e.to_string())?;
+    let shape: Shape = serde_json::from_str(json_object(reply)?).map_err(|e| e.to_string())?;
     let clean = |s: String| Some(s.trim().to_owned()).filter(|s| !s.is_empty() && s != "null");
     let tasks = shape
         .tasks

@@ -48,9 +48,6 @@ impl Owner {
         request: MemoryRequest,
         reply: oneshot::Sender<AssistantEvent>,
     ) {
-        let refuse = |reply: oneshot::Sender<AssistantEvent>, code, message: String| {
-            let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(code, message)));
-        };
         let Some(memory) = self.memory.clone() else {
             return refuse(
                 reply,
@@ -80,9 +77,6 @@ impl Owner {
         request: stt_proto::TaskRequest,
         reply: oneshot::Sender<AssistantEvent>,
     ) {
-        let refuse = |reply: oneshot::Sender<AssistantEvent>, code, message: String| {
-            let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(code, message)));
-        };
         let Some(memory) = self.memory.clone() else {
             return refuse(
                 reply,
@@ -167,6 +161,11 @@ fn task_request_is_whole(request: &stt_proto::TaskRequest) -> Result<(), String>
         }
     }
     Ok(())
+}
+
+/// Answers a request with an error (a client that hung up has no reply to read).
+fn refuse(reply: oneshot::Sender<AssistantEvent>, code: ErrorCode, message: String) {
+    let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(code, message)));
 }
 
 /// What `memory dreams` says first while dreams do not start on their own.

@@ -61,6 +61,19 @@ pub fn memory(dir: &std::path::Path) -> Memory {
         .expect("memory opens")
 }
 
+/// The tool results among `reports`: (tool, ok, result).
+pub fn tool_results(reports: &[Report]) -> Vec<(String, bool, String)> {
+    reports
+        .iter()
+        .filter_map(|r| match r {
+            Report::Publish(stt_proto::AssistantEvent::ToolResult(t)) => {
+                Some((t.tool.clone(), t.ok, t.result.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Runs `work` to its end (within 20 s); returns every report.
 pub async fn run(env: &JobEnv, work: Work) -> Vec<Report> {
     let reports = tokio::time::timeout(Duration::from_secs(20), llm::run_to_end(env, work))
