@@ -86,16 +86,8 @@ fn the_local_model_makes_a_task_and_breaks_it_into_dated_items() {
     let _turn = crate::one_at_a_time();
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
-    let mut config = format!(
-        "[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n[assistant]\nmax_tool_iterations = 6\n",
-        server.port
-    );
-    for id in ["ollama", "lmstudio"] {
-        config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
-    }
-    std::fs::write(sandbox.config_file(), config).unwrap();
+    let more = "[assistant]\nmax_tool_iterations = 6\n";
+    crate::real_model::autodetect_with(&sandbox, &server, more);
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
     let seen = watch_attached(&sandbox, DEADLINE);
     // No microphone: the daemon only has to be there for a command to run.

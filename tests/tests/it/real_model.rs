@@ -32,9 +32,15 @@ pub const MODEL_DEADLINE: Duration = Duration::from_secs(240);
 /// itself: on `local_port`, where `stt-daemon up` runs its own (the other local providers'
 /// ports are pointed where nothing answers, so that nothing else on the machine is found).
 fn autodetect(sandbox: &Sandbox, server: &Server) {
+    autodetect_with(sandbox, server, "");
+}
+
+/// [`autodetect`], with `more` config (other sections) before it.
+pub fn autodetect_with(sandbox: &Sandbox, server: &Server, more: &str) {
     let dead = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
-    let mut config = format!("[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n", server.port);
+    let mut config =
+        format!("{more}[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n", server.port);
     for id in ["ollama", "lmstudio"] {
         config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
     }

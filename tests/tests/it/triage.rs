@@ -157,16 +157,7 @@ fn a_sure_sentence_gets_content_from_the_real_local_model() {
     let _turn = crate::one_at_a_time();
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let dead = format!("http://127.0.0.1:{dead}/v1/chat/completions");
-    let mut config = format!(
-        "[triage]\nenabled = true\n[llm]\nlocal_port = {}\nrequest_timeout_s = 180\n",
-        server.port
-    );
-    for id in ["ollama", "lmstudio"] {
-        config.push_str(&format!("[llm.providers.{id}]\nendpoint = \"{dead}\"\n"));
-    }
-    std::fs::write(sandbox.config_file(), config).unwrap();
+    crate::real_model::autodetect_with(&sandbox, &server, "[triage]\nenabled = true\n");
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
     let seen = watch_attached(&sandbox, DEADLINE);
     let said = "I need to renew my car insurance before the end of the month.";

@@ -10,6 +10,7 @@ use stt_llm::Message;
 
 use super::{JobEnv, Report, complete, json_object, one_answer};
 use crate::lane::Sink;
+use crate::memory::plans::whole;
 use crate::memory::{self, Memory};
 
 /// The system prompt.
@@ -101,12 +102,6 @@ pub async fn break_down(
         )));
     }
     (false, format!("the plan could not be written: {why}"))
-}
-
-fn whole(v: &Value) -> Option<i64> {
-    v.as_i64()
-        .or_else(|| v.as_f64().filter(|n| n.fract() == 0.0).map(|n| n as i64))
-        .or_else(|| v.as_str()?.trim().parse().ok())
 }
 
 /// The `phases` array of a reply holding one JSON object (a code fence around it allowed), or

@@ -165,12 +165,16 @@ pub fn spec(name: &str) -> Option<(&'static str, Value, SideEffect)> {
     })
 }
 
-/// A whole number in any JSON spelling: 7, 7.0 or "7".
-fn int(args: &Value, key: &str) -> Option<i64> {
-    let v = args.get(key)?;
+/// A whole number in any JSON spelling: 7, 7.0 (the tool-call parser takes a whole float for
+/// an integer, as JSON Schema does) or "7".
+pub fn whole(v: &Value) -> Option<i64> {
     v.as_i64()
         .or_else(|| v.as_f64().filter(|n| n.fract() == 0.0).map(|n| n as i64))
         .or_else(|| v.as_str()?.trim().parse().ok())
+}
+
+fn int(args: &Value, key: &str) -> Option<i64> {
+    whole(args.get(key)?)
 }
 
 fn text<'a>(args: &'a Value, key: &str) -> &'a str {

@@ -327,12 +327,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
     let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::trim).unwrap_or("");
     // An id as a whole number in any JSON spelling: 7, 7.0 (the tool-call parser takes a
     // whole float for an integer, as JSON Schema does) or "7".
-    let whole = |v: &Value| v.as_f64().filter(|n| n.fract() == 0.0).map(|n| n as i64);
-    let int = |key: &str| {
-        args.get(key).and_then(|v| {
-            v.as_i64().or_else(|| whole(v)).or_else(|| v.as_str()?.trim().parse().ok())
-        })
-    };
+    let int = |key: &str| args.get(key).and_then(plans::whole);
     let ids = |key: &str| -> Vec<LogId> {
         let given: Vec<LogId> = args
             .get(key)
@@ -340,9 +335,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             .into_iter()
             .flatten()
             .filter_map(|v| {
-                v.as_i64()
-                    .or_else(|| whole(v))
-                    .or_else(|| v.as_str()?.trim_start_matches('L').parse().ok())
+                plans::whole(v).or_else(|| v.as_str()?.trim_start_matches('L').parse().ok())
             })
             .map(LogId)
             .collect();

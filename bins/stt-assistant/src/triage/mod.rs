@@ -179,3 +179,26 @@ fn serve(size: usize, asks: &mpsc::Receiver<Ask>, reports: &Sink<Report>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_examples_are_read_and_a_bad_line_names_the_file_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(OWN_EXAMPLES);
+        assert_eq!(own_examples(&path), Ok(Vec::new()), "no file: none of the user's");
+        std::fs::write(&path, "# mine\nrequest\tPing the on-call engineer.\n").unwrap_or_default();
+        let read = own_examples(&path).unwrap_or_default();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].text, "Ping the on-call engineer.");
+        std::fs::write(&path, "request\tfine\nreminder\tnot a label\n").unwrap_or_default();
+        let why = own_examples(&path).unwrap_err();
+        assert!(why.contains(OWN_EXAMPLES) && why.contains("line 2"), "{why}");
+        assert!(
+            why.contains("unknown label \"reminder\"") && why.contains("docs/TRIAGE.md"),
+            "{why}"
+        );
+    }
+}
