@@ -103,6 +103,7 @@ fn env(url: String, max_tokens: u32, memory: Memory) -> JobEnv {
         compaction_max_tokens: 300,
         compaction_system_prompt: "Summarize.".into(),
         trim_block_turns: 2,
+        proactive: true,
     };
     JobEnv {
         client: Some(client),

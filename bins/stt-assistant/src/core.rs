@@ -228,6 +228,11 @@ impl Core {
         effects
     }
 
+    /// Whether someone is speaking, or has spoken a turn that has not settled yet.
+    pub fn hearing(&self) -> bool {
+        self.settle.hearing()
+    }
+
     /// When the turn being spoken settles if nothing else happens ([`Core::turn_due`]).
     pub fn turn_deadline(&self) -> Option<Instant> {
         self.settle.deadline()

@@ -43,6 +43,7 @@ pub mod timers;
 pub mod triage;
 pub mod turn;
 pub mod voice;
+pub mod wake;
 pub mod writer;
 
 use std::path::PathBuf;
@@ -115,6 +116,11 @@ pub struct Settings {
     /// The triage lane, and the confidence that asks for an extraction; `None` when
     /// `[triage].enabled` is false.
     pub triage: Option<(triage::Settings, f32)>,
+    /// The assistant speaking up on its own (`[planner]`); `None` when `proactive` is off or
+    /// memory (where the planner keeps its tasks) is.
+    pub wake: Option<wake::Settings>,
+    /// The local time the loop goes by (a test sets its own).
+    pub clock: wake::Clock,
 }
 
 impl Settings {
@@ -150,6 +156,7 @@ impl Settings {
                 compaction_max_tokens: a.compaction_max_tokens,
                 compaction_system_prompt: a.compaction_system_prompt.clone(),
                 trim_block_turns: a.trim_block_turns,
+                proactive: config.planner.proactive && config.memory.enabled,
             },
             tools: config.tools.command.clone(),
             audit_dir: a.audit.then(|| data.join("audit")),
@@ -168,6 +175,12 @@ impl Settings {
                 config.voice.enabled,
             ),
             triage: triage_settings(config, env)?,
+            wake: (config.planner.proactive && config.memory.enabled).then(|| wake::Settings {
+                // Checked when the config was loaded.
+                hours: config.planner.dnd_minutes().ok().flatten().map(wake::Hours::new),
+                file: state.join(wake::FILE),
+            }),
+            clock: wake::Clock::System,
         })
     }
 }
@@ -326,8 +339,10 @@ pub async fn serve(
     let publisher = Publisher::default();
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
     let tools = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
-    if let Some(name) =
-        tools.specs().map(|s| s.name.as_str()).find(|n| memory::tools::is_memory_tool(n))
+    if let Some(name) = tools
+        .specs()
+        .map(|s| s.name.as_str())
+        .find(|n| memory::tools::is_memory_tool(n) || wake::TOOLS.contains(n))
     {
         anyhow::bail!(
             "[[tools.command]] '{name}' has the name of one of memory's tools; choose another name"
@@ -385,6 +400,8 @@ pub async fn serve(
             memory,
             voice: settings.voice.clone(),
             triage: settings.triage.clone(),
+            wake: settings.wake.clone(),
+            clock: settings.clock,
         },
         inputs_tx.clone(),
     );

@@ -25,6 +25,8 @@ pub enum JobKind {
     Command,
     /// A chat turn.
     Chat,
+    /// The assistant speaking up on its own (a reminder, when it wakes).
+    Proactive,
     /// The memory tree's next summary.
     Tree,
     /// Memory's consolidation.
@@ -114,8 +116,14 @@ impl Rule {
 
 impl JobKind {
     /// Every kind, in priority order.
-    pub const ALL: [JobKind; 5] =
-        [JobKind::Command, JobKind::Chat, JobKind::Tree, JobKind::Dream, JobKind::Triage];
+    pub const ALL: [JobKind; 6] = [
+        JobKind::Command,
+        JobKind::Chat,
+        JobKind::Proactive,
+        JobKind::Tree,
+        JobKind::Dream,
+        JobKind::Triage,
+    ];
 
     /// This kind's row.
     pub const fn rule(self) -> Rule {
@@ -138,11 +146,23 @@ impl JobKind {
                 aborts: true,
                 newest: false,
             },
+            // Below a person's work, above background work: a reminder is of the moment. It
+            // never talks over anyone (it stops for speech too) and is dropped when stopped:
+            // the next wake-up comes anyway, and a stale reminder is worse than none.
+            JobKind::Proactive => Rule {
+                priority: 2,
+                person: false,
+                yields: Yields::Speech,
+                tools: true,
+                resumes: Resumes::Never,
+                aborts: true,
+                newest: true,
+            },
             // A summary gives way to a person's job, not to talk nobody asks the model about
             // (in a busy room it would never be written), and goes on right after: the chat's
             // context stays bounded only while summaries keep up.
             JobKind::Tree => Rule {
-                priority: 2,
+                priority: 3,
                 person: false,
                 yields: Yields::Person,
                 tools: false,
@@ -151,7 +171,7 @@ impl JobKind {
                 newest: false,
             },
             JobKind::Dream => Rule {
-                priority: 3,
+                priority: 4,
                 person: false,
                 yields: Yields::Speech,
                 tools: true,
@@ -162,7 +182,7 @@ impl JobKind {
             // Display only, and about what was just said: the last in line, stopped for a
             // person and then dropped, and a newer window's ask replaces one still waiting.
             JobKind::Triage => Rule {
-                priority: 4,
+                priority: 5,
                 person: false,
                 yields: Yields::Person,
                 tools: false,
@@ -180,6 +200,7 @@ impl JobKind {
             JobKind::Tree => "tree",
             JobKind::Dream => "dream",
             JobKind::Triage => "triage",
+            JobKind::Proactive => "proactive",
         }
     }
 }
@@ -401,9 +422,10 @@ mod tests {
             [
                 ("command", 0, true, Yields::Never, true, AtOnce, true, false),
                 ("chat", 1, true, Yields::Never, false, AtOnce, true, false),
-                ("tree", 2, false, Yields::Person, false, AtOnce, false, false),
-                ("dream", 3, false, Yields::Speech, true, AfterQuiet, true, false),
-                ("triage", 4, false, Yields::Person, false, Never, true, true),
+                ("proactive", 2, false, Yields::Speech, true, Never, true, true),
+                ("tree", 3, false, Yields::Person, false, AtOnce, false, false),
+                ("dream", 4, false, Yields::Speech, true, AfterQuiet, true, false),
+                ("triage", 5, false, Yields::Person, false, Never, true, true),
             ]
         );
     }
@@ -426,6 +448,7 @@ mod tests {
             [
                 ("command", [false, false, false, false]),
                 ("chat", [false, false, false, false]),
+                ("proactive", [true, true, true, true]),
                 ("tree", [true, true, false, false]),
                 ("dream", [true, true, true, true]),
                 ("triage", [true, true, false, false]),

@@ -104,6 +104,11 @@ impl Settle {
         Self { quiet, turns: VecDeque::new() }
     }
 
+    /// Whether someone is in the middle of a turn: speech heard that has not settled.
+    pub fn hearing(&self) -> bool {
+        !self.turns.is_empty()
+    }
+
     /// The turn that takes new speech.
     fn current(&mut self) -> &mut Gathering {
         if self.turns.back().is_none_or(|t| t.closed) {

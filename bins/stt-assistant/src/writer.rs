@@ -24,6 +24,7 @@ enum Write {
     ForgetSession(PathBuf),
     Action(Box<ActionRecord>),
     Speaker(SpeakerRecord),
+    Wake(PathBuf, crate::wake::Saved),
 }
 
 /// A write that failed, worded for a person.
@@ -67,6 +68,11 @@ impl Writer {
     /// Deletes the chat session file at `path`.
     pub fn forget_session(&self, path: PathBuf) {
         self.send(Write::ForgetSession(path));
+    }
+
+    /// Saves the next wake-up and the quiet asked for at `path`, replacing the file.
+    pub fn save_wake(&self, path: PathBuf, saved: crate::wake::Saved) {
+        self.send(Write::Wake(path, saved));
     }
 
     /// Appends a tool call's record to the audit log (when it is on).
@@ -134,6 +140,16 @@ pub fn spawn(
                 (Write::ForgetSession(path), _) => session::remove(path).map_err(|e| {
                     format!("cannot delete the saved conversation {}: {e}", path.display())
                 }),
+                (Write::Wake(path, saved), _) => serde_json::to_vec_pretty(saved)
+                    .map_err(std::io::Error::other)
+                    .and_then(|json| names::write_private(path, &json))
+                    .map_err(|e| {
+                        format!(
+                            "the next wake-up is kept until the assistant restarts: cannot save \
+                             it to {}: {e}",
+                            path.display()
+                        )
+                    }),
                 (Write::Action(record), Some(log)) => log.append(record, now).map_err(|e| {
                     format!("cannot write the audit log in '{}': {e}", log.dir().display())
                 }),

@@ -12,14 +12,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::{DateTime, Local};
+use serde_json::json;
+
+use stt_assistant::wake::Clock;
 use stt_assistant::{Settings, serve};
-use stt_bus::{BoundSocket, Publisher};
+use stt_bus::{BoundSocket, Link, Publisher, Subscription};
 use stt_config::{Config, Env};
 use stt_proto::{
-    AssistantEvent, AudioState, DaemonEvent, DaemonHeartbeat, ErrorCode, Hello, MemoryRequest,
-    Mode, Request, SpeechStart, Status,
+    AssistantEvent, AudioState, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode,
+    Hello, MemoryRequest, Mode, Request, SpeechStart, Status, TaskRequest,
 };
 use stt_testkit::llm_server::{LlmServer, Script};
 use tokio_util::sync::CancellationToken;
@@ -34,11 +39,18 @@ struct Served {
     daemon: Publisher,
     shutdown: CancellationToken,
     assistant: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The assistant's local clock.
+    clock: Clock,
 }
 
 impl Served {
     /// The assistant with `config`, its XDG directories under a temporary one.
     async fn start(config: &Config) -> Self {
+        Self::start_at(config, None).await
+    }
+
+    /// The assistant with `config`, its local clock reading `at` now (else the system's).
+    async fn start_at(config: &Config, at: Option<DateTime<Local>>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         let env = Env::from_vars(
@@ -56,7 +68,11 @@ impl Served {
             shutdown.clone(),
         ));
 
-        let settings = Settings::from_config(config, &env).unwrap();
+        let mut settings = Settings::from_config(config, &env).unwrap();
+        if let Some(at) = at {
+            settings.clock = Clock::starting(at, tokio::time::Instant::now().into_std());
+        }
+        let clock = settings.clock;
         assert!(settings.session_file.starts_with(&root), "{:?}", settings.session_file);
         let control = dir.path().join("stt-assistant.sock");
         let socket = BoundSocket::bind(&control, "stt-assistant").unwrap();
@@ -69,7 +85,7 @@ impl Served {
         })
         .await
         .expect("the assistant subscribes to the daemon");
-        Self { _dir: dir, control, daemon, shutdown, assistant }
+        Self { _dir: dir, control, daemon, shutdown, assistant, clock }
     }
 
     fn beat(&self, seq: u64) {
@@ -88,6 +104,42 @@ impl Served {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
+    }
+
+    /// The local time as the assistant reads it now.
+    fn local(&self) -> DateTime<Local> {
+        self.clock.local(tokio::time::Instant::now().into_std())
+    }
+
+    /// The chat messages every viewer sees from now on.
+    fn messages(&self) -> Arc<Mutex<Vec<ChatMessage>>> {
+        let seen: Arc<Mutex<Vec<ChatMessage>>> = Arc::default();
+        let keep = Arc::clone(&seen);
+        let mut viewer =
+            Subscription::<AssistantEvent>::assistant(self.control.clone(), "test", true);
+        tokio::spawn(async move {
+            loop {
+                if let Link::Event(AssistantEvent::ChatMessage(m)) = viewer.next().await {
+                    keep.lock().unwrap().push(m);
+                }
+            }
+        });
+        seen
+    }
+
+    /// Runs `text` as a typed command and waits for it to end.
+    async fn command(&self, text: &str) {
+        for request in [
+            Request::CommandStart,
+            Request::CommandEdit { text: text.into() },
+            Request::CommandExecute { wait_ms: None },
+        ] {
+            let reply = ask(&self.control, &request).await;
+            assert!(matches!(reply, AssistantEvent::Ack(_)), "{request:?}: {reply:?}");
+        }
+        let long = Duration::from_secs(600);
+        self.until("the command is done", long, |s| s.mode == Mode::Idle && !s.inference_busy)
+            .await;
     }
 
     async fn status(&self) -> Status {
@@ -132,8 +184,11 @@ fn heartbeat(seq: u64) -> DaemonEvent {
     })
 }
 
+/// Asks the assistant. The wait allows an hour of virtual time: while a request waits on
+/// real work (the memory thread, the scripted model) the paused clock jumps from timer to
+/// timer, about a second of it for each millisecond of real time.
 async fn ask(control: &Path, request: &Request) -> AssistantEvent {
-    stt_bus::request(control, "test", request, Duration::from_secs(60)).await.unwrap().event
+    stt_bus::request(control, "test", request, Duration::from_secs(3600)).await.unwrap().event
 }
 
 #[tokio::test(start_paused = true)]
@@ -255,5 +310,138 @@ async fn speech_stops_a_dream_which_goes_on_after_the_quiet() {
         }
         other => panic!("memory dreams answered {other:?}"),
     }
+    served.stop().await;
+}
+
+/// The config of a test against the scripted model: no timeout fires while it answers in
+/// real time (see the top), no embeddings, no tree, dreams only when asked.
+fn scripted(server: &LlmServer) -> Config {
+    let mut config = Config::default();
+    config.llm.endpoint = server.url();
+    config.llm.model = "scripted".into();
+    config.llm.connect_timeout_s = 3600;
+    config.llm.request_timeout_s = 3600;
+    config.memory.embedding_model = PathBuf::new();
+    config.memory.tree = false;
+    config.memory.dream_idle_s = 0;
+    config
+}
+
+/// Today at `hour`:`minute`, local time.
+fn today_at(hour: u32, minute: u32) -> DateTime<Local> {
+    let day = Local::now().date_naive();
+    day.and_hms_opt(hour, minute, 0).unwrap().and_local_timezone(Local).earliest().unwrap()
+}
+
+/// A task due today, so that a proactive turn has something to say.
+async fn task_due_today(served: &Served) {
+    let add = TaskRequest::Add {
+        title: "Renew the passport".into(),
+        goal: None,
+        due: Some(Local::now().format("%Y-%m-%d").to_string()),
+        priority: Some(1),
+    };
+    let added = ask(&served.control, &Request::Task(add)).await;
+    assert!(matches!(added, AssistantEvent::TaskOutput { .. }), "{added:?}");
+}
+
+fn said_by_assistant(messages: &Mutex<Vec<ChatMessage>>, text: &str) -> bool {
+    messages.lock().unwrap().iter().any(|m| m.role == ChatRole::Assistant && m.text == text)
+}
+
+/// The model asks to look again in an hour (`heartbeat`). An hour later, in virtual time, a
+/// proactive turn asks the model with the time and the task due, and its reminder lands in
+/// the conversation; nobody answers it, so the next hour's wake-up is dropped; a person
+/// answers in chat, and the hour after that the assistant reminds again.
+#[tokio::test(start_paused = true)]
+async fn a_heartbeat_brings_a_reminder_and_an_unanswered_one_is_not_repeated() {
+    let server = LlmServer::start();
+    let served = Served::start_at(&scripted(&server), Some(today_at(10, 0))).await;
+    served.keep_beating();
+    let messages = served.messages();
+    let long = Duration::from_secs(600);
+    served.until("the model answers", long, |s| s.llm_reachable == Some(true)).await;
+    task_due_today(&served).await;
+
+    server.push(Script::ToolCalls(vec![("heartbeat".into(), json!({"minutes": 60}))]));
+    server.push(Script::Text("I will look at your tasks every hour.".into()));
+    let started = tokio::time::Instant::now();
+    served.command("check on my tasks every hour").await;
+    let offered = server.requests()[0]["tools"].to_string();
+    assert!(offered.contains("heartbeat") && offered.contains("set_do_not_disturb"), "{offered}");
+    let asked = server.requests().len();
+    assert_eq!(asked, 2);
+
+    // Nothing before the hour is up…
+    server.push(Script::Text("Your passport renewal is due today.".into()));
+    tokio::time::sleep(Duration::from_secs(59 * 60)).await;
+    assert_eq!(server.requests().len(), asked, "a wake-up came early");
+    // …then the proactive turn, with the time and what is due.
+    stt_testkit::until("the proactive turn", Duration::from_secs(300), || {
+        server.requests().len() == asked + 1
+    })
+    .await;
+    assert!(started.elapsed() >= Duration::from_secs(3600), "{:?}", started.elapsed());
+    // Told the time of the assistant's clock (started at 10:00 today), not the system's.
+    let request = server.requests()[asked].to_string();
+    let now = served.local();
+    let told = [now, now - chrono::TimeDelta::minutes(1)].map(|t| t.format("%H:%M").to_string());
+    assert!(told.iter().any(|t| request.contains(t.as_str())), "{told:?}: {request}");
+    assert!(request.contains("Renew the passport"), "{request}");
+    stt_testkit::until("the reminder in the conversation", long, || {
+        said_by_assistant(&messages, "Your passport renewal is due today.")
+    })
+    .await;
+
+    // Unanswered: the next hour's wake-up asks nothing.
+    tokio::time::sleep(Duration::from_secs(61 * 60)).await;
+    assert_eq!(server.requests().len(), asked + 1, "an unanswered reminder was repeated");
+
+    // A person answers in chat; the next wake-up reminds again.
+    assert!(matches!(ask(&served.control, &Request::ChatToggle).await, AssistantEvent::Ack(_)));
+    server.push(Script::Text("Good luck with it.".into()));
+    let send = Request::ChatSend { text: "I will do it after lunch".into() };
+    assert!(matches!(ask(&served.control, &send).await, AssistantEvent::Ack(_)));
+    stt_testkit::until("the chat reply", long, || {
+        said_by_assistant(&messages, "Good luck with it.")
+    })
+    .await;
+    // The reminder is in the conversation the chat turn sent.
+    let chat = server.requests()[asked + 1].to_string();
+    assert!(chat.contains("Your passport renewal is due today."), "{chat}");
+    server.push(Script::Text("The passport, after lunch.".into()));
+    stt_testkit::until("the next reminder", Duration::from_secs(3700), || {
+        said_by_assistant(&messages, "The passport, after lunch.")
+    })
+    .await;
+    served.stop().await;
+}
+
+/// A wake-up that falls in the do-not-disturb hours (22:00-08:00 by default) waits for their
+/// end: asked at 21:50 for 30 minutes on, the proactive turn comes at 08:00.
+#[tokio::test(start_paused = true)]
+async fn do_not_disturb_hours_hold_a_wake_up_until_morning() {
+    let server = LlmServer::start();
+    let served = Served::start_at(&scripted(&server), Some(today_at(21, 50))).await;
+    served.keep_beating();
+    let long = Duration::from_secs(600);
+    served.until("the model answers", long, |s| s.llm_reachable == Some(true)).await;
+    task_due_today(&served).await;
+    server.push(Script::ToolCalls(vec![("heartbeat".into(), json!({"minutes": 30}))]));
+    server.push(Script::Text("I will look again in half an hour.".into()));
+    let started = tokio::time::Instant::now();
+    served.command("look at my tasks again in half an hour").await;
+    let asked = server.requests().len();
+
+    server.push(Script::Text("Good morning: the passport is due.".into()));
+    tokio::time::sleep(Duration::from_secs(10 * 3600)).await;
+    assert_eq!(server.requests().len(), asked, "a proactive turn in the do-not-disturb hours");
+    stt_testkit::until("the morning's proactive turn", Duration::from_secs(3600), || {
+        server.requests().len() == asked + 1
+    })
+    .await;
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(10 * 3600), "came after {waited:?}");
+    assert!(server.requests()[asked].to_string().contains("08:00"), "{:?}", server.requests());
     served.stop().await;
 }

@@ -2,7 +2,7 @@
 //!
 //! The file is `$XDG_CONFIG_HOME/stt/config.toml` (else `~/.config/stt/config.toml`), or the
 //! path given with `--config`. Its sections are `[daemon]`, `[assistant]`, `[llm]`, `[triage]`,
-//! `[speakers]`, `[voice]`, `[memory]`, `[tui]` and `[tools]`; every key has a default, so a
+//! `[speakers]`, `[voice]`, `[memory]`, `[planner]`, `[tui]` and `[tools]`; every key has a default, so a
 //! missing file or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with
 //! every key documented (`stt-ctl config-default` prints it), and a test keeps it equal to
 //! [`Config::default`]. `[llm.providers.ID]` tables (one per model provider) are the only
@@ -51,8 +51,8 @@ pub use error::ConfigError;
 pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
-    LlmProviderConfig, MemoryConfig, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig,
-    TriageConfig, TuiConfig, VadEngine, VoiceConfig,
+    LlmProviderConfig, MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolCommand,
+    ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -251,6 +251,20 @@ mod tests {
         parse_ok("[speakers]\nenabled = true\n");
         parse_ok("[voice]\nenabled = true\n");
         check("[triage]\nenabled = true\nmodel = \"\"\n", &[":3:", "triage.model", "minilm-l6-v2"]);
+    }
+
+    #[test]
+    fn do_not_disturb_hours_are_a_span_of_local_times() {
+        let dnd = |text: &str| PlannerConfig { dnd: text.into(), ..PlannerConfig::default() };
+        assert_eq!(PlannerConfig::default().dnd_minutes(), Ok(Some((22 * 60, 8 * 60))));
+        assert_eq!(dnd(" 13:05 - 14:30 ").dnd_minutes(), Ok(Some((785, 870))));
+        assert_eq!(dnd("").dnd_minutes(), Ok(None));
+        for bad in ["22-08", "24:00-08:00", "22:60-08:00", "22:00", "22:0-08:00", "nine-five"] {
+            let why = dnd(bad).dnd_minutes().unwrap_err();
+            assert!(why.contains("HH:MM-HH:MM"), "{bad}: {why}");
+        }
+        assert!(dnd("08:00-08:00").dnd_minutes().unwrap_err().contains("same minute"));
+        check("[planner]\ndnd = \"10pm-8am\"\n", &[":2:", "planner.dnd", "22:00-08:00"]);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct Config {
     pub voice: VoiceConfig,
     /// `[memory]`: long-term memory.
     pub memory: MemoryConfig,
+    /// `[planner]`: tasks, plans and the assistant speaking up on its own.
+    pub planner: PlannerConfig,
     /// `[tui]`: the terminal viewer.
     pub tui: TuiConfig,
     /// `[tools]`: commands the model may run.
@@ -383,6 +385,56 @@ impl Default for TriageConfig {
             escalate_threshold: 0.6,
         }
     }
+}
+
+/// `[planner]`: the assistant speaking up on its own (its heartbeat) and the hours it may not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerConfig {
+    /// The model may schedule its own wake-ups (the `heartbeat` tool) and speak up then.
+    pub proactive: bool,
+    /// Do-not-disturb hours, local time, `"HH:MM-HH:MM"` (may span midnight); empty: none.
+    pub dnd: String,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        Self { proactive: true, dnd: "22:00-08:00".into() }
+    }
+}
+
+impl PlannerConfig {
+    /// The do-not-disturb hours as minutes after midnight, `(from, to)`; `None` when there are
+    /// none. `from == to` is refused: it is unclear whether that means all day or never.
+    pub fn dnd_minutes(&self) -> Result<Option<(u16, u16)>, String> {
+        let text = self.dnd.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let bad = || {
+            format!(
+                "\"{text}\" is not a span of hours: write \"HH:MM-HH:MM\", e.g. \"22:00-08:00\", or \"\" for none"
+            )
+        };
+        let (from, to) = text.split_once('-').ok_or_else(bad)?;
+        let minute = |hm: &str| -> Option<u16> {
+            let (h, m) = hm.trim().split_once(':')?;
+            let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+            (h < 24 && m < 60 && m_digits(hm)).then_some(h * 60 + m)
+        };
+        let (from, to) = (minute(from).ok_or_else(bad)?, minute(to).ok_or_else(bad)?);
+        if from == to {
+            return Err(format!(
+                "\"{text}\" starts and ends at the same minute: give a span, or \"\" for none"
+            ));
+        }
+        Ok(Some((from, to)))
+    }
+}
+
+/// Whether the minutes of `"HH:MM"` are written with two digits.
+fn m_digits(hm: &str) -> bool {
+    hm.trim().rsplit(':').next().is_some_and(|m| m.len() == 2)
 }
 
 /// `[speakers]`: optional per-utterance speaker identification in the daemon.

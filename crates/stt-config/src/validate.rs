@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use crate::parse::KeyPath;
 use crate::sections::{
     AssistantConfig, Config, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig, MemoryConfig,
-    SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
-    is_identifier,
+    PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
+    VoiceConfig, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -36,6 +36,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     speakers(&config.speakers)?;
     voice(&config.voice)?;
     memory(&config.memory)?;
+    planner(&config.planner)?;
     tui(&config.tui)?;
     tools(&config.tools)?;
     Ok(())
@@ -431,6 +432,10 @@ fn memory(c: &MemoryConfig) -> Checked {
         ));
     }
     Ok(())
+}
+
+fn planner(c: &PlannerConfig) -> Checked {
+    c.dnd_minutes().map(|_| ()).map_err(|why| problem(KeyPath::new("planner", "dnd"), why))
 }
 
 fn tui(c: &TuiConfig) -> Checked {

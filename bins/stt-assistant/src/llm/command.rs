@@ -16,6 +16,7 @@ use super::{
 };
 use crate::lane::Sink;
 use crate::memory::{self, Episode, tools as memory_tools};
+use crate::wake;
 
 /// Commands sample greedily, whatever `[llm].temperature` says (that is chat's): a command
 /// wants the likeliest call, and the same words should do the same thing every time. At 0.2
@@ -160,9 +161,15 @@ fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool) -> Vec<Too
     let plans = crate::memory::plans::PLANNER.iter().copied().filter(|_| planner);
     let offered: Vec<&str> = offered.chain(plans).collect();
     let memory = env.memory.as_ref().map(|_| memory_tools::specs(&offered));
+    let wakes: Vec<_> = wake::TOOLS
+        .iter()
+        .filter(|_| planner && env.settings.proactive)
+        .filter_map(|name| wake::spec(name))
+        .collect();
     env.tools
         .specs()
         .chain(memory.iter().flatten())
+        .chain(&wakes)
         .map(|spec| ToolSpec {
             name: spec.name.clone(),
             description: spec.description.clone(),
@@ -175,6 +182,9 @@ fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool) -> Vec<Too
 fn spec_of(env: &JobEnv, name: &str) -> Option<stt_tools::registry::ToolSpec> {
     if let Some(spec) = env.tools.get(name) {
         return Some(spec.clone());
+    }
+    if env.settings.proactive && wake::TOOLS.contains(&name) {
+        return wake::spec(name);
     }
     env.memory.as_ref()?;
     memory_tools::command_tools()
@@ -321,7 +331,12 @@ fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
     }
     let names: Vec<&str> = memory_tools::command_tools().collect();
     let memory = env.memory.as_ref().map(|_| memory_tools::specs(&names));
-    let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).collect();
+    let wakes: Vec<_> = wake::TOOLS
+        .iter()
+        .filter(|_| env.settings.proactive)
+        .filter_map(|name| wake::spec(name))
+        .collect();
+    let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).chain(&wakes).collect();
     let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
     stt_llm::find_calls(&reply.content, schema_of)
 }
@@ -418,6 +433,14 @@ async fn run_call(
         Outcome::Done { ok: false, result: "the user did not allow this action".into() }
     } else if env.tools.contains(&call.name) {
         env.tools.run(&call.name, &call.arguments).await
+    } else if wake::TOOLS.contains(&call.name.as_str()) {
+        match wake::ask(&call.name, &call.arguments) {
+            Ok(asked) => {
+                out.send(Report::Wake(asked));
+                Outcome::Done { ok: true, result: wake::told(asked) }
+            }
+            Err(why) => Outcome::Done { ok: false, result: why },
+        }
     } else {
         run_memory_tool(env, call, added, out).await
     };

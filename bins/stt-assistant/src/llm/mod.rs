@@ -9,6 +9,7 @@
 //! - [`compact`]: keeping the conversation within the model's window;
 //! - [`dream`]: memory's consolidation, while nobody needs the model;
 //! - [`tree`]: chat's conversation from the memory tree, and the tree's summaries;
+//! - [`proactive`]: the assistant speaking up on its own when it wakes;
 //! - [`sentences`]: what is kept of a reply cut off or looping.
 
 pub mod chat;
@@ -16,6 +17,7 @@ pub mod command;
 pub mod compact;
 pub mod dream;
 pub mod plan;
+pub mod proactive;
 pub mod sentences;
 pub mod tree;
 pub mod triage;
@@ -60,6 +62,9 @@ pub struct Settings {
     pub compaction_system_prompt: String,
     /// Turns dropped at a time when summarizing fails.
     pub trim_block_turns: u32,
+    /// The model may schedule its own wake-ups (`[planner].proactive`, memory on): commands
+    /// about plans are offered the wake tools ([`crate::wake::TOOLS`]).
+    pub proactive: bool,
 }
 
 /// What a model job runs with: the model, the tools, the settings, memory. Read-only, cheap
@@ -173,6 +178,8 @@ pub enum Work {
     Tree,
     /// Extract the tasks, dates, people and decision of a triage window.
     Triage(Box<triage::Extraction>),
+    /// A proactive turn: remind the user of what is due.
+    Proactive(proactive::Wakeup),
 }
 
 impl Work {
@@ -183,6 +190,7 @@ impl Work {
             Work::Dream { .. } => JobKind::Dream,
             Work::Tree => JobKind::Tree,
             Work::Triage(_) => JobKind::Triage,
+            Work::Proactive(_) => JobKind::Proactive,
         }
     }
 }
@@ -215,6 +223,10 @@ pub enum Report {
     Hinted(Vec<String>),
     /// The `dream_now` tool asked for a dream.
     DreamNow,
+    /// A wake tool asked for a wake-up or a quiet.
+    Wake(crate::wake::Asked),
+    /// A proactive turn's reminder, for the conversation (and the voice).
+    Reminder(String),
     /// A tree job is over: whether it wrote a summary (then another may be due).
     TreeMore(bool),
     /// A triage window's extraction: what it found, or why it failed (naming the fix).
@@ -292,6 +304,7 @@ pub fn spawn(env: &JobEnv, work: Work, epoch: u64, span: Span, out: Sink<Report>
                 }
                 Work::Tree => tree::run(&env, env.chat_system(), &job_out, &stop).await,
                 Work::Triage(window) => triage::run(&env, *window, &job_out).await,
+                Work::Proactive(wakeup) => proactive::run(&env, &wakeup, &job_out).await,
             }
         }
         .instrument(span.clone()),

@@ -194,6 +194,9 @@ impl Owner {
             }
             Report::Hinted(_) => {}
             Report::DreamNow => self.want_dream("asked"),
+            Report::Wake(asked) => self.wake_asked(asked),
+            Report::Reminder(text) if current => self.reminder(text),
+            Report::Reminder(_) => {}
             Report::TreeMore(true) => self.tree_may_be_due(),
             Report::TreeMore(false) => {}
             Report::Extracted(window, outcome) => self.triage_extracted(*window, outcome),

@@ -14,6 +14,7 @@ mod memory;
 mod providers;
 mod triage;
 mod voice;
+mod wake;
 
 pub use providers::probes;
 
@@ -125,6 +126,10 @@ pub struct Parts {
     pub voice: (crate::voice::Settings, bool),
     /// The triage lane's settings and escalation threshold; `None` when it is off.
     pub triage: Option<(crate::triage::Settings, f32)>,
+    /// The wake-ups' settings; `None` when the assistant does not speak up on its own.
+    pub wake: Option<crate::wake::Settings>,
+    /// The local time the loop goes by.
+    pub clock: crate::wake::Clock,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -205,6 +210,9 @@ pub struct Owner {
     overheard: HashMap<u64, voice::Overheard>,
     /// The triage lane and what the loop keeps of it.
     triage: triage::Side,
+    /// The wake-ups, when the assistant may speak up on its own.
+    wake: Option<wake::Side>,
+    clock: crate::wake::Clock,
     capture_ambient: bool,
     /// The stretch of idle speech being captured: its id, and when its last words came.
     ambient: Option<(u64, Instant)>,
@@ -238,6 +246,7 @@ impl Owner {
         }
         let voice_on = parts.voice.1;
         let triage = triage::Side::start(parts.triage, &inputs);
+        let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local(now())));
         let mut owner = Self {
             core: parts.core,
             queue,
@@ -269,6 +278,8 @@ impl Owner {
             talk: crate::talk::Talk::new(),
             overheard: HashMap::new(),
             triage,
+            wake,
+            clock: parts.clock,
             capture_ambient,
             ambient: None,
             dreams: memory::Dreams::new(dream_rules, now()),
@@ -300,6 +311,7 @@ impl Owner {
                 self.timers.next_deadline(),
                 self.held.as_ref().map(|h| h.deadline),
                 self.core.turn_deadline(),
+                self.wake_deadline(),
             ]
             .into_iter()
             .flatten()
@@ -330,6 +342,7 @@ impl Owner {
                     let effects = self.core.turn_due(now());
                     self.apply(effects);
                     self.fire_timers(now());
+                    self.look();
                     self.retry_held();
                 }
             }
@@ -636,6 +649,7 @@ impl Owner {
                     self.triage.shown(&event);
                 }
                 Effect::Execute { text, edited, segs } => {
+                    self.answered();
                     if self.queue.push_command(text, edited, segs).is_err() {
                         // The core checked for room; report it and stand down all the same.
                         self.error(
@@ -648,6 +662,7 @@ impl Owner {
                     self.start_next();
                 }
                 Effect::ChatTurn(turn) => {
+                    self.answered();
                     if let Some(dropped) = self.queue.push_chat(turn) {
                         let words = dropped.words;
                         self.error(

@@ -28,6 +28,7 @@ pub fn settings() -> Settings {
         compaction_max_tokens: 60,
         compaction_system_prompt: "Summarize.".into(),
         trim_block_turns: 2,
+        proactive: true,
     }
 }
 
