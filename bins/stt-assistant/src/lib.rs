@@ -96,7 +96,7 @@ pub struct Settings {
     /// How often to check which providers are there (only at start when zero).
     pub probe_every: Duration,
     pub lane: llm::Settings,
-    pub tools: Vec<stt_config::ToolCommand>,
+    pub tools: stt_config::ToolsConfig,
     /// Where audit records go; `None` when `[assistant].audit` is off.
     pub audit_dir: Option<PathBuf>,
     /// Where speaker names are kept (the daemon reads them too).
@@ -158,7 +158,7 @@ impl Settings {
                 trim_block_turns: a.trim_block_turns,
                 proactive: config.planner.proactive && config.memory.enabled,
             },
-            tools: config.tools.command.clone(),
+            tools: config.tools.clone(),
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
             edits_file: data.join(stt_proto::speaker_files::EDITS_FILE),
@@ -338,7 +338,7 @@ pub async fn serve(
     let (requests_tx, requests) = mpsc::channel(owner::REQUESTS_WAITING);
     let publisher = Publisher::default();
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
-    let tools = stt_tools::Registry::new(&settings.tools).map_err(anyhow::Error::msg)?;
+    let tools = stt_tools::Registry::configured(&settings.tools).map_err(anyhow::Error::msg)?;
     if let Some(name) = tools
         .specs()
         .map(|s| s.name.as_str())

@@ -581,12 +581,29 @@ impl Default for TuiConfig {
     }
 }
 
-/// `[tools]`: commands the model may run in command mode.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `[tools]`: commands the model may run in command mode, and what else it may read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
     /// `[[tools.command]]` entries.
     pub command: Vec<ToolCommand>,
+    /// Folders the model may list and read (`list_dir`, `read_file`); empty: none.
+    pub document_roots: Vec<PathBuf>,
+    /// The model may fetch a web page's text (`fetch_web`).
+    pub web: bool,
+    /// A SearXNG-style search endpoint for `web_search`; empty: no web search.
+    pub search_url: String,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            command: Vec::new(),
+            document_roots: Vec::new(),
+            web: true,
+            search_url: String::new(),
+        }
+    }
 }
 
 /// One `[[tools.command]]`: a program the model may run, without a shell.

@@ -443,6 +443,15 @@ fn tui(c: &TuiConfig) -> Checked {
 }
 
 fn tools(c: &ToolsConfig) -> Checked {
+    let url = c.search_url.trim();
+    if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(problem(
+            KeyPath::new("tools", "search_url"),
+            format!(
+                "\"{url}\" is not an http:// or https:// URL: give the search endpoint, e.g. \"http://127.0.0.1:8888/search\", or \"\" for none"
+            ),
+        ));
+    }
     let mut names = BTreeSet::new();
     for (i, tool) in c.command.iter().enumerate() {
         let at = KeyPath::new("tools", "command").index(i);

@@ -25,6 +25,7 @@ pub mod room;
 pub mod speech;
 pub mod tmux;
 pub mod viewer;
+pub mod web;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

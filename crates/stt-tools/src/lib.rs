@@ -4,6 +4,8 @@
 //! - [`registry`]: the tools, built in (`get_datetime`, `set_timer`, `notify`,
 //!   `clipboard_copy`, `open_url`) and configured (`[[tools.command]]`), each with its
 //!   schema, side effect and confirmation rule, and how each runs (never through a shell).
+//! - [`context`]: what the document and web tools read (`list_dir`, `read_file` under
+//!   `[tools].document_roots`; `fetch_web`; `web_search` with `[tools].search_url`), capped.
 //! - [`audit`]: the append-only audit log of actions, one JSON line per action in
 //!   `<data_dir>/audit/YYYY-MM-DD.jsonl` (file 0600, directory 0700). Only actions are
 //!   written: never chat, never audio.
@@ -14,6 +16,7 @@
 //! a time. Only actions are audited; chat never touches the disk.
 
 pub mod audit;
+pub mod context;
 pub mod registry;
 
 pub use audit::{ActionRecord, AuditLog, SpeakerRecord};

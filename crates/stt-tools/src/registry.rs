@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncWriteExt;
 
-use stt_config::ToolCommand;
+use stt_config::{ToolCommand, ToolsConfig};
+
+use crate::context::{self, Roots};
 use stt_proto::SideEffect;
 
 /// How long a tool's program may run before it is stopped.
@@ -37,6 +39,10 @@ enum Action {
     Notify,
     ClipboardCopy,
     OpenUrl,
+    ListDir(Roots),
+    ReadFile(Roots),
+    FetchWeb,
+    WebSearch(String),
     Command(ToolCommand),
 }
 
@@ -92,6 +98,32 @@ impl Registry {
         Ok(Self { tools })
     }
 
+    /// The built-in tools, the document and web tools `config` allows, and its commands.
+    pub fn configured(config: &ToolsConfig) -> Result<Self, String> {
+        let mut registry = Self::new(&config.command)?;
+        let roots = Roots::new(&config.document_roots);
+        let mut more = vec![
+            (context_spec(LIST_DIR), Action::ListDir(roots.clone())),
+            (context_spec(READ_FILE), Action::ReadFile(roots)),
+        ];
+        if config.web {
+            more.push((context_spec(FETCH_WEB), Action::FetchWeb));
+        }
+        if !config.search_url.trim().is_empty() {
+            more.push((context_spec(WEB_SEARCH), Action::WebSearch(config.search_url.clone())));
+        }
+        for (spec, action) in more {
+            if registry.contains(&spec.name) {
+                return Err(format!(
+                    "[[tools.command]] '{}' has the name of a built-in tool; choose another name",
+                    spec.name
+                ));
+            }
+            registry.tools.push((spec, action));
+        }
+        Ok(registry)
+    }
+
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.iter().map(|(spec, _)| spec)
     }
@@ -121,6 +153,20 @@ impl Registry {
                 run_argv(&["notify-send", "--app-name=stt", &title, &body], None).await
             }
             Action::ClipboardCopy => copy_to_clipboard(&str_arg(args, "text")).await,
+            Action::ListDir(roots) => {
+                let (roots, path) = (roots.clone(), str_arg(args, "path"));
+                blocking(move || context::list_dir(&roots, &path)).await
+            }
+            Action::ReadFile(roots) => {
+                let (roots, path) = (roots.clone(), str_arg(args, "path"));
+                let offset =
+                    args["offset"].as_u64().map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
+                blocking(move || context::read_file(&roots, &path, offset)).await
+            }
+            Action::FetchWeb => done(context::fetch_web(&str_arg(args, "url")).await),
+            Action::WebSearch(endpoint) => {
+                done(context::web_search(endpoint, &str_arg(args, "query")).await)
+            }
             Action::OpenUrl => {
                 let url = str_arg(args, "url");
                 if !["http://", "https://", "mailto:"].iter().any(|s| url.starts_with(s)) {
@@ -226,6 +272,72 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
             Action::OpenUrl,
         ),
     ]
+}
+
+pub const LIST_DIR: &str = "list_dir";
+pub const READ_FILE: &str = "read_file";
+pub const FETCH_WEB: &str = "fetch_web";
+pub const WEB_SEARCH: &str = "web_search";
+
+/// The document and web tools ([`context`]), offered to a command whose words call for them
+/// ([`context::asked_for`]).
+pub const CONTEXT: [&str; 4] = [LIST_DIR, READ_FILE, FETCH_WEB, WEB_SEARCH];
+
+fn context_spec(name: &str) -> ToolSpec {
+    let (description, parameters, side_effect) = match name {
+        LIST_DIR => (
+            "List the files and folders in one of the user's document folders.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "The folder, e.g. \"notes\"; empty for the first document folder"}
+            }}),
+            SideEffect::ReadOnly,
+        ),
+        READ_FILE => (
+            "Read one of the user's documents (text, Markdown, PDF or DOCX) from their document folders.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "The file, e.g. \"notes/shopping.md\""},
+                "offset": {"type": "integer", "description": "Character to start from, to read on in a long file"}
+            }, "required": ["path"]}),
+            SideEffect::ReadOnly,
+        ),
+        FETCH_WEB => (
+            "Fetch a web page and read its text.",
+            json!({"type": "object", "properties": {
+                "url": {"type": "string", "description": "An http or https URL"}
+            }, "required": ["url"]}),
+            SideEffect::External,
+        ),
+        _ => (
+            "Search the web; returns the first results with their links.",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "What to search for"}
+            }, "required": ["query"]}),
+            SideEffect::External,
+        ),
+    };
+    ToolSpec {
+        name: name.into(),
+        description: description.into(),
+        parameters,
+        side_effect,
+        requires_confirmation: false,
+    }
+}
+
+/// A context tool's outcome.
+fn done(result: Result<String, String>) -> Outcome {
+    match result {
+        Ok(text) => Outcome::done(true, text),
+        Err(why) => Outcome::done(false, why),
+    }
+}
+
+/// Runs file work off the async threads.
+async fn blocking(work: impl FnOnce() -> Result<String, String> + Send + 'static) -> Outcome {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => done(result),
+        Err(e) => Outcome::done(false, format!("reading failed: {e}")),
+    }
 }
 
 fn command_spec(command: &ToolCommand) -> ToolSpec {

@@ -39,7 +39,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let said = super::Said { line: text, words: text, speaker: None };
     let prompt = recall(env, &settings.command_system_prompt, said, episode, true, out).await;
     let planner = crate::memory::plans::asks_about_plans(text);
-    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner);
+    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner, text);
     let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -133,7 +133,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
 /// command then has only its own words to read. Returns what the request cost.
 pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
     let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
-    let tools = tools(env, false, false, false);
+    let tools = tools(env, false, false, false, "");
     let request = Request {
         messages: &messages,
         tools: &tools,
@@ -147,9 +147,10 @@ pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt
 }
 
 /// The tools a command may call: the registry's, memory's when it is on and `memory`
-/// (those that end an intention only while one is open), and the planner's when it is on and
-/// `planner`: every schema costs a small model's attention.
-fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool) -> Vec<ToolSpec> {
+/// (those that end an intention only while one is open), the planner's when it is on and
+/// `planner`, and the document and web tools only when `text` calls for them
+/// ([`stt_tools::context::asked_for`]): every schema costs a small model's attention.
+fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool, text: &str) -> Vec<ToolSpec> {
     let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
         memory
@@ -168,6 +169,7 @@ fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool) -> Vec<Too
         .collect();
     env.tools
         .specs()
+        .filter(|spec| stt_tools::context::asked_for(&spec.name, text))
         .chain(memory.iter().flatten())
         .chain(&wakes)
         .map(|spec| ToolSpec {
