@@ -1107,7 +1107,7 @@ impl Base {
         let settings =
             stt_assistant::Settings::from_config(&config, &stt_config::Env::from_process())
                 .unwrap_or_else(|e| panic!("the default config's settings: {e:#}"));
-        let tools = stt_tools::Registry::configured(&settings.tools)
+        let tools = stt_tools::Registry::configured(&settings.tools, &settings.models)
             .unwrap_or_else(|e| panic!("the default config's tools: {e}"));
         let offered = tools.specs().map(|s| s.name.clone()).collect();
         Self {

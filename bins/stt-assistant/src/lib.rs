@@ -97,6 +97,8 @@ pub struct Settings {
     pub probe_every: Duration,
     pub lane: llm::Settings,
     pub tools: stt_config::ToolsConfig,
+    /// Where the models are (the screen tool's OCR, ONNX Runtime).
+    pub models: PathBuf,
     /// Where audit records go; `None` when `[assistant].audit` is off.
     pub audit_dir: Option<PathBuf>,
     /// Where speaker names are kept (the daemon reads them too).
@@ -159,6 +161,7 @@ impl Settings {
                 proactive: config.planner.proactive && config.memory.enabled,
             },
             tools: config.tools.clone(),
+            models: stt_config::dirs::models_dir_with(env)?,
             audit_dir: a.audit.then(|| data.join("audit")),
             names_file: data.join(names::FILE),
             edits_file: data.join(stt_proto::speaker_files::EDITS_FILE),
@@ -338,7 +341,8 @@ pub async fn serve(
     let (requests_tx, requests) = mpsc::channel(owner::REQUESTS_WAITING);
     let publisher = Publisher::default();
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
-    let tools = stt_tools::Registry::configured(&settings.tools).map_err(anyhow::Error::msg)?;
+    let tools = stt_tools::Registry::configured(&settings.tools, &settings.models)
+        .map_err(anyhow::Error::msg)?;
     if let Some(name) = tools
         .specs()
         .map(|s| s.name.as_str())

@@ -44,7 +44,7 @@ async fn a_note_and_a_web_page_answer_a_command_and_nothing_outside_the_roots_is
         document_roots: vec![docs.clone()],
         ..stt_config::ToolsConfig::default()
     };
-    env.tools = Arc::new(stt_tools::Registry::configured(&config).unwrap());
+    env.tools = Arc::new(stt_tools::Registry::configured(&config, dir.path()).unwrap());
 
     // A file: read_file is offered (the web tools are not), runs, and its text goes back.
     server.push(Script::ToolCalls(vec![("read_file".into(), json!({"path": "shopping.md"}))]));
@@ -80,4 +80,14 @@ async fn a_note_and_a_web_page_answer_a_command_and_nothing_outside_the_roots_is
     common::run(&env, command("turn on the lights", 4)).await;
     let tools = offered(&server, 6);
     assert!(!tools.iter().any(|t| t == "read_file" || t == "fetch_web"), "{tools:?}");
+
+    // The screen: never without [tools].screen; with it, for words about the screen.
+    server.push(Script::Text("I cannot see your screen.".into()));
+    common::run(&env, command("what does the error on my screen say", 5)).await;
+    assert!(!offered(&server, 7).contains(&"capture_screen".into()));
+    let config = stt_config::ToolsConfig { screen: true, ..config };
+    env.tools = Arc::new(stt_tools::Registry::configured(&config, dir.path()).unwrap());
+    server.push(Script::Text("Let me look.".into()));
+    common::run(&env, command("what does the error on my screen say", 6)).await;
+    assert!(offered(&server, 8).contains(&"capture_screen".into()));
 }

@@ -593,6 +593,8 @@ pub struct ToolsConfig {
     pub web: bool,
     /// A SearXNG-style search endpoint for `web_search`; empty: no web search.
     pub search_url: String,
+    /// The model may read the screen's text (`capture_screen`: a screenshot, then OCR).
+    pub screen: bool,
 }
 
 impl Default for ToolsConfig {
@@ -602,6 +604,7 @@ impl Default for ToolsConfig {
             document_roots: Vec::new(),
             web: true,
             search_url: String::new(),
+            screen: false,
         }
     }
 }

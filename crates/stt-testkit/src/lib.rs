@@ -18,6 +18,7 @@ pub mod llama;
 pub mod llm_server;
 pub mod msg;
 pub mod perf;
+pub mod picture;
 pub mod procs;
 pub mod real_speech;
 pub mod reexec;

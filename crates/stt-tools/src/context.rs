@@ -61,8 +61,11 @@ pub fn asked_for(name: &str, text: &str) -> bool {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
+    const SCREEN: [&str; 8] =
+        ["screen", "window", "display", "see", "showing", "shown", "error", "dialog"];
     let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
     match name {
+        crate::registry::CAPTURE_SCREEN => any(&SCREEN),
         crate::registry::LIST_DIR | crate::registry::READ_FILE => any(&DOCUMENTS),
         crate::registry::FETCH_WEB | crate::registry::WEB_SEARCH => any(&WEB),
         _ => true,

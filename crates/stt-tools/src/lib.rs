@@ -6,6 +6,8 @@
 //!   schema, side effect and confirmation rule, and how each runs (never through a shell).
 //! - [`context`]: what the document and web tools read (`list_dir`, `read_file` under
 //!   `[tools].document_roots`; `fetch_web`; `web_search` with `[tools].search_url`), capped.
+//! - [`screen`]: `capture_screen`, the screen's text: a screenshot by the desktop's own tool,
+//!   read by OCR (`stt-ocr`), with `[tools].screen = true`.
 //! - [`audit`]: the append-only audit log of actions, one JSON line per action in
 //!   `<data_dir>/audit/YYYY-MM-DD.jsonl` (file 0600, directory 0700). Only actions are
 //!   written: never chat, never audio.
@@ -18,6 +20,7 @@
 pub mod audit;
 pub mod context;
 pub mod registry;
+pub mod screen;
 
 pub use audit::{ActionRecord, AuditLog, SpeakerRecord};
 pub use registry::{Outcome, Registry, ToolSpec};

@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 use stt_config::{ToolCommand, ToolsConfig};
 
 use crate::context::{self, Roots};
+use crate::screen::{self, Screen};
 use stt_proto::SideEffect;
 
 /// How long a tool's program may run before it is stopped.
@@ -43,6 +44,7 @@ enum Action {
     ReadFile(Roots),
     FetchWeb,
     WebSearch(String),
+    CaptureScreen(Screen),
     Command(ToolCommand),
 }
 
@@ -98,8 +100,9 @@ impl Registry {
         Ok(Self { tools })
     }
 
-    /// The built-in tools, the document and web tools `config` allows, and its commands.
-    pub fn configured(config: &ToolsConfig) -> Result<Self, String> {
+    /// The built-in tools, the document, web and screen tools `config` allows (OCR's models
+    /// and ONNX Runtime under `models`), and its commands.
+    pub fn configured(config: &ToolsConfig, models: &std::path::Path) -> Result<Self, String> {
         let mut registry = Self::new(&config.command)?;
         let roots = Roots::new(&config.document_roots);
         let mut more = vec![
@@ -111,6 +114,10 @@ impl Registry {
         }
         if !config.search_url.trim().is_empty() {
             more.push((context_spec(WEB_SEARCH), Action::WebSearch(config.search_url.clone())));
+        }
+        if config.screen {
+            let reader = Screen::new(models.to_owned(), stt_onnx::runtime_library(models));
+            more.push((context_spec(CAPTURE_SCREEN), Action::CaptureScreen(reader)));
         }
         for (spec, action) in more {
             if registry.contains(&spec.name) {
@@ -166,6 +173,11 @@ impl Registry {
             Action::FetchWeb => done(context::fetch_web(&str_arg(args, "url")).await),
             Action::WebSearch(endpoint) => {
                 done(context::web_search(endpoint, &str_arg(args, "query")).await)
+            }
+            Action::CaptureScreen(reader) => {
+                let window = args["window"].as_bool().unwrap_or(false);
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                done(reader.capture(window, screen::Session::current(), &path).await)
             }
             Action::OpenUrl => {
                 let url = str_arg(args, "url");
@@ -278,10 +290,11 @@ pub const LIST_DIR: &str = "list_dir";
 pub const READ_FILE: &str = "read_file";
 pub const FETCH_WEB: &str = "fetch_web";
 pub const WEB_SEARCH: &str = "web_search";
+pub const CAPTURE_SCREEN: &str = "capture_screen";
 
 /// The document and web tools ([`context`]), offered to a command whose words call for them
 /// ([`context::asked_for`]).
-pub const CONTEXT: [&str; 4] = [LIST_DIR, READ_FILE, FETCH_WEB, WEB_SEARCH];
+pub const CONTEXT: [&str; 5] = [LIST_DIR, READ_FILE, FETCH_WEB, WEB_SEARCH, CAPTURE_SCREEN];
 
 fn context_spec(name: &str) -> ToolSpec {
     let (description, parameters, side_effect) = match name {
@@ -306,6 +319,13 @@ fn context_spec(name: &str) -> ToolSpec {
                 "url": {"type": "string", "description": "An http or https URL"}
             }, "required": ["url"]}),
             SideEffect::External,
+        ),
+        CAPTURE_SCREEN => (
+            "Read the text on the user's screen, or in the window they are using.",
+            json!({"type": "object", "properties": {
+                "window": {"type": "boolean", "description": "true for the focused window only"}
+            }}),
+            SideEffect::ReadOnly,
         ),
         _ => (
             "Search the web; returns the first results with their links.",
