@@ -56,8 +56,24 @@ impl Served {
 
     /// The assistant with `config`, its local clock reading `at` now (else the system's).
     async fn start_at(config: &Config, at: Option<DateTime<Local>>) -> Self {
+        let clock = |now| at.map_or(Clock::System, |at| Clock::starting(at, now));
+        Self::start_clocked(config, clock, None).await
+    }
+
+    /// The assistant with `config` and the clock `clock` makes of the loop's `now`; `wake`:
+    /// the wake-up the last run left (`<state dir>/stt/wake.json`).
+    async fn start_clocked(
+        config: &Config,
+        clock: impl FnOnce(std::time::Instant) -> Clock,
+        wake: Option<&stt_assistant::wake::Saved>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
+        if let Some(saved) = wake {
+            let file = root.join("state/stt").join(stt_assistant::wake::FILE);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, serde_json::to_vec(saved).unwrap()).unwrap();
+        }
         let env = Env::from_vars(
             [("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state")]
                 .map(|(name, sub)| (name, root.join(sub).into_os_string())),
@@ -74,9 +90,7 @@ impl Served {
         ));
 
         let mut settings = Settings::from_config(config, &env).unwrap();
-        if let Some(at) = at {
-            settings.clock = Clock::starting(at, tokio::time::Instant::now().into_std());
-        }
+        settings.clock = clock(tokio::time::Instant::now().into_std());
         let clock = settings.clock;
         assert!(settings.session_file.starts_with(&root), "{:?}", settings.session_file);
         let control = dir.path().join("stt-assistant.sock");
@@ -109,6 +123,13 @@ impl Served {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
+    }
+
+    /// The wake-up as the assistant last saved it.
+    fn wake_file(&self) -> stt_assistant::wake::Saved {
+        stt_assistant::wake::load(
+            &self._dir.path().join("state/stt").join(stt_assistant::wake::FILE),
+        )
     }
 
     /// The local time as the assistant reads it now.
@@ -463,4 +484,80 @@ async fn do_not_disturb_hours_hold_a_wake_up_until_morning() {
     assert!(waited >= Duration::from_secs(10 * 3600), "came after {waited:?}");
     assert!(server.requests()[asked].to_string().contains("08:00"), "{:?}", server.requests());
     served.stop().await;
+}
+
+/// The config of a test against the installed local model (the real llama-server).
+fn local_model(server: &stt_testkit::llama::Server) -> Config {
+    let mut config = Config::default();
+    config.llm.endpoint = format!("http://127.0.0.1:{}/v1/chat/completions", server.port);
+    config.llm.request_timeout_s = 180;
+    config.memory.embedding_model = PathBuf::new();
+    config.memory.tree = false;
+    config.memory.dream_idle_s = 0;
+    config
+}
+
+/// The wake-up a last run left at `next`, every hour.
+fn woken_at(next: DateTime<Local>) -> stt_assistant::wake::Saved {
+    stt_assistant::wake::Saved { next: Some(next), minutes: 60, quiet_until: None }
+}
+
+/// The installed local model, on a clock 120 times as fast as the real one (its answers take
+/// real seconds; the wake-ups are minutes apart). By day, a wake-up left by the last run
+/// comes, and the model's reminder of the task due today lands in the conversation. At
+/// night (the default do-not-disturb hours) the same wake-up waits for 08:00 and nothing is
+/// said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_reminds_of_what_is_due_when_it_wakes_and_not_at_night() {
+    if let Ok(filter) = std::env::var("STT_LOG") {
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = stt_testkit::llama::Server::start(dir.path());
+    let config = local_model(&server);
+
+    let day = Served::start_clocked(
+        &config,
+        |now| Clock::fast(today_at(10, 0), now, 120),
+        Some(&woken_at(today_at(10, 20))),
+    )
+    .await;
+    day.keep_beating();
+    let messages = day.messages();
+    task_due_today(&day).await;
+    let reminded = tokio::time::timeout(Duration::from_secs(300), async {
+        loop {
+            let said =
+                messages.lock().unwrap().iter().find(|m| m.role == ChatRole::Assistant).cloned();
+            if let Some(said) = said {
+                return said;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    })
+    .await
+    .expect("a reminder from the local model within 5 minutes");
+    eprintln!("the local model reminded: {:?}", reminded.text);
+    assert!(reminded.text.to_lowercase().contains("passport"), "{reminded:?}");
+    assert!(day.local() >= today_at(10, 20), "it came at {}", day.local());
+    day.stop().await;
+
+    let night = Served::start_clocked(
+        &config,
+        |now| Clock::fast(today_at(22, 50), now, 120),
+        Some(&woken_at(today_at(23, 0))),
+    )
+    .await;
+    night.keep_beating();
+    let messages = night.messages();
+    task_due_today(&night).await;
+    // An hour of the night (30 s): the wake-up is held to the morning, nothing is said.
+    while night.local() < today_at(23, 50) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let said: Vec<ChatMessage> = messages.lock().unwrap().clone();
+    assert!(said.iter().all(|m| m.role != ChatRole::Assistant), "{said:?}");
+    let kept = night.wake_file();
+    assert_eq!(kept.next, Some(today_at(8, 0) + chrono::TimeDelta::days(1)), "{kept:?}");
+    night.stop().await;
 }

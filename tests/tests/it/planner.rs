@@ -88,7 +88,8 @@ fn the_local_model_makes_a_task_and_breaks_it_into_dated_items() {
     let server = Server::start(sandbox.root());
     let more = "[assistant]\nmax_tool_iterations = 6\n";
     crate::real_model::autodetect_with(&sandbox, &server, more);
-    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
+    let assistant =
+        sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug,stt_llm=trace")]);
     let seen = watch_attached(&sandbox, DEADLINE);
     // No microphone: the daemon only has to be there for a command to run.
     let _daemon = sandbox.spawn("stt-daemon", &[]);

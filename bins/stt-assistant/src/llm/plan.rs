@@ -43,9 +43,19 @@ pub async fn break_down(
     out: &Sink<Report>,
 ) -> (bool, String) {
     let title = args.get("title").and_then(Value::as_str).map(str::trim).unwrap_or("");
-    let task_id = match args.get("task_id").and_then(whole) {
-        Some(id) => id,
-        None if !title.is_empty() => {
+    let given = args.get("task_id").and_then(whole);
+    // An id the store lacks (a small model guesses "1" before making the task) with a title
+    // is taken as the title.
+    let known = match given {
+        Some(id) => matches!(
+            memory.tool("get_task".into(), json!({"task_id": id})).await,
+            Ok(memory::Called { ok: true, .. })
+        ),
+        None => false,
+    };
+    let task_id = match given {
+        Some(id) if known || title.is_empty() => id,
+        _ if !title.is_empty() => {
             // A small model plans before it makes the task: the title makes it.
             match memory.tool("create_task".into(), json!({"title": title})).await {
                 Ok(memory::Called { ok: true, result, .. }) => {
@@ -58,7 +68,7 @@ pub async fn break_down(
                 Err(refusal) => return (false, refusal.into_why()),
             }
         }
-        None => return (false, "give the 'task_id' to plan, or a 'title' to make one".into()),
+        _ => return (false, "give the 'task_id' to plan, or a 'title' to make one".into()),
     };
     let days = args.get("days").and_then(whole).filter(|d| *d > 0).map(|d| d.min(MAX_DAYS));
     let task = match memory.tool("get_task".into(), json!({"task_id": task_id})).await {

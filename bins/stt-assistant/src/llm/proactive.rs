@@ -17,10 +17,17 @@ use crate::wake;
 
 /// What the model is told it is doing.
 const SYSTEM: &str = "You are a voice assistant on the user's desktop, speaking up on your \
-    own: nobody asked you anything. From what is due below, remind the user of what matters \
-    now, in one or two short sentences as you would say them aloud, plain words only. If \
-    nothing is due today or overdue and nothing is worth interrupting them for, answer with \
-    only the word NOTHING. You may call heartbeat to choose when you look again.";
+    own: nobody asked you anything.";
+
+/// What it is asked when something is due today or overdue: whether to remind is decided
+/// here (a small model, offered a way out, took it even for a task due today).
+const REMIND: &str = "Remind the user of what is due now, in one or two short sentences as \
+    you would say them aloud, plain words only.";
+
+/// What it is asked when nothing is due yet.
+const MAYBE: &str = "Nothing is due today. If something below is still worth a word now, say \
+    it in one short sentence as you would say it aloud; otherwise answer with only the word \
+    NOTHING. You may call heartbeat to choose when you look again.";
 
 /// The reminder's length, in tokens.
 const MAX_TOKENS: u32 = 120;
@@ -33,6 +40,8 @@ const INTENTIONS: usize = 5;
 pub struct Wakeup {
     /// "Monday 7 December 2026, 10:30".
     pub now: String,
+    /// "2026-12-07".
+    pub today: String,
 }
 
 /// Runs one proactive turn.
@@ -40,39 +49,53 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
     let Some(memory) = &env.memory else { return };
     let Some(client) = &env.client else { return };
     let next = match memory.plans(stt_proto::TaskRequest::Next { limit: Some(5) }).await {
-        Ok(answer) if !answer.next.is_empty() => Some(answer.text),
-        Ok(_) => None,
+        Ok(answer) => answer.next,
         Err(refusal) => {
             tracing::warn!("a proactive turn could not read the planner: {}", refusal.why());
-            None
+            Vec::new()
         }
     };
+    let is_due = |a: &stt_proto::NextAction| {
+        a.overdue || a.day.as_deref().is_some_and(|d| d <= wakeup.today.as_str())
+    };
+    let (due_now, later): (Vec<_>, Vec<_>) = next.iter().partition(|a| is_due(a));
     let intentions: Vec<String> = match memory.list(Some(Kind::Intention), false, INTENTIONS).await
     {
         Ok(items) => items.iter().map(intention_line).collect(),
         Err(_) => Vec::new(),
     };
-    if next.is_none() && intentions.is_empty() {
+    if next.is_empty() && intentions.is_empty() {
         tracing::info!("a proactive turn found nothing due: the model is not asked");
         return;
     }
     let mut due = format!("It is {}.\n", wakeup.now);
-    if let Some(next) = next {
-        due.push_str(&format!("What to do next, from the planner:\n{next}\n"));
+    if !due_now.is_empty() {
+        due.push_str(&format!("Due now:\n{}\n", lines(&due_now)));
+    }
+    if !later.is_empty() {
+        due.push_str(&format!("Coming up:\n{}\n", lines(&later)));
     }
     if !intentions.is_empty() {
         due.push_str(&format!("Open intentions:\n{}\n", intentions.join("\n")));
     }
+    due.push('\n');
+    let ask = if due_now.is_empty() { MAYBE } else { REMIND };
+    due.push_str(ask);
+    // With something due, only the reminder is asked for: offered a tool, the small model
+    // called it and wrote no reminder, twice in a row. With nothing due yet it may choose
+    // when to look again instead.
     let tools: Vec<ToolSpec> = wake::spec(wake::HEARTBEAT)
         .into_iter()
+        .filter(|_| due_now.is_empty())
         .map(|s| ToolSpec { name: s.name, description: s.description, parameters: s.parameters })
         .collect();
     let mut messages = vec![Message::system(SYSTEM), Message::user(due)];
     // At most two requests: a reply that only calls heartbeat gets one more for its words.
     for round in 0..2 {
+        let offered: &[ToolSpec] = if round == 0 { &tools } else { &[] };
         let request = Request {
             messages: &messages,
-            tools: if round == 0 { &tools } else { &[] },
+            tools: offered,
             stream: false,
             max_tokens: MAX_TOKENS,
             temperature: 0.0,
@@ -87,7 +110,7 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
             }
         };
         let calls = if reply.tool_calls.is_empty() {
-            let schema = tools.first().map(|t| &t.parameters);
+            let schema = offered.first().map(|t| &t.parameters);
             stt_llm::find_calls(&reply.content, |name| schema.filter(|_| name == wake::HEARTBEAT))
                 .calls
         } else {
@@ -108,10 +131,26 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
         for (id, result) in results {
             messages.push(Message::tool(id, result));
         }
-        messages.push(Message::user(
-            "Now the reminder in one or two short spoken sentences, or NOTHING.",
-        ));
+        messages.push(Message::user(ask));
     }
+}
+
+/// Next actions one a line: what, of which task, when.
+fn lines(actions: &[&stt_proto::NextAction]) -> String {
+    actions
+        .iter()
+        .map(|a| {
+            let of =
+                if a.text == a.task_title { String::new() } else { format!(" ({})", a.task_title) };
+            let when = match (&a.day, a.overdue) {
+                (Some(day), true) => format!(", overdue since {day}"),
+                (Some(day), false) => format!(", on {day}"),
+                (None, _) => String::new(),
+            };
+            format!("- {}{of}{when}", a.text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Runs a `heartbeat` call: the loop is asked for the wake-up, viewers see the call.
@@ -149,7 +188,8 @@ fn without_calls(content: &str) -> String {
         }
         _ => content.to_owned(),
     };
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    // What is left of a code fence the call was written in.
+    text.split_whitespace().filter(|w| !w.starts_with("```")).collect::<Vec<_>>().join(" ")
 }
 
 /// Whether the model said there is nothing worth saying.
@@ -174,5 +214,7 @@ mod tests {
             "Time for Rust chapter 3."
         );
         assert_eq!(without_calls("Read {this} now"), "Read {this} now");
+        let fenced = "```json\n{\"name\": \"heartbeat\", \"arguments\": {\"minutes\": 10}}\n```";
+        assert_eq!(without_calls(fenced), "");
     }
 }

@@ -400,13 +400,10 @@ pub fn call(
     let outcome = match name {
         CREATE_TASK => {
             let priority = int(args, "priority").unwrap_or(i64::from(planner::DEFAULT_PRIORITY));
-            let due = Some(text(args, "due").to_owned()).filter(|d| !d.is_empty());
-            // A small model knows no date: one in the past is a guess.
-            if let Some(due) =
-                due.as_deref().filter(|d| planner::check_date(d).is_ok() && *d < today)
-            {
-                return Ok(Called::failed(format!("{due} has passed: today is {today}")));
-            }
+            let mut due = Some(text(args, "due").to_owned()).filter(|d| !d.is_empty());
+            // A small model knows no date: one in the past is a guess. The task is made
+            // without it (a wrong due date is worse than none), and the model told why.
+            let guessed = due.take_if(|d| planner::check_date(d).is_ok() && d.as_str() < today);
             let task = NewTask {
                 title: text(args, "title").to_owned(),
                 goal: text(args, "goal").to_owned(),
@@ -414,8 +411,11 @@ pub fn call(
                 due,
             };
             store.create_task(&task).map(|id| {
+                let undated = guessed
+                    .map(|d| format!(", without a due date: {d} has passed"))
+                    .unwrap_or_default();
                 format!(
-                    "task {id} made: {} (today is {today}); break_down_task plans it",
+                    "task {id} made: {}{undated} (today is {today}); break_down_task plans it",
                     task.title
                 )
             })
@@ -625,11 +625,6 @@ mod tests {
             (BREAK_DOWN_TASK, json!({"phases": []}), "task_id"),
             (BREAK_DOWN_TASK, json!({"task_id": 1}), "give 'phases'"),
             (
-                CREATE_TASK,
-                json!({"title": "x", "due": "2023-04-15"}),
-                "2023-04-15 has passed: today is 2026-12-07",
-            ),
-            (
                 BREAK_DOWN_TASK,
                 json!({"task_id": 1, "phases": [{"title": "A", "items": [{"day": "2026-12-01", "text": "b"}]}]}),
                 "today is 2026-12-07",
@@ -657,5 +652,13 @@ mod tests {
         let refused = run(&mut store, BREAK_DOWN_TASK, bad_day);
         assert!(!refused.ok && refused.result.contains("phase 1"), "{refused:?}");
         assert!(store.task(1).unwrap().phases.is_empty(), "nothing of a refused plan is kept");
+        // A due date gone by is a small model's guess: the task is made without it.
+        let guessed = run(&mut store, CREATE_TASK, json!({"title": "x", "due": "2023-04-15"}));
+        assert!(guessed.ok, "{guessed:?}");
+        assert!(
+            guessed.result.contains("without a due date: 2023-04-15 has passed"),
+            "{guessed:?}"
+        );
+        assert_eq!(store.task(2).unwrap().due, None);
     }
 }

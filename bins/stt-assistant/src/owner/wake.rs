@@ -41,7 +41,7 @@ impl Owner {
         let next = self.wake.as_ref()?.wakes.next()?;
         let now = now();
         let ahead = (next - self.clock.local(now)).to_std().unwrap_or_default();
-        Some(now + ahead)
+        Some(now + self.clock.wait(ahead))
     }
 
     /// Runs a proactive turn if one is due and nothing holds it back.
@@ -55,7 +55,8 @@ impl Owner {
             Look::Turn => {
                 tracing::info!("waking up: a proactive turn");
                 let now = local.format("%A %-d %B %Y, %H:%M").to_string();
-                self.queue.want(Work::Proactive(Wakeup { now }));
+                let today = local.format("%Y-%m-%d").to_string();
+                self.queue.want(Work::Proactive(Wakeup { now, today }));
                 self.start_next();
             }
             Look::Later(why) => tracing::info!("a wake-up waits: {why}"),

@@ -68,6 +68,9 @@ impl Client {
         let body = wire::Request::new(&self.endpoint().model, request, self.endpoint().slots);
         let json = serde_json::to_vec(&body)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        // What the model is asked and answers, word for word, only at trace level
+        // (`STT_LOG=stt_llm=trace`): for tuning prompts; it holds what people said.
+        tracing::trace!(body = %String::from_utf8_lossy(&json), "request");
         let builder = self.auth(self.http.post_json(json, request.stream));
         let response = self.http.send(url, builder).await?;
         let mut reply = ReplyBuilder::new();
@@ -76,11 +79,14 @@ impl Client {
             let parsed: Response = serde_json::from_str(&text)
                 .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
             on_text(&reply.add(&parsed));
-            return Ok(reply.finish());
+            let reply = reply.finish();
+            tracing::trace!(content = %reply.content, calls = ?reply.tool_calls, "reply");
+            return Ok(reply);
         }
         let ended =
             self.http.events(response, |event| self.event(event, &mut reply, &mut on_text)).await?;
         let reply = reply.finish();
+        tracing::trace!(content = %reply.content, calls = ?reply.tool_calls, "reply");
         let why = match ended {
             Ended::ByEvent => return Ok(reply),
             // A finish reason is as good as `[DONE]`: some servers close without the latter.
