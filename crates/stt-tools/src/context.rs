@@ -95,9 +95,28 @@ impl Roots {
                 .into());
         };
         let given = expand_home(Path::new(path.trim()));
-        let joined = if given.is_absolute() { given } else { first.join(given) };
-        let real =
-            joined.canonicalize().map_err(|e| format!("cannot open {}: {e}", joined.display()))?;
+        let joined = if given.is_absolute() { given.clone() } else { first.join(&given) };
+        let real = match joined.canonicalize() {
+            Ok(real) => real,
+            // Asked by name in a folder it guessed ("notes/shopping.md"): the one file of
+            // that name under the roots.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match given.file_name().map(|name| self.named(name)) {
+                    Some(found) if found.len() == 1 => found[0].clone(),
+                    Some(found) if found.len() > 1 => {
+                        let list: Vec<String> =
+                            found.iter().map(|f| f.display().to_string()).collect();
+                        return Err(format!(
+                            "there is no {}; files of that name: {}",
+                            joined.display(),
+                            list.join(", ")
+                        ));
+                    }
+                    _ => return Err(format!("cannot open {}: {e}", joined.display())),
+                }
+            }
+            Err(e) => return Err(format!("cannot open {}: {e}", joined.display())),
+        };
         for root in &self.0 {
             if let Ok(root) = root.canonicalize()
                 && real.starts_with(&root)
@@ -111,6 +130,38 @@ impl Roots {
             real.display(),
             self.list()
         ))
+    }
+
+    /// Files called `name` under the roots (hidden folders left out), a few levels down.
+    fn named(&self, name: &std::ffi::OsStr) -> Vec<PathBuf> {
+        const DEPTH: usize = 4;
+        const LOOKED_AT: usize = 5_000;
+        let mut found = Vec::new();
+        let mut seen = 0;
+        let mut folders: Vec<(PathBuf, usize)> = self.0.iter().map(|r| (r.clone(), 0)).collect();
+        while let Some((dir, depth)) = folders.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > LOOKED_AT {
+                    return found;
+                }
+                let path = entry.path();
+                let hidden = entry.file_name().to_string_lossy().starts_with('.');
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() && !hidden && depth < DEPTH => {
+                        folders.push((path, depth + 1));
+                    }
+                    Ok(t) if t.is_file() && entry.file_name() == name => {
+                        found.extend(path.canonicalize().ok());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
     }
 
     fn list(&self) -> String {
@@ -426,6 +477,15 @@ mod tests {
         let none = read_file(&Roots::default(), "notes/shopping.md", 0).unwrap_err();
         assert!(none.contains("[tools].document_roots"), "{none}");
         assert!(read_file(&r, "nope.md", 0).unwrap_err().contains("cannot open"));
+        // Asked in a folder it is not in: the one file of that name under the roots.
+        assert_eq!(read_file(&r, "shopping.md", 0).unwrap(), text);
+        assert_eq!(read_file(&r, "lists/shopping.md", 0).unwrap(), text);
+        std::fs::create_dir(docs.join("old")).unwrap();
+        std::fs::write(docs.join("old/shopping.md"), "- milk\n").unwrap();
+        let two = read_file(&r, "shopping.md", 0).unwrap_err();
+        assert!(two.contains("files of that name") && two.contains("old/shopping.md"), "{two}");
+        // A name outside the roots is never found by name.
+        assert!(read_file(&r, "secret.txt", 0).unwrap_err().contains("cannot open"));
         assert!(read_file(&r, "notes", 0).unwrap_err().contains("list_dir"));
     }
 

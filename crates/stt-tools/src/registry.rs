@@ -314,7 +314,7 @@ fn context_spec(name: &str) -> ToolSpec {
             SideEffect::ReadOnly,
         ),
         FETCH_WEB => (
-            "Fetch a web page and read its text.",
+            "Read the text of the web page at a URL, to answer what the page says.",
             json!({"type": "object", "properties": {
                 "url": {"type": "string", "description": "An http or https URL"}
             }, "required": ["url"]}),

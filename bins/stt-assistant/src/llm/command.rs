@@ -303,8 +303,21 @@ async fn after_tool(
 }
 
 /// Calls one reply may run: each tool once (a small model may write the same call a dozen
-/// times in one reply, with ids counting up), at most [`MAX_CALLS`].
+/// times in one reply, with ids counting up), at most [`MAX_CALLS`]. A call that reads a
+/// document, a page or the screen runs without the others beside it: they were written
+/// before anything was read (the 1.5B model read a shopping list and, in the same reply, sent
+/// a notification of items it made up), and the model writes them again once it has read.
 fn batch(calls: Vec<Call>) -> Vec<Call> {
+    let reads = |c: &Call| stt_tools::registry::CONTEXT.contains(&c.name.as_str());
+    let calls: Vec<Call> = if calls.iter().any(reads) {
+        let (kept, dropped): (Vec<Call>, Vec<Call>) = calls.into_iter().partition(reads);
+        for call in dropped {
+            tracing::debug!(tool = %call.name, "a call written beside a read is dropped");
+        }
+        kept
+    } else {
+        calls
+    };
     let mut kept: Vec<Call> = Vec::new();
     for call in calls {
         if kept.len() == MAX_CALLS {
@@ -472,4 +485,27 @@ async fn run_call(
         latency_ms,
     })));
     outcome.result().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, n: u32) -> Call {
+        Call { id: format!("call_{n}"), name: name.into(), arguments: serde_json::json!({}) }
+    }
+
+    #[test]
+    fn a_reply_runs_each_tool_once_and_a_read_alone() {
+        let names = |calls: Vec<Call>| calls.into_iter().map(|c| c.name).collect::<Vec<_>>();
+        let twice = vec![call("set_timer", 0), call("set_timer", 1), call("notify", 2)];
+        assert_eq!(names(batch(twice)), ["set_timer", "notify"]);
+        let planned = vec![call("create_task", 0), call("break_down_task", 1)];
+        assert_eq!(names(batch(planned)), ["create_task", "break_down_task"]);
+        let read_then_made_up = vec![call("read_file", 0), call("notify", 1)];
+        assert_eq!(names(batch(read_then_made_up)), ["read_file"]);
+        let many: Vec<Call> =
+            ["a", "b", "c", "d", "e"].iter().enumerate().map(|(i, n)| call(n, i as u32)).collect();
+        assert_eq!(batch(many).len(), MAX_CALLS);
+    }
 }
