@@ -497,9 +497,19 @@ fn local_model(server: &stt_testkit::llama::Server) -> Config {
     config
 }
 
-/// The wake-up a last run left at `next`, every hour.
-fn woken_at(next: DateTime<Local>) -> stt_assistant::wake::Saved {
-    stt_assistant::wake::Saved { next: Some(next), minutes: 60, quiet_until: None }
+/// The assistant on a clock that reads `at` and runs 120 times as fast, with a wake-up the
+/// last run left at `next` (every hour) and a task due today; the chat messages it shows.
+async fn woken(
+    config: &Config,
+    at: DateTime<Local>,
+    next: DateTime<Local>,
+) -> (Served, Arc<Mutex<Vec<ChatMessage>>>) {
+    let saved = stt_assistant::wake::Saved { next: Some(next), minutes: 60, quiet_until: None };
+    let served = Served::start_clocked(config, |now| Clock::fast(at, now, 120), Some(&saved)).await;
+    served.keep_beating();
+    let messages = served.messages();
+    task_due_today(&served).await;
+    (served, messages)
 }
 
 /// The installed local model, on a clock 120 times as fast as the real one (its answers take
@@ -516,15 +526,7 @@ async fn the_local_model_reminds_of_what_is_due_when_it_wakes_and_not_at_night()
     let server = stt_testkit::llama::Server::start(dir.path());
     let config = local_model(&server);
 
-    let day = Served::start_clocked(
-        &config,
-        |now| Clock::fast(today_at(10, 0), now, 120),
-        Some(&woken_at(today_at(10, 20))),
-    )
-    .await;
-    day.keep_beating();
-    let messages = day.messages();
-    task_due_today(&day).await;
+    let (day, messages) = woken(&config, today_at(10, 0), today_at(10, 20)).await;
     let reminded = tokio::time::timeout(Duration::from_secs(300), async {
         loop {
             let said =
@@ -542,15 +544,7 @@ async fn the_local_model_reminds_of_what_is_due_when_it_wakes_and_not_at_night()
     assert!(day.local() >= today_at(10, 20), "it came at {}", day.local());
     day.stop().await;
 
-    let night = Served::start_clocked(
-        &config,
-        |now| Clock::fast(today_at(22, 50), now, 120),
-        Some(&woken_at(today_at(23, 0))),
-    )
-    .await;
-    night.keep_beating();
-    let messages = night.messages();
-    task_due_today(&night).await;
+    let (night, messages) = woken(&config, today_at(22, 50), today_at(23, 0)).await;
     // An hour of the night (30 s): the wake-up is held to the morning, nothing is said.
     while night.local() < today_at(23, 50) {
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -20,12 +20,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("stt-onnx", 0),
     ("stt-os", 0),
     // Engines: audio in, speech found, words out, the model's API, texts and voices as
-    // vectors, speech from text. No stt crate but stt-onnx (the process's one ONNX Runtime).
+    // vectors, speech from text, text from pictures. No stt crate but stt-onnx (the process's one ONNX Runtime).
     ("stt-audio", 1),
     ("stt-vad", 1),
     ("stt-asr", 1),
     ("stt-llm", 1),
     ("stt-embed", 1),
+    ("stt-ocr", 1),
     ("stt-memory", 1),
     ("stt-speaker", 1),
     ("stt-voice", 1),
