@@ -271,17 +271,7 @@ async fn a_held_execute_waits_out_its_deadline_and_silence_from_the_daemon_makes
 #[tokio::test(start_paused = true)]
 async fn speech_stops_a_dream_which_goes_on_after_the_quiet() {
     let server = LlmServer::start();
-    let mut config = Config::default();
-    config.llm.endpoint = server.url();
-    config.llm.model = "scripted".into();
-    // No timeout may fire while the scripted model answers in real time (see the top).
-    config.llm.connect_timeout_s = 3600;
-    config.llm.request_timeout_s = 3600;
-    config.memory.embedding_model = PathBuf::new();
-    config.memory.tree = false;
-    // Dreams only when asked.
-    config.memory.dream_idle_s = 0;
-    let served = Served::start(&config).await;
+    let served = Served::start(&scripted(&server)).await;
     served.keep_beating();
     let long = LONG;
     served.until("the model answers", long, |s| s.llm_reachable == Some(true)).await;
