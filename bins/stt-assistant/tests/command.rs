@@ -132,6 +132,17 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
     let reports = common::run(&env, command("what time is it", 2)).await;
     assert_eq!(answer(&reports).as_deref(), Some("It is noon and…"));
 
+    // Results echoed back in the template's markup are no answer: the outcome is asked for.
+    server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
+    server.push(Script::Text(
+        "<tool_response>\nThursday 3 December 2026, 12:00\n</tool_response>".into(),
+    ));
+    server.push(Script::Text("It is noon.".into()));
+    let reports = common::run(&env, command("what time is it", 4)).await;
+    assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
+    let asked = server.requests().last().unwrap().to_string();
+    assert!(asked.contains("tell the user the outcome"), "{asked}");
+
     // A reply cut at max_tokens before any tool ran is still reported as cut off.
     server.push(Script::Length("Well, let me think about that for a long while".into()));
     let reports = common::run(&env, command("tell me a story", 3)).await;

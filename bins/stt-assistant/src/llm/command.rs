@@ -91,6 +91,12 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             continue;
         }
         if calls.is_empty() {
+            // The 1.5B model at times answers with the tool results it was given, markup and
+            // all ("<tool_response> task 1 made: …"): that is no answer to say; the outcome is
+            // asked for in words instead.
+            if !ran.is_empty() && echoes_results(&reply.content) {
+                return report(env, client, text, &ran, out).await;
+            }
             return answer(&reply, cap, out);
         }
         // Calling again a tool whose result is already in view is a loop (small local
@@ -338,6 +344,12 @@ fn batch(calls: Vec<Call>) -> Vec<Call> {
 /// Calls one reply may run.
 const MAX_CALLS: usize = 4;
 
+/// Whether a reply is the tool results echoed back in the chat template's markup.
+fn echoes_results(content: &str) -> bool {
+    let content = content.trim_start();
+    ["<tool_response>", "<tool_call>", "<|im_start|>"].iter().any(|m| content.starts_with(m))
+}
+
 /// The calls in a reply: the provider's, or else JSON calls in the text, those it did not
 /// write whole or with arguments its tool takes refused (never run).
 fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
@@ -507,5 +519,13 @@ mod tests {
         let many: Vec<Call> =
             ["a", "b", "c", "d", "e"].iter().enumerate().map(|(i, n)| call(n, i as u32)).collect();
         assert_eq!(batch(many).len(), MAX_CALLS);
+    }
+
+    #[test]
+    fn results_echoed_in_template_markup_are_no_answer() {
+        assert!(echoes_results("<tool_response>\ntask 1 made: Rust\n</tool_response>"));
+        assert!(echoes_results("  <tool_call>{}</tool_call>"));
+        assert!(!echoes_results("Your plan is ready."));
+        assert!(!echoes_results("It says <tool_response> in the log."));
     }
 }
