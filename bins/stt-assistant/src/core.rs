@@ -45,6 +45,10 @@ pub enum Effect {
     CancelCommand,
     /// Tell the tool call `call_id` its answer.
     Answer { call_id: String, allow: bool },
+    /// Dictation turned on or off: start or end the typing lane's dictation, audit it.
+    Dictation { on: bool },
+    /// Type a final transcript said while dictating.
+    Dictate(String),
 }
 
 /// What the caller tells the core about the world that the core does not track itself.
@@ -376,6 +380,9 @@ impl Core {
             }
             effects.push(self.command_text());
         }
+        if self.mode == Mode::Dictate && !text.is_empty() {
+            effects.push(Effect::Dictate(text));
+        }
         effects
     }
 
@@ -445,7 +452,11 @@ impl Core {
                 Mode::Chat => {
                     Err(wrong_mode("chat mode is on; leave it first (`stt-ctl chat-toggle`)"))
                 }
+                Mode::Dictate => Err(wrong_mode(DICTATING)),
             },
+            Request::DictateStart => self.dictate(true, effects),
+            Request::DictateStop => self.dictate(false, effects),
+            Request::DictateToggle => self.dictate(self.mode != Mode::Dictate, effects),
             Request::CommandEdit { text } => {
                 if self.mode != Mode::CommandArmed {
                     return Err(wrong_mode(
@@ -486,6 +497,7 @@ impl Core {
                 Mode::CommandArmed | Mode::Executing => {
                     Err(wrong_mode("a command is armed or running; cancel or finish it first"))
                 }
+                Mode::Dictate => Err(wrong_mode(DICTATING)),
             },
             Request::Clear => {
                 // What is being said now is not for the conversation that was cleared.
@@ -596,6 +608,7 @@ impl Core {
             Mode::CommandArmed | Mode::Executing => {
                 return Err(wrong_mode("a command is armed or running; cancel or finish it first"));
             }
+            Mode::Dictate => return Err(wrong_mode(DICTATING)),
         }
         let id = self.next_id();
         effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
@@ -629,6 +642,30 @@ impl Core {
                 ErrorCode::BadMessage,
                 format!("{} tool calls are waiting: name one with --call-id", waiting.len()),
             )),
+        }
+    }
+
+    /// Dictation on (from idle) or off (from dictating).
+    fn dictate(&mut self, on: bool, effects: &mut Vec<Effect>) -> Result<(), ErrorMsg> {
+        match (self.mode, on) {
+            (Mode::Dictate, true) => Ok(()),
+            (Mode::Idle, true) => {
+                self.set_mode(Mode::Dictate, effects);
+                effects.push(Effect::Dictation { on: true });
+                Ok(())
+            }
+            (Mode::Dictate, false) => {
+                self.set_mode(Mode::Idle, effects);
+                effects.push(Effect::Dictation { on: false });
+                Ok(())
+            }
+            (_, false) => Err(wrong_mode("dictation is not on")),
+            (Mode::Chat, true) => {
+                Err(wrong_mode("chat mode is on; leave it first (`stt-ctl chat-toggle`)"))
+            }
+            (Mode::CommandArmed | Mode::Executing, true) => {
+                Err(wrong_mode("a command is armed or running; cancel or finish it first"))
+            }
         }
     }
 
@@ -692,6 +729,9 @@ impl Core {
         Ok(())
     }
 }
+
+/// Why a command or chat is refused while dictating.
+const DICTATING: &str = "dictation is on; stop it first (`stt-ctl dictate-stop`)";
 
 fn wrong_mode(message: &str) -> ErrorMsg {
     ErrorMsg::new(ErrorCode::WrongMode, message)
@@ -1088,6 +1128,47 @@ mod tests {
         say(&mut core, at(9000), 5, "half a");
         let effects = core.daemon_lost();
         assert_eq!(turns_ended(&effects)[0].text, "half a");
+    }
+
+    #[test]
+    fn dictation_types_each_final_and_excludes_commands_and_chat() {
+        let (mut core, now) = ready();
+        let effects = check(&mut core, now, Request::DictateToggle, OUT, None, "");
+        assert!(effects.contains(&Effect::Dictation { on: true }), "{effects:?}");
+        assert_eq!(core.mode(), Mode::Dictate);
+        // Asked again: already on, nothing starts twice.
+        let effects = check(&mut core, now, Request::DictateStart, OUT, None, "");
+        assert!(effects.is_empty(), "{effects:?}");
+
+        // Partials are shown, never typed; each final is typed, an empty one not.
+        let effects = core.daemon_event(partial(1, "buy milk and", 0), now);
+        assert!(!effects.iter().any(|e| matches!(e, Effect::Dictate(_))), "{effects:?}");
+        let effects = say(&mut core, now, 1, " Buy milk and eggs. ");
+        assert!(effects.contains(&Effect::Dictate("Buy milk and eggs.".into())), "{effects:?}");
+        let effects = say(&mut core, now, 2, "");
+        assert!(!effects.iter().any(|e| matches!(e, Effect::Dictate(_))), "{effects:?}");
+        // Nothing goes to the model while dictating.
+        let effects = core.turn_due(now + Duration::from_secs(60));
+        assert!(!effects.iter().any(|e| matches!(e, Effect::ChatTurn(_))), "{effects:?}");
+
+        for request in
+            [Request::CommandStart, Request::ChatToggle, Request::ChatSend { text: "hi".into() }]
+        {
+            check(&mut core, now, request, OUT, Some(ErrorCode::WrongMode), "dictate-stop");
+        }
+        let effects = check(&mut core, now, Request::DictateToggle, OUT, None, "");
+        assert!(effects.contains(&Effect::Dictation { on: false }), "{effects:?}");
+        assert_eq!(core.mode(), Mode::Idle);
+        check(&mut core, now, Request::DictateStop, OUT, Some(ErrorCode::WrongMode), "not on");
+        let effects = say(&mut core, now, 3, "Not for the window.");
+        assert!(!effects.iter().any(|e| matches!(e, Effect::Dictate(_))), "{effects:?}");
+
+        // From chat or a command, dictation waits until they are left.
+        check(&mut core, now, Request::ChatToggle, OUT, None, "");
+        check(&mut core, now, Request::DictateStart, OUT, Some(ErrorCode::WrongMode), "chat");
+        check(&mut core, now, Request::ChatToggle, OUT, None, "");
+        check(&mut core, now, Request::CommandStart, OUT, None, "");
+        check(&mut core, now, Request::DictateToggle, OUT, Some(ErrorCode::WrongMode), "command");
     }
 
     #[test]

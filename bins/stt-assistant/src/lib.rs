@@ -26,6 +26,7 @@
 //! owner's thread at once), and what the standard channels hold.
 
 pub mod core;
+pub mod dictate;
 pub mod echo;
 pub mod ids;
 pub mod lane;
@@ -123,6 +124,8 @@ pub struct Settings {
     pub wake: Option<wake::Settings>,
     /// The local time the loop goes by (a test sets its own).
     pub clock: wake::Clock,
+    /// How dictation types (`[dictate]`), and the desktop session it types into.
+    pub dictate: stt_dictate::TypistSettings,
 }
 
 impl Settings {
@@ -184,7 +187,31 @@ impl Settings {
                 file: state.join(wake::FILE),
             }),
             clock: wake::Clock::System,
+            dictate: dictate_settings(&config.dictate, env),
         })
+    }
+}
+
+/// How dictation types, from `[dictate]` and the session `env` names.
+fn dictate_settings(d: &stt_config::DictateConfig, env: &Env) -> stt_dictate::TypistSettings {
+    use stt_config::DictateMethod as M;
+    use stt_dictate::Method;
+    let method = match d.method {
+        M::Auto => None,
+        M::Wtype => Some(Method::Wtype),
+        M::Ydotool => Some(Method::Ydotool),
+        M::Dotool => Some(Method::Dotool),
+        M::Xdotool => Some(Method::Xdotool),
+        M::Clipboard => Some(Method::Clipboard),
+    };
+    stt_dictate::TypistSettings {
+        method,
+        paste_key: d.paste_key.trim().to_owned(),
+        session: stt_dictate::Session::from_env(
+            env.var("WAYLAND_DISPLAY").as_deref(),
+            env.var("DISPLAY").as_deref(),
+        ),
+        path: env.var("PATH"),
     }
 }
 
@@ -406,6 +433,7 @@ pub async fn serve(
             triage: settings.triage.clone(),
             wake: settings.wake.clone(),
             clock: settings.clock,
+            dictate: settings.dictate.clone(),
         },
         inputs_tx.clone(),
     );

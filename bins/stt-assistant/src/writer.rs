@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use stt_proto::speaker_files::{SpeakerEditOp, SpeakerEdits};
-use stt_tools::{ActionRecord, AuditLog, SpeakerRecord};
+use stt_tools::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
 
 use crate::lane::Sink;
 use crate::names;
@@ -24,6 +24,7 @@ enum Write {
     ForgetSession(PathBuf),
     Action(Box<ActionRecord>),
     Speaker(SpeakerRecord),
+    Dictation(DictationRecord),
     Wake(PathBuf, crate::wake::Saved),
 }
 
@@ -83,6 +84,11 @@ impl Writer {
     /// Appends a speaker's new name to the audit log (when it is on).
     pub fn audit_speaker(&self, record: SpeakerRecord) {
         self.send(Write::Speaker(record));
+    }
+
+    /// Appends dictation turned on or off to the audit log (when it is on).
+    pub fn audit_dictation(&self, record: DictationRecord) {
+        self.send(Write::Dictation(record));
     }
 
     fn send(&self, write: Write) {
@@ -156,7 +162,10 @@ pub fn spawn(
                 (Write::Speaker(record), Some(log)) => log.append(record, now).map_err(|e| {
                     format!("cannot write the audit log in '{}': {e}", log.dir().display())
                 }),
-                (Write::Action(_) | Write::Speaker(_), None) => Ok(()),
+                (Write::Dictation(record), Some(log)) => log.append(record, now).map_err(|e| {
+                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
+                }),
+                (Write::Action(_) | Write::Speaker(_) | Write::Dictation(_), None) => Ok(()),
             };
             if let Err(message) = outcome {
                 tracing::warn!("{message}");

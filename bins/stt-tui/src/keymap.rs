@@ -67,6 +67,8 @@ pub enum Situation {
     Armed,
     Executing,
     Chat,
+    /// Dictating into the focused window.
+    Dictating,
     /// A chat reply streams in (and no command is armed or running): Enter stops it.
     Replying,
     Editing,
@@ -92,6 +94,7 @@ impl Situation {
                 Mode::CommandArmed => Self::Armed,
                 Mode::Executing => Self::Executing,
                 Mode::Chat => Self::Chat,
+                Mode::Dictate => Self::Dictating,
             },
         }
     }
@@ -117,6 +120,8 @@ pub enum Command {
     Cancel,
     Edit,
     ToggleChat,
+    /// Dictation into the focused window on or off.
+    ToggleDictate,
     /// Spoken replies on or off.
     ToggleVoice,
     /// The triage panel shown or hidden.
@@ -236,6 +241,15 @@ pub const BINDINGS: &[Binding] = &[
         does: "chat mode on or off (chat_toggle)",
         short: "t",
         hints: &[(S::Idle, "chat"), (S::Chat, "leave chat"), (S::Replying, "leave chat")],
+    },
+    Binding {
+        context: Context::Normal,
+        keys: &[(char('d'), Command::ToggleDictate)],
+        label: "d",
+        does: "dictation on or off: what you say is typed into the focused window \
+               (dictate_toggle; README, Dictation)",
+        short: "d",
+        hints: &[(S::Dictating, "stop dictating")],
     },
     Binding {
         context: Context::Normal,

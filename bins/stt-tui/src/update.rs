@@ -136,6 +136,7 @@ pub fn keys(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             vec![]
         }
         Command::ToggleChat => send(Request::ChatToggle),
+        Command::ToggleDictate => send(Request::DictateToggle),
         Command::ToggleVoice => send(Request::VoiceToggle),
         Command::NextActions => send(Request::Task(stt_proto::TaskRequest::Next { limit: None })),
         Command::ToggleTriage => {

@@ -261,6 +261,7 @@ fn mode_badge(mode: Mode) -> Span<'static> {
         Mode::CommandArmed => Span::styled("COMMAND ARMED", Style::new().yellow().bold()),
         Mode::Executing => Span::styled("EXECUTING", Style::new().magenta().bold()),
         Mode::Chat => Span::styled("CHAT", Style::new().cyan().bold()),
+        Mode::Dictate => Span::styled("DICTATING", Style::new().green().bold()),
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! The file is `$XDG_CONFIG_HOME/stt/config.toml` (else `~/.config/stt/config.toml`), or the
 //! path given with `--config`. Its sections are `[daemon]`, `[assistant]`, `[llm]`, `[triage]`,
-//! `[speakers]`, `[voice]`, `[memory]`, `[planner]`, `[tui]` and `[tools]`; every key has a default, so a
+//! `[speakers]`, `[voice]`, `[memory]`, `[planner]`, `[dictate]`, `[tui]` and `[tools]`; every key has a default, so a
 //! missing file or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with
 //! every key documented (`stt-ctl config-default` prints it), and a test keeps it equal to
 //! [`Config::default`]. `[llm.providers.ID]` tables (one per model provider) are the only
@@ -50,9 +50,9 @@ pub use dirs::Env;
 pub use error::ConfigError;
 pub use sections::{
     AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
-    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
-    LlmProviderConfig, MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolCommand,
-    ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
+    DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, DictateConfig, DictateMethod, EndOfTurn,
+    LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig, SideEffect,
+    SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -265,6 +265,14 @@ mod tests {
         }
         assert!(dnd("08:00-08:00").dnd_minutes().unwrap_err().contains("same minute"));
         check("[planner]\ndnd = \"10pm-8am\"\n", &[":2:", "planner.dnd", "22:00-08:00"]);
+    }
+
+    #[test]
+    fn dictation_takes_a_method_and_a_paste_key() {
+        let cfg = parse_ok("[dictate]\nmethod = \"clipboard\"\npaste_key = \"ctrl+shift+v\"\n");
+        assert_eq!(cfg.dictate.method, DictateMethod::Clipboard);
+        check("[dictate]\nmethod = \"keyboard\"\n", &[":2:", "dictate.method", "wtype"]);
+        check("[dictate]\npaste_key = \"hyper+v\"\n", &[":2:", "dictate.paste_key", "ctrl+v"]);
     }
 
     #[test]

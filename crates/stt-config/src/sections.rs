@@ -30,6 +30,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// `[planner]`: tasks, plans and the assistant speaking up on its own.
     pub planner: PlannerConfig,
+    /// `[dictate]`: what is said, typed into the focused window.
+    pub dictate: DictateConfig,
     /// `[tui]`: the terminal viewer.
     pub tui: TuiConfig,
     /// `[tools]`: commands the model may run.
@@ -578,6 +580,39 @@ pub struct TuiConfig {
 impl Default for TuiConfig {
     fn default() -> Self {
         Self { mouse: true, show_timestamps: true, max_lines: 5000, log_file: PathBuf::new() }
+    }
+}
+
+/// `[dictate].method`: how dictated text gets into the focused window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DictateMethod {
+    /// What the session has, found at run time: `wtype`, `ydotool`, `dotool`, then the
+    /// clipboard on Wayland; `xdotool`, then the clipboard on X11.
+    #[default]
+    Auto,
+    Wtype,
+    Ydotool,
+    Dotool,
+    Xdotool,
+    /// `wl-copy` or `xclip`/`xsel`, then `paste_key`; the old clipboard put back.
+    Clipboard,
+}
+
+/// `[dictate]`: dictation into the focused window (`stt-ctl dictate-start`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DictateConfig {
+    /// How text is typed.
+    pub method: DictateMethod,
+    /// The key the clipboard method pastes with: `ctrl+v`, `ctrl+shift+v` (terminals),
+    /// `shift+Insert`.
+    pub paste_key: String,
+}
+
+impl Default for DictateConfig {
+    fn default() -> Self {
+        Self { method: DictateMethod::Auto, paste_key: "ctrl+v".into() }
     }
 }
 

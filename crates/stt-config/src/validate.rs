@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use crate::parse::KeyPath;
 use crate::sections::{
-    AssistantConfig, Config, DaemonConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig, MemoryConfig,
-    PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
-    VoiceConfig, is_identifier,
+    AssistantConfig, Config, DaemonConfig, DictateConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
+    MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig,
+    VadEngine, VoiceConfig, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -37,6 +37,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     voice(&config.voice)?;
     memory(&config.memory)?;
     planner(&config.planner)?;
+    dictate(&config.dictate)?;
     tui(&config.tui)?;
     tools(&config.tools)?;
     Ok(())
@@ -428,6 +429,22 @@ fn memory(c: &MemoryConfig) -> Checked {
             format!(
                 "{} cannot build a tree: set 4 or more (default {})",
                 c.tree_fanout_max, d.tree_fanout_max
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn dictate(c: &DictateConfig) -> Checked {
+    let key = c.paste_key.trim();
+    let parts: Vec<&str> = key.split('+').map(str::trim).collect();
+    let (last, mods) = parts.split_last().unwrap_or((&"", &[]));
+    let known = ["ctrl", "shift", "alt", "super"];
+    if last.is_empty() || mods.iter().any(|m| !known.contains(&m.to_lowercase().as_str())) {
+        return Err(problem(
+            KeyPath::new("dictate", "paste_key"),
+            format!(
+                "\"{key}\" is not a key to press: write modifiers (ctrl, shift, alt, super) and a key joined by +, e.g. \"ctrl+v\", \"ctrl+shift+v\" or \"shift+Insert\""
             ),
         ));
     }

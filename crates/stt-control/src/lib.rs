@@ -84,6 +84,12 @@ pub enum Verb {
     },
     /// Enter or leave chat mode
     ChatToggle,
+    /// Start dictating: what you say is typed into the window that has the focus
+    DictateStart,
+    /// Stop dictating
+    DictateStop,
+    /// Start dictating, or stop (for one hotkey)
+    DictateToggle,
     /// Wipe the conversation and the LLM history (the mode stays)
     Clear,
     /// Show mode, STT health, LLM endpoint, queue, viewers and the command buffer
@@ -354,6 +360,9 @@ impl Verb {
             Self::CommandCancel => Request::CommandCancel,
             Self::CommandEdit { text } => Request::CommandEdit { text: text.clone() },
             Self::ChatToggle => Request::ChatToggle,
+            Self::DictateStart => Request::DictateStart,
+            Self::DictateStop => Request::DictateStop,
+            Self::DictateToggle => Request::DictateToggle,
             Self::Clear => Request::Clear,
             Self::Status => Request::Status,
             Self::SpeakerList => Request::SpeakerList,
@@ -541,6 +550,9 @@ fn ack_text(command: &str) -> String {
         "command_cancel" => "command cancelled".into(),
         "command_edit" => "command buffer replaced".into(),
         "chat_toggle" => "chat mode toggled".into(),
+        "dictate_start" => "dictating: what you say is typed into the focused window".into(),
+        "dictate_stop" => "dictation stopped".into(),
+        "dictate_toggle" => "dictation toggled".into(),
         "clear" => "conversation cleared".into(),
         "speaker_name" => "speaker named".into(),
         "speaker_forget" => "speaker forgotten".into(),
@@ -657,6 +669,9 @@ mod tests {
             &["command-cancel"],
             &["command-edit", "--text", "x"],
             &["chat-toggle"],
+            &["dictate-start"],
+            &["dictate-stop"],
+            &["dictate-toggle"],
             &["clear"],
             &["status"],
             &["speaker-list"],
@@ -720,6 +735,7 @@ mod tests {
             Some(Request::CommandEdit { text: "open the door".into() }),
         );
         check(&["chat-toggle"], Some(Request::ChatToggle));
+        check(&["dictate-toggle"], Some(Request::DictateToggle));
         check(&["clear"], Some(Request::Clear));
         check(
             &["chat-send", "what", "time is it"],

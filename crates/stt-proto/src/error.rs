@@ -77,6 +77,9 @@ error_codes! {
     Stt = "stt",
     /// Speaker identification failed (its model, or writing its roster).
     Speaker = "speaker",
+    /// Dictation could not type a phrase into the focused window (no tool for the session,
+    /// or the tool failed; the message names what to install).
+    DictateFailed = "dictate_failed",
     /// A request this build does not serve yet.
     NotImplemented = "not_implemented",
     /// A bug or an unexpected failure inside the peer.

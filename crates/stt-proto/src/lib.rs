@@ -46,7 +46,7 @@ pub use frame::{Frame, NdjsonCodec};
 pub use messages::*;
 
 /// The protocol version both ends must agree on; bumped on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The longest line either socket accepts, in bytes, without its newline.
 pub const MAX_LINE_BYTES: usize = 1 << 20;

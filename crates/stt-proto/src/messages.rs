@@ -363,6 +363,13 @@ family! {
         VoiceToggle = "voice_toggle",
         /// The planner's tasks: list, show, add, done, next; answered with `task_output`.
         Task(TaskRequest) = "task",
+        /// Dictation on: each final transcript is typed into the focused window (from idle
+        /// only).
+        DictateStart = "dictate_start",
+        /// Dictation off, back to idle.
+        DictateStop = "dictate_stop",
+        /// Dictation on from idle, off from dictating.
+        DictateToggle = "dictate_toggle",
     }
 }
 
@@ -557,7 +564,7 @@ pub struct MemoryEntry {
 // ---------------------------------------------------------------------------------------
 // Assistant → clients.
 
-/// The assistant's modes. Command and chat are mutually exclusive.
+/// The assistant's modes. Command, chat and dictation are mutually exclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -570,6 +577,8 @@ pub enum Mode {
     Executing,
     /// Every completed turn goes to the model, without tools.
     Chat,
+    /// Every final transcript is typed into the focused window; nothing goes to the model.
+    Dictate,
 }
 
 impl Mode {
@@ -579,6 +588,7 @@ impl Mode {
             Self::CommandArmed => "command_armed",
             Self::Executing => "executing",
             Self::Chat => "chat",
+            Self::Dictate => "dictate",
         }
     }
 }

@@ -9,9 +9,10 @@
 //! assistant on a real control socket), [`msg`] (message builders), [`reexec`] (a test's
 //! `child_…` half in a process of its own), [`room`] (a private sound server: what the voice
 //! says, the microphone hears), [`tmux`] (the real TUI in a private tmux),
-//! [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
+//! [`daemon`] (a daemon socket publishing what the test writes), [`x11`] (Xvfb with a focused text window, for dictation), [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
 //! of its own: a kit that depends on it cannot serve its own tests.
 
+pub mod daemon;
 pub mod fake;
 pub mod fake_cli;
 pub mod llama;
@@ -27,6 +28,7 @@ pub mod speech;
 pub mod tmux;
 pub mod viewer;
 pub mod web;
+pub mod x11;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -119,7 +121,10 @@ impl Sandbox {
     /// Like [`command`](Self::command), for any program (a copy of one of ours, a script).
     pub fn command_for(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
+        // A dictation test must never type into the desktop of whoever runs the tests.
         cmd.env_remove("XDG_RUNTIME_DIR")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
             .env_remove("STT_DATA_DIR")
             .env("STT_RUNTIME_DIR", self.runtime_dir())
             .env("XDG_CONFIG_HOME", self.root().join("config"))

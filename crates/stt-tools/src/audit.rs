@@ -76,6 +76,38 @@ impl SpeakerRecord {
     }
 }
 
+/// Dictation turned on or off. What was typed is never written: only how much.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DictationRecord {
+    pub ts: String,
+    /// Always `"dictate"`.
+    pub mode: String,
+    /// `"on"` or `"off"`.
+    pub action: String,
+    /// Phrases said while it was on (`off` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phrases: Option<u64>,
+    /// Characters typed while it was on (`off` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chars: Option<u64>,
+}
+
+impl DictationRecord {
+    pub fn on(at: DateTime<Local>) -> Self {
+        Self {
+            ts: timestamp(at),
+            mode: "dictate".into(),
+            action: "on".into(),
+            phrases: None,
+            chars: None,
+        }
+    }
+
+    pub fn off(phrases: u64, chars: u64, at: DateTime<Local>) -> Self {
+        Self { action: "off".into(), phrases: Some(phrases), chars: Some(chars), ..Self::on(at) }
+    }
+}
+
 /// The time as the audit log writes it.
 pub fn timestamp(at: DateTime<Local>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, false)

@@ -22,5 +22,5 @@ pub mod context;
 pub mod registry;
 pub mod screen;
 
-pub use audit::{ActionRecord, AuditLog, SpeakerRecord};
+pub use audit::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
 pub use registry::{Outcome, Registry, ToolSpec};

@@ -212,7 +212,7 @@ fn a_newer_assistant_is_reported_with_the_fix() {
     server.join().unwrap();
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
-        out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v1"),
+        out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v2"),
         "{}",
         out.stderr
     );

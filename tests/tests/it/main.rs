@@ -11,6 +11,7 @@ mod assistant;
 mod chat;
 mod ctl;
 mod daemon;
+mod dictate;
 mod layers;
 mod local_model;
 mod memory;

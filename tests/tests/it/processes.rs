@@ -140,51 +140,7 @@ fn the_tui_without_a_terminal_points_to_the_dump() {
     assert!(out.stderr.contains("--dump"), "{}", out.stderr);
 }
 
-/// A daemon that publishes whatever lines the test writes, on the sandbox's daemon socket
-/// (the real publish server, on a runtime of its own).
-struct HandWrittenDaemon {
-    publisher: stt_bus::Publisher,
-    shutdown: tokio_util::sync::CancellationToken,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl HandWrittenDaemon {
-    fn start(sandbox: &Sandbox) -> Self {
-        let path = sandbox.daemon_socket();
-        let publisher = stt_bus::Publisher::default();
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        let (p, s) = (publisher.clone(), shutdown.clone());
-        let (bound_tx, bound) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let socket = stt_bus::BoundSocket::bind(&path, "stt-daemon").unwrap();
-                bound_tx.send(()).unwrap();
-                let hello = stt_proto::Hello::new("stt-daemon");
-                stt_bus::publish_server::serve(socket, p, hello, s).await;
-            });
-        });
-        bound.recv_timeout(DEADLINE).expect("the daemon socket is bound");
-        Self { publisher, shutdown, thread: Some(thread) }
-    }
-
-    fn line(&self, line: &str) {
-        self.publisher.publish_line(bytes::Bytes::from(format!("{line}\n")));
-    }
-}
-
-impl Drop for HandWrittenDaemon {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
+use stt_testkit::daemon::HandWrittenDaemon;
 
 #[test]
 fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
@@ -192,11 +148,11 @@ fn a_newer_daemons_lines_do_not_stop_the_assistant_relaying_transcripts() {
     use stt_testkit::viewer::{events, status, watch_attached};
 
     let sandbox = Sandbox::new();
-    let daemon = HandWrittenDaemon::start(&sandbox);
+    let daemon = HandWrittenDaemon::start(&sandbox.daemon_socket());
     let assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);
     expect_within("the assistant follows the daemon", DEADLINE, || {
-        if daemon.publisher.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
+        if daemon.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
     });
     let newer = [
         // A display-only value this build does not know.
@@ -232,11 +188,11 @@ fn clear_forgets_the_conversation_the_next_chat_turn_is_sent_with() {
     let sandbox = Sandbox::new();
     let llm = stt_testkit::viewer::scripted_model(&sandbox, "");
     llm.respond_with(|_| Script::Text("Hello.".into()));
-    let daemon = HandWrittenDaemon::start(&sandbox);
+    let daemon = HandWrittenDaemon::start(&sandbox.daemon_socket());
     let assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);
     expect_within("the assistant follows the daemon", DEADLINE, || {
-        if daemon.publisher.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
+        if daemon.subscribers() == 1 { Ok(()) } else { Err(assistant.log()) }
     });
     assert_eq!(sandbox.run("stt-ctl", &["chat-toggle"]).code, Some(0));
     let say = |seg_id: u64, text: &str| {

@@ -9,6 +9,7 @@
 //! get a snapshot and report back through the channel, wrapped as an [`Input`].
 
 mod chat;
+mod dictate;
 mod jobs;
 mod memory;
 mod providers;
@@ -81,6 +82,8 @@ pub enum Input {
     Voice(crate::voice::Report),
     /// What the triage lane has to say (ready, off and why, a window's signals).
     Triage(crate::triage::Report),
+    /// What the dictation lane has to say (a phrase it could not type, a dictation's end).
+    Dictate(crate::dictate::Report),
 }
 
 /// What a helper task the loop started ([`Owner::help`]) comes back with.
@@ -130,6 +133,8 @@ pub struct Parts {
     pub wake: Option<crate::wake::Settings>,
     /// The local time the loop goes by.
     pub clock: crate::wake::Clock,
+    /// How dictation types, and into which session.
+    pub dictate: stt_dictate::TypistSettings,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -197,6 +202,9 @@ pub struct Owner {
     /// The voice lane, once replies have been spoken (started by the first `voice_on`).
     voice: Option<crate::voice::Voice>,
     voice_settings: crate::voice::Settings,
+    /// The dictation lane, once dictation has been on (started by the first `dictate_start`).
+    dictation: Option<crate::dictate::Dictation>,
+    dictate_settings: stt_dictate::TypistSettings,
     /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
     voice_on: bool,
     /// Why espeak-ng speaks instead of the Piper voice, until it has been told (with the
@@ -272,6 +280,8 @@ impl Owner {
             memory,
             voice: None,
             voice_settings: parts.voice.0,
+            dictation: None,
+            dictate_settings: parts.dictate,
             voice_on: false,
             voice_fallback: None,
             echo: crate::echo::Echo::default(),
@@ -443,6 +453,7 @@ impl Owner {
             Input::Memory(report) => self.on_memory(report),
             Input::Voice(report) => self.on_voice(report),
             Input::Triage(report) => self.on_triage(report),
+            Input::Dictate(report) => self.on_dictate(report),
         }
     }
 
@@ -714,6 +725,12 @@ impl Owner {
                     {
                         tracing::info!(job = running.job, "cancelling the running command");
                         running.handle.cancel();
+                    }
+                }
+                Effect::Dictation { on } => self.dictation(on),
+                Effect::Dictate(text) => {
+                    if let Some(dictation) = &self.dictation {
+                        dictation.phrase(&text);
                     }
                 }
                 Effect::Answer { call_id, allow } => {

@@ -1,0 +1,106 @@
+//! The dictation lane: each final transcript said while dictating, typed into the focused
+//! window (`dictate_start`; README, "Dictation").
+//!
+//! A lane like the others: its own thread (typing runs programs, which block), a handle
+//! ([`Dictation`]) and a report enum ([`Report`]). The thread keeps the dictation's
+//! [`stt_dictate::Phrases`] (spoken commands, capitals, "scratch that") and the
+//! [`stt_dictate::Typist`] that found what the session types with. Phrases are typed in the
+//! order said, one at a time; none is dropped while the lane lives.
+//!
+//! What is typed is never logged nor reported: the reports carry counts.
+
+use std::sync::mpsc;
+
+use stt_dictate::{Edit, Phrases, Typist, TypistSettings};
+
+use crate::lane::Sink;
+
+/// What the lane tells the owner.
+#[derive(Debug)]
+pub enum Report {
+    /// A phrase could not be typed: why, naming what to install (dictation goes on).
+    Failed { why: String },
+    /// A dictation ended (`dictate_stop`): how much of it was typed.
+    Ended { phrases: u64, chars: u64 },
+}
+
+#[derive(Debug)]
+enum Job {
+    /// A new dictation: nothing to take back from before.
+    Start,
+    Phrase(String),
+    Stop,
+}
+
+/// The handle the owner keeps.
+#[derive(Debug, Clone)]
+pub struct Dictation {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Dictation {
+    /// A new dictation begins.
+    pub fn start(&self) {
+        let _ = self.jobs.send(Job::Start);
+    }
+
+    /// Types a final transcript.
+    pub fn phrase(&self, text: &str) {
+        let _ = self.jobs.send(Job::Phrase(text.to_owned()));
+    }
+
+    /// The dictation ends once what was said is typed; [`Report::Ended`] says how much.
+    pub fn stop(&self) {
+        let _ = self.jobs.send(Job::Stop);
+    }
+}
+
+/// Starts the lane's thread.
+pub fn spawn(settings: TypistSettings, reports: Sink<Report>) -> std::io::Result<Dictation> {
+    let (jobs, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("dictate".into())
+        .spawn(move || run(settings, &rx, &reports))?;
+    Ok(Dictation { jobs })
+}
+
+fn run(settings: TypistSettings, jobs: &mpsc::Receiver<Job>, reports: &Sink<Report>) {
+    let mut typist = Typist::new(settings);
+    let mut phrases = Phrases::default();
+    let (mut said, mut typed) = (0_u64, 0_u64);
+    // The last failure told, so a dictation into a session without a tool says it once.
+    let mut told: Option<String> = None;
+    while let Ok(job) = jobs.recv() {
+        match job {
+            Job::Start => {
+                phrases = Phrases::default();
+                (said, typed) = (0, 0);
+                told = None;
+            }
+            Job::Stop => reports.send(Report::Ended { phrases: said, chars: typed }),
+            Job::Phrase(text) => {
+                said += 1;
+                for edit in phrases.phrase(&text) {
+                    match typist.edit(&edit) {
+                        Ok(method) => {
+                            if let Edit::Type(text) = &edit {
+                                let chars = text.chars().count() as u64;
+                                typed += chars;
+                                tracing::debug!(chars, method = method.name(), "typed a phrase");
+                            }
+                            told = None;
+                        }
+                        Err(e) => {
+                            let why = e.to_string();
+                            tracing::warn!(%why, "dictation could not type a phrase");
+                            if told.as_ref() != Some(&why) {
+                                reports.send(Report::Failed { why: why.clone() });
+                                told = Some(why);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

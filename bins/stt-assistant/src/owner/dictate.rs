@@ -1,0 +1,50 @@
+//! The loop's side of dictation: the lane started when first needed, each dictation's start
+//! and end audited, what the lane could not type told.
+
+use stt_proto::ErrorCode;
+use stt_tools::DictationRecord;
+
+use super::{Input, Owner};
+
+impl Owner {
+    /// Dictation turned on or off (the core has changed the mode).
+    pub(super) fn dictation(&mut self, on: bool) {
+        if !on {
+            // Audited with its counts once the lane has typed what was said (`Ended`).
+            if let Some(dictation) = &self.dictation {
+                dictation.stop();
+            }
+            return;
+        }
+        if self.dictation.is_none() {
+            let inputs = self.inputs.clone();
+            let reports = crate::lane::Sink::new(move |report| {
+                // Gone only when the loop has ended, and then nobody listens.
+                let _ = inputs.send(Input::Dictate(report));
+            });
+            match crate::dictate::spawn(self.dictate_settings.clone(), reports) {
+                Ok(dictation) => self.dictation = Some(dictation),
+                Err(e) => {
+                    self.error(ErrorCode::Internal, format!("cannot start dictation: {e}"));
+                    return;
+                }
+            }
+        }
+        if let Some(dictation) = &self.dictation {
+            dictation.start();
+        }
+        tracing::info!("dictation on");
+        self.writer.audit_dictation(DictationRecord::on(chrono::Local::now()));
+    }
+
+    pub(super) fn on_dictate(&mut self, report: crate::dictate::Report) {
+        match report {
+            crate::dictate::Report::Failed { why } => self.error(ErrorCode::DictateFailed, why),
+            crate::dictate::Report::Ended { phrases, chars } => {
+                tracing::info!(phrases, chars, "dictation off");
+                let record = DictationRecord::off(phrases, chars, chrono::Local::now());
+                self.writer.audit_dictation(record);
+            }
+        }
+    }
+}
