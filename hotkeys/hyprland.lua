@@ -13,3 +13,6 @@ hl.bind("SUPER + SHIFT + D", hl.dsp.exec_cmd("stt-ctl command-execute --wait"), 
 
 -- Enter or leave chat mode.
 hl.bind("SUPER + SHIFT + T", hl.dsp.exec_cmd("stt-ctl chat-toggle"))
+
+-- Dictation on or off: what you say is typed into the window that has the focus (wtype).
+hl.bind("SUPER + SHIFT + W", hl.dsp.exec_cmd("stt-ctl dictate-toggle"))

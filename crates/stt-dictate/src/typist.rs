@@ -2,7 +2,7 @@
 //!
 //! Which tool is decided at run time, each time one fails: the one that worked last is
 //! tried first; otherwise, on Wayland `wtype` (wlroots compositors and KDE: the virtual
-//! keyboard protocol, any text), `ydotool` and `dotool` (any compositor, through uinput:
+//! keyboard protocol: sway, Hyprland, river; any text), `ydotool` and `dotool` (any compositor, through uinput:
 //! US key codes, so ASCII text), then the clipboard (`wl-copy`, the paste key sent by one
 //! of the three, the old clipboard put back); on X11 `xdotool type` (it finds each
 //! character's key in the current layout), then the clipboard (`xclip` or `xsel`, the paste
@@ -50,7 +50,7 @@ impl Session {
     fn hint(self) -> &'static str {
         match self {
             Self::Wayland => {
-                "install wtype (sway, Hyprland, river, KDE), or ydotool with its ydotoold \
+                "install wtype (sway, Hyprland, river and other wlroots compositors), or ydotool with its ydotoold \
                  service running (GNOME and any other compositor), or wl-clipboard with one of \
                  those for the paste key; or pick one with [dictate].method"
             }
