@@ -96,6 +96,15 @@ pub enum Command {
         /// The WAV file (any rate, any channel count)
         file: PathBuf,
     },
+    /// Serve speech recognition to Home Assistant over the Wyoming protocol (README, "Home
+    /// Assistant"): describe → info; transcribe, audio-start, audio-chunk, audio-stop →
+    /// transcript. Same model, vocabulary and filters as the daemon; no microphone.
+    Wyoming {
+        /// Where to listen: tcp://ADDRESS:PORT or unix://PATH. The loopback address keeps it
+        /// to this machine; another address lets anyone who reaches it send audio
+        #[arg(long, value_name = "URI", default_value = "tcp://127.0.0.1:10300")]
+        listen: String,
+    },
     /// Start the daemon and the assistant (and the TUI, and a local model) as supervised
     /// children
     ///

@@ -27,6 +27,7 @@ pub mod transcribe;
 pub mod turn;
 pub mod up;
 pub mod vocabulary;
+pub mod wyoming;
 
 pub use cli::{Cli, Command, UpArgs};
 
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Devices) => devices(),
         Some(Command::Transcribe { file }) => transcribe::run(&config, &cli, file),
+        Some(Command::Wyoming { listen }) => wyoming::run(&config, &cli, listen),
         Some(Command::Up(up)) => {
             let misplaced = cli.daemon_flags_given();
             if !misplaced.is_empty() {

@@ -26,6 +26,7 @@ mod triage;
 mod tui_tmux;
 mod turns;
 mod voice;
+mod wyoming;
 
 /// Whisper takes every core it is given: tests that run it take turns, so that each one's
 /// deadline measures its own work.

@@ -1,0 +1,449 @@
+//! `stt-daemon wyoming`: the recogniser as a Wyoming ASR service, for Home Assistant's voice
+//! pipeline (README, "Home Assistant").
+//!
+//! Per connection: `describe` is answered with `info` (one ASR program, `stt`, with the
+//! loaded whisper model); `transcribe` (optional: its `language` is noted), `audio-start`,
+//! `audio-chunk`s and `audio-stop` are answered with one `transcript`. Home Assistant
+//! finds the end of speech itself, so the audio of one request is one segment: converted to
+//! 16 kHz mono and handed to the one whisper worker (`stt_asr::Worker`, as in the daemon:
+//! the same model, vocabulary and filters), at most [`WAITING`] requests waiting; more are
+//! refused with an `error` event saying so. `ping` is answered with `pong`; other events are
+//! ignored, as the protocol asks. A request that cannot be served gets an `error` event and
+//! the connection stays; a frame that cannot be read ends the connection.
+//!
+//! It binds to the loopback address unless `--listen` names another: anyone who can reach
+//! the port can have their audio transcribed and read what is said.
+
+pub mod wire;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Context as _;
+use serde_json::json;
+use stt_asr::{Done, Job, QueuePolicy, Submitted, Worker};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::vocabulary::Vocabulary;
+use crate::{Cli, settings};
+use wire::Event;
+
+/// Requests that may wait for the worker at once; one more is refused.
+pub const WAITING: usize = 4;
+
+/// The longest audio one request may send (Home Assistant sends one command at a time).
+const MAX_AUDIO_S: usize = 30;
+
+/// Where to listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl Listen {
+    /// `tcp://HOST:PORT` (an IP address) or `unix://PATH`.
+    pub fn parse(uri: &str) -> anyhow::Result<Self> {
+        if let Some(addr) = uri.strip_prefix("tcp://") {
+            let addr = addr.parse().with_context(|| {
+                format!("'{uri}' is not tcp://ADDRESS:PORT with an IP address, e.g. tcp://127.0.0.1:10300")
+            })?;
+            return Ok(Self::Tcp(addr));
+        }
+        if let Some(path) = uri.strip_prefix("unix://").filter(|p| !p.is_empty()) {
+            return Ok(Self::Unix(PathBuf::from(path)));
+        }
+        anyhow::bail!(
+            "'{uri}' is not a place to listen: write tcp://127.0.0.1:10300 or unix:///path/to/socket"
+        )
+    }
+}
+
+/// Runs the service until SIGINT or SIGTERM.
+pub fn run(config: &stt_config::Config, cli: &Cli, listen: &str) -> anyhow::Result<()> {
+    let listen = Listen::parse(listen)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let mut terminate = stt_app::signals::Terminate::catch()?;
+        let shutdown = CancellationToken::new();
+        let service = Service::start(config, cli)?;
+        let served = serve(listen, service, shutdown.clone());
+        tokio::select! {
+            result = served => result,
+            () = terminate.recv() => {
+                shutdown.cancel();
+                tracing::info!("stopping");
+                Ok(())
+            }
+        }
+    })
+}
+
+/// The worker, and who waits for which job.
+struct Service {
+    worker: Worker,
+    waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Done>>>>,
+    next: AtomicU64,
+    vocabulary: Mutex<Vocabulary>,
+    model: String,
+    language: String,
+}
+
+impl Service {
+    fn start(config: &stt_config::Config, cli: &Cli) -> anyhow::Result<Arc<Self>> {
+        let asr = settings::asr(config, cli)?;
+        let language = asr.language.clone();
+        let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Done>>>> = Arc::default();
+        let answers = Arc::clone(&waiting);
+        let worker = Worker::spawn(asr, WAITING, move |done| {
+            let slot = answers.lock().unwrap_or_else(PoisonError::into_inner).remove(&done.seg_id);
+            if let Some(slot) = slot {
+                // The client may have gone; then no one reads it.
+                let _ = slot.send(done);
+            }
+        })?;
+        let model = worker.model_name().to_owned();
+        Ok(Arc::new(Self {
+            worker,
+            waiting,
+            next: AtomicU64::new(1),
+            vocabulary: Mutex::new(Vocabulary::new(config)),
+            model,
+            language,
+        }))
+    }
+
+    /// What `describe` is answered with.
+    fn info(&self) -> Event {
+        let languages: Vec<&str> = match self.language.as_str() {
+            "auto" => vec![],
+            language => vec![language],
+        };
+        Event::new(
+            "info",
+            json!({
+                "asr": [{
+                    "name": "stt",
+                    "description": "stt: whisper.cpp on this machine, with stt's filters and vocabulary",
+                    "attribution": { "name": "stt", "url": "https://example.invalid/stt" },
+                    "installed": true,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "supports_transcript_streaming": false,
+                    "requires_external_vad": true,
+                    "models": [{
+                        "name": self.model,
+                        "description": format!("whisper {}", self.model),
+                        "attribution": { "name": "OpenAI Whisper, whisper.cpp", "url": "https://github.com/ggml-org/whisper.cpp" },
+                        "installed": true,
+                        "version": null,
+                        "languages": languages,
+                    }],
+                }],
+                "tts": [], "handle": [], "intent": [], "wake": [], "mic": [], "snd": [],
+            }),
+        )
+    }
+
+    /// Transcribes one request's audio (16 kHz mono).
+    async fn transcribe(&self, samples: Vec<f32>) -> Result<String, (String, &'static str)> {
+        if self.worker.backlog() >= WAITING {
+            return Err((
+                format!(
+                    "stt is busy: {WAITING} requests are waiting for whisper; try again in a moment"
+                ),
+                "busy",
+            ));
+        }
+        let seg_id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner).insert(seg_id, tx);
+        #[allow(clippy::cast_precision_loss, reason = "seconds of audio")]
+        let seconds = samples.len() as f64 / 16_000.0;
+        let vocabulary = self.vocabulary.lock().unwrap_or_else(PoisonError::into_inner).current();
+        let job = Job { seg_id, start: 0.0, end: seconds, samples, speech_s: seconds, vocabulary };
+        match self.worker.submit(job, QueuePolicy::DropOldest) {
+            Submitted::Queued => {}
+            // Two requests raced for the last place: the older one is told to try again.
+            Submitted::DroppedOldest(old) => {
+                self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&old);
+            }
+            Submitted::Closed => {
+                self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&seg_id);
+                return Err((
+                    "the whisper worker has stopped: restart stt-daemon wyoming".into(),
+                    "stt",
+                ));
+            }
+        }
+        let done = rx.await.map_err(|_| {
+            ("the request was dropped: too many waited for whisper; try again".to_owned(), "busy")
+        })?;
+        match done.outcome {
+            Ok(transcription) => Ok(transcription.text.unwrap_or_default()),
+            Err(e) => Err((format!("whisper failed: {e}"), "stt")),
+        }
+    }
+}
+
+async fn serve(
+    listen: Listen,
+    service: Arc<Service>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    match listen {
+        Listen::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+                format!("cannot listen on tcp://{addr}: is another service on that port?")
+            })?;
+            let bound = listener.local_addr()?;
+            if !bound.ip().is_loopback() {
+                tracing::warn!(
+                    "listening on {bound}, not only this machine: anyone who can reach it can send audio to transcribe"
+                );
+            }
+            tracing::info!(model = %service.model, "answering Wyoming on tcp://{bound}");
+            loop {
+                let (stream, peer) = tokio::select! {
+                    accepted = listener.accept() => accepted?,
+                    () = shutdown.cancelled() => return Ok(()),
+                };
+                let _ = stream.set_nodelay(true);
+                let (read, write) = stream.into_split();
+                tokio::spawn(connection(read, write, Arc::clone(&service), peer.to_string()));
+            }
+        }
+        Listen::Unix(path) => {
+            if path.exists() {
+                anyhow::bail!("'{}' exists: remove it, or listen somewhere else", path.display());
+            }
+            let listener = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("cannot listen on unix://{}", path.display()))?;
+            tracing::info!(model = %service.model, "answering Wyoming on unix://{}", path.display());
+            let result = loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    () = shutdown.cancelled() => break Ok(()),
+                };
+                match accepted {
+                    Ok((stream, _)) => {
+                        let (read, write) = stream.into_split();
+                        tokio::spawn(connection(read, write, Arc::clone(&service), "unix".into()));
+                    }
+                    Err(e) => break Err(e.into()),
+                }
+            };
+            let _ = std::fs::remove_file(&path);
+            result
+        }
+    }
+}
+
+/// The audio of the request under way.
+#[derive(Debug)]
+struct Audio {
+    rate: u32,
+    width: u16,
+    channels: u16,
+    samples: Vec<f32>,
+    resampler: Option<stt_audio::Resampler>,
+}
+
+impl Audio {
+    fn start(event: &Event) -> Result<Self, String> {
+        let field =
+            |key: &str| event.int(key).ok_or_else(|| format!("audio-start without \"{key}\""));
+        let rate = u32::try_from(field("rate")?).unwrap_or(0);
+        let width = u16::try_from(field("width")?).unwrap_or(0);
+        let channels = u16::try_from(field("channels")?).unwrap_or(0);
+        if !(8_000..=192_000).contains(&rate)
+            || !matches!(width, 1 | 2 | 4)
+            || !(1..=8).contains(&channels)
+        {
+            return Err(format!(
+                "audio of {rate} Hz, {width} bytes a sample, {channels} channels cannot be read: send 16000 Hz, width 2, 1 channel"
+            ));
+        }
+        let resampler = if rate == 16_000 {
+            None
+        } else {
+            Some(stt_audio::Resampler::to_16k(rate).map_err(|e| e.to_string())?)
+        };
+        Ok(Self { rate, width, channels, samples: Vec::new(), resampler })
+    }
+
+    /// Adds a chunk's samples; an error when the request has grown too long.
+    fn chunk(&mut self, payload: &[u8]) -> Result<(), String> {
+        let width = usize::from(self.width);
+        let frame = width * usize::from(self.channels);
+        let mono: Vec<f32> = payload
+            .chunks_exact(frame)
+            .map(|frame| {
+                let sum: f32 = frame.chunks_exact(width).map(sample).sum();
+                sum / f32::from(self.channels)
+            })
+            .collect();
+        match &mut self.resampler {
+            Some(resampler) => resampler.process_into(&mono, &mut self.samples),
+            None => self.samples.extend_from_slice(&mono),
+        }
+        if self.samples.len() > MAX_AUDIO_S * 16_000 {
+            return Err(format!(
+                "over {MAX_AUDIO_S} s of audio in one request ({} Hz): send one command at a time",
+                self.rate
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Vec<f32> {
+        if let Some(resampler) = &mut self.resampler {
+            resampler.flush_into(&mut self.samples);
+        }
+        self.samples
+    }
+}
+
+/// One little-endian sample as -1.0..1.0.
+fn sample(bytes: &[u8]) -> f32 {
+    match *bytes {
+        [b] => (f32::from(b) - 128.0) / 128.0,
+        [a, b] => f32::from(i16::from_le_bytes([a, b])) / 32_768.0,
+        #[allow(clippy::cast_precision_loss, reason = "a sample")]
+        [a, b, c, d] => i32::from_le_bytes([a, b, c, d]) as f32 / 2_147_483_648.0,
+        _ => 0.0,
+    }
+}
+
+/// Serves one connection until it closes or sends what cannot be read.
+async fn connection(
+    read: impl AsyncRead + Unpin,
+    mut write: impl AsyncWrite + Unpin,
+    service: Arc<Service>,
+    peer: String,
+) {
+    let mut reader = BufReader::new(read);
+    let mut audio: Option<Audio> = None;
+    let mut language: Option<String> = None;
+    loop {
+        let event = match wire::read(&mut reader).await {
+            Ok(Some(event)) => event,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(%peer, "a Wyoming client sent what cannot be read: {e}");
+                let _ =
+                    send(&mut write, &error(&format!("cannot read that: {e}"), "bad_event")).await;
+                return;
+            }
+        };
+        let reply = match event.kind.as_str() {
+            "describe" => Some(service.info()),
+            "ping" => Some(Event::new("pong", json!({ "text": event.data.get("text") }))),
+            "transcribe" => {
+                language = event.data.get("language").and_then(|v| v.as_str()).map(str::to_owned);
+                None
+            }
+            "audio-start" => match Audio::start(&event) {
+                Ok(started) => {
+                    audio = Some(started);
+                    None
+                }
+                Err(why) => Some(error(&why, "bad_audio")),
+            },
+            "audio-chunk" => match audio.as_mut() {
+                None => Some(error("audio-chunk before audio-start", "bad_audio")),
+                Some(a) => a.chunk(&event.payload).err().map(|why| {
+                    audio = None;
+                    error(&why, "too_long")
+                }),
+            },
+            "audio-stop" => match audio.take() {
+                None => Some(error("audio-stop before audio-start", "bad_audio")),
+                Some(a) => {
+                    let samples = a.finish();
+                    let heard = samples.len();
+                    let reply = match service.transcribe(samples).await {
+                        Ok(text) => {
+                            tracing::info!(%peer, samples = heard, chars = text.len(), "transcribed a request");
+                            let language =
+                                language.take().unwrap_or_else(|| service.language.clone());
+                            Event::new("transcript", json!({ "text": text, "language": language }))
+                        }
+                        Err((why, code)) => error(&why, code),
+                    };
+                    Some(reply)
+                }
+            },
+            other => {
+                tracing::debug!(%peer, kind = other, "ignored a Wyoming event");
+                None
+            }
+        };
+        if let Some(reply) = reply
+            && send(&mut write, &reply).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn error(text: &str, code: &str) -> Event {
+    Event::new("error", json!({ "text": text, "code": code }))
+}
+
+async fn send(write: &mut (impl AsyncWrite + Unpin), event: &Event) -> std::io::Result<()> {
+    write.write_all(&event.encode()).await?;
+    write.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a test: a failure should panic")]
+
+    use super::*;
+
+    #[test]
+    fn listen_takes_tcp_or_unix_and_says_what_else() {
+        assert_eq!(
+            Listen::parse("tcp://127.0.0.1:10300").unwrap(),
+            Listen::Tcp("127.0.0.1:10300".parse().unwrap())
+        );
+        assert_eq!(
+            Listen::parse("unix:///run/stt.sock").unwrap(),
+            Listen::Unix("/run/stt.sock".into())
+        );
+        for bad in ["127.0.0.1:10300", "tcp://localhost:10300", "unix://", "http://x"] {
+            let why = Listen::parse(bad).unwrap_err().to_string();
+            assert!(why.contains("tcp://127.0.0.1:10300"), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn audio_in_any_common_shape_becomes_16k_mono() {
+        let start = |rate: u32, width: u16, channels: u16| {
+            Audio::start(&Event::new(
+                "audio-start",
+                json!({"rate": rate, "width": width, "channels": channels}),
+            ))
+        };
+        // One second of stereo 16-bit at 48 kHz, left full scale, right silent: a half.
+        let mut stereo = start(48_000, 2, 2).unwrap();
+        let frame = [i16::MAX.to_le_bytes(), 0_i16.to_le_bytes()].concat();
+        stereo.chunk(&frame.repeat(48_000)).unwrap();
+        let samples = stereo.finish();
+        assert!((15_900..=16_100).contains(&samples.len()), "{}", samples.len());
+        assert!((samples[8_000] - 0.5).abs() < 0.01, "{}", samples[8_000]);
+        assert!(start(16_000, 3, 1).unwrap_err().contains("send 16000 Hz, width 2, 1 channel"));
+        let mut long = start(16_000, 2, 1).unwrap();
+        let why = long.chunk(&vec![0; 2 * 16_000 * (MAX_AUDIO_S + 1)]).unwrap_err();
+        assert!(why.contains("one command at a time"), "{why}");
+    }
+}
