@@ -14,7 +14,7 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use stt_proto::DaemonEvent;
@@ -111,7 +111,10 @@ fn main() {
         if typed == want { "equals" } else { "differs from" }
     );
     println!("{table}\n{verdict}");
-    if let Some(path) = std::env::var_os("STT_BENCH_WRITE").map(PathBuf::from) {
+    if let Some(target) = std::env::var_os("STT_BENCH_WRITE") {
+        // Relative to the workspace root, where scripts/bench-dictate runs.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+        let path = root.join(target);
         let section = format!(
             "{START}\n## Dictation (`scripts/bench-dictate`)\n\n\
              Measured {} on {}, release build. Xvfb with an xterm whose `cat` writes what it \

@@ -170,6 +170,12 @@ impl Core {
     }
 
     /// The daemon's transcription backlog, from its last heartbeat.
+    /// Where the daemon sends audio to be transcribed, by its last heartbeat; `None`: this
+    /// machine.
+    pub fn stt_remote(&self) -> Option<String> {
+        self.last_heartbeat.as_ref().and_then(|(_, beat)| beat.remote.clone())
+    }
+
     pub fn daemon_backlog(&self) -> u32 {
         self.last_heartbeat.as_ref().map_or(0, |(_, beat)| beat.backlog)
     }
@@ -757,6 +763,7 @@ mod tests {
             stt_healthy: healthy,
             audio: AudioState::Capturing,
             model: "m".into(),
+            remote: None,
         })
     }
 

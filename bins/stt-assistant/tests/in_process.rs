@@ -207,6 +207,7 @@ fn heartbeat(seq: u64) -> DaemonEvent {
         stt_healthy: true,
         audio: AudioState::Capturing,
         model: "ggml-tiny.en-q8_0.bin".into(),
+        remote: None,
     })
 }
 

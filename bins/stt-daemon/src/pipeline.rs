@@ -85,12 +85,29 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let partials = (config.daemon.partials && !cli.source.fast)
         .then(|| Schedule::new(config.daemon.partial_interval_ms));
     let (verdicts, verdicts_rx) = std::sync::mpsc::channel();
+    let remote = settings::remote(&config)?;
+    let remote_host = remote.as_ref().map(stt_asr::remote::Remote::host);
     let worker = {
         let (publisher, speakers) = (publisher.clone(), speakers.clone());
         let mut whisper = Whispered { live: partials.is_some().then(Live::default), verdicts };
-        Worker::spawn(asr, config.daemon.transcribe_queue_size as usize, move |done| {
-            whisper.publish(&publisher, done, speakers.as_ref());
-        })?
+        let on_done = move |done| whisper.publish(&publisher, done, speakers.as_ref());
+        let capacity = config.daemon.transcribe_queue_size as usize;
+        match remote {
+            None => Worker::spawn(asr, capacity, on_done)?,
+            Some(remote) => {
+                let fallback = config.daemon.remote_fallback == stt_config::RemoteFallback::Local;
+                tracing::warn!(
+                    server = remote.url(),
+                    fallback,
+                    "[daemon].asr = \"remote\": each segment's audio is sent to the server"
+                );
+                let load = move || {
+                    let local = if fallback { Some(stt_asr::Whisper::load(asr)?) } else { None };
+                    Ok(stt_asr::remote::Hybrid::new(remote, local))
+                };
+                Worker::spawn_with(load, capacity, on_done)?
+            }
+        }
     };
     let turn = Turn::new(
         config.daemon.end_of_turn,
@@ -99,7 +116,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         verdicts_rx,
     );
     let worker = Arc::new(worker);
-    let heart = Arc::new(Heart::new(worker.model_name().to_owned()));
+    let heart = Arc::new(Heart::new(worker.model_name().to_owned(), remote_host));
     tracing::info!(
         socket = %socket_path.display(),
         model = worker.model_name(),
@@ -503,6 +520,13 @@ fn publish_final(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
                 runaway = ?transcription.runaway,
                 "transcribed"
             );
+            if let Some(note) = transcription.note {
+                publish_error(
+                    publisher,
+                    ErrorCode::Stt,
+                    format!("segment {}: {note}", done.seg_id),
+                );
+            }
             if let Some(text) = transcription.text {
                 publisher.publish(&DaemonEvent::Transcript(Transcript {
                     seg_id: done.seg_id,
@@ -539,15 +563,18 @@ struct Heart {
     seq: AtomicU64,
     audio: Mutex<AudioState>,
     model: String,
+    /// Where finals are sent, with a remote server.
+    remote: Option<String>,
 }
 
 impl Heart {
-    fn new(model: String) -> Self {
+    fn new(model: String, remote: Option<String>) -> Self {
         Self {
             started: Instant::now(),
             seq: AtomicU64::new(0),
             audio: Mutex::new(AudioState::Idle),
             model,
+            remote,
         }
     }
 
@@ -563,6 +590,7 @@ impl Heart {
             stt_healthy: stt_alive,
             audio: *self.audio.lock().unwrap_or_else(PoisonError::into_inner),
             model: self.model.clone(),
+            remote: self.remote.clone(),
         })
     }
 }

@@ -7,6 +7,34 @@ use stt_vad::{Earshot, Gated, Segmenter, Silero, SpeechProb, VadConfig};
 use crate::Cli;
 
 /// Whisper's settings, with the model path resolved (`--model` wins over the config).
+/// The remote transcription server, when `[daemon].asr = "remote"`; its key read from the
+/// variable `remote_key` names (unset: an error naming it).
+pub fn remote(config: &Config) -> anyhow::Result<Option<stt_asr::remote::Remote>> {
+    let d = &config.daemon;
+    if d.asr != stt_config::AsrBackend::Remote {
+        return Ok(None);
+    }
+    let key = match d.remote_key.trim() {
+        "" => None,
+        key => match key.strip_prefix("env:") {
+            Some(name) => Some(std::env::var(name.trim()).map_err(|_| {
+                anyhow::anyhow!(
+                    "[daemon].remote_key names the variable {name}, which is not set: export it (the server's key), or set remote_key = \"\""
+                )
+            })?),
+            None => Some(key.to_owned()),
+        },
+    };
+    let remote = stt_asr::remote::Remote::new(stt_asr::remote::RemoteConfig {
+        url: d.remote_url.trim().to_owned(),
+        key,
+        model: d.remote_model.trim().to_owned(),
+        language: d.language.clone(),
+        timeout: std::time::Duration::from_millis(d.remote_timeout_ms),
+    })?;
+    Ok(Some(remote))
+}
+
 pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {
     let d = &config.daemon;
     let configured = cli.source.model.as_deref().unwrap_or(&d.model);

@@ -334,6 +334,8 @@ pub struct State {
     pub voice: bool,
     /// The daemon's transcription backlog (`[seg N]`).
     pub backlog: u32,
+    /// Where the daemon sends audio to be transcribed (`host:port`); `None`: this machine.
+    pub stt_remote: Option<String>,
     /// Inference jobs waiting (`[inf N]`).
     pub inference_queue: u32,
     /// Whether an inference job runs (`· busy`).
@@ -386,6 +388,7 @@ impl State {
             viewers: None,
             voice: false,
             backlog: 0,
+            stt_remote: None,
             inference_queue: 0,
             inference_busy: false,
             buffer: String::new(),

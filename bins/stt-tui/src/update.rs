@@ -385,6 +385,7 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             }
             state.stt_healthy = Some(beat.stt_healthy);
             state.backlog = beat.daemon_backlog;
+            state.stt_remote = beat.stt_remote;
             state.inference_queue = beat.inference_queue;
             state.inference_busy = beat.inference_busy;
             return effects;

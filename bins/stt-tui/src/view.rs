@@ -222,6 +222,10 @@ fn header(state: &State, area: Rect) -> Paragraph<'static> {
         }
         None => status.push(Span::styled("?", dim())),
     }
+    if let Some(host) = &state.stt_remote {
+        // Audio leaves the machine ([daemon].asr = "remote"): never unsaid.
+        status.push(Span::styled(format!("   audio → {host}"), Style::new().yellow().bold()));
+    }
     if state.voice {
         // Replies are said aloud: `v` silences them.
         status.push(Span::styled("   voice on", Style::new().green()));

@@ -207,6 +207,25 @@ fn spoken_replies_show_in_the_header_until_the_voice_is_toggled_off() {
 }
 
 #[test]
+fn the_header_says_when_audio_leaves_the_machine() {
+    let mut actions = connected();
+    actions.push(event(
+        r#"{"type":"heartbeat","seq":9,"mode":"idle","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":false,"stt_remote":"10.0.0.5:8080"}"#,
+    ));
+    let (mut state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(screen.contains("STT ok   audio → 10.0.0.5:8080"), "{screen}");
+    // Back on this machine (or an older assistant, which says nothing): gone.
+    feed(
+        &mut state,
+        [event(
+            r#"{"type":"heartbeat","seq":10,"mode":"idle","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":false}"#,
+        )],
+    );
+    assert!(!support::screen(&state).contains("audio →"));
+}
+
+#[test]
 fn counters_show_the_backlog_and_the_inference_queue() {
     let mut actions = connected();
     actions.push(event(

@@ -10,6 +10,8 @@
 //! - [`bias`]: the vocabulary's tokens favoured while whisper decodes.
 //! - [`spelling`]: near misses of the user's vocabulary spelled as the user wrote them.
 //! - [`turn`]: whether the text heard at a pause ends what the person was saying.
+//! - [`remote`]: a transcription server elsewhere (OpenAI's /v1/audio/transcriptions), the
+//!   local model as its fallback.
 //! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed
 //!   by a bounded queue of closed segments whose depth is the daemon's backlog.
 //!
@@ -25,6 +27,7 @@
 pub mod agreement;
 pub mod bias;
 pub mod filter;
+pub mod remote;
 pub mod spelling;
 pub mod turn;
 pub mod whisper;
@@ -64,4 +67,8 @@ pub enum AsrError {
 
     #[error("whisper failed: {0}")]
     Whisper(String),
+
+    /// The remote server failed and there is no local fallback (`[daemon].remote_fallback`).
+    #[error("{0}")]
+    Remote(String),
 }

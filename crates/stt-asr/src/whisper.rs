@@ -115,6 +115,25 @@ pub struct Transcription {
     /// sentence heard whole ends in a sure one; speech cut off mid-thought less often
     /// ([`crate::turn`]).
     pub end_p: f32,
+    /// Something a person should know about how it was transcribed (a remote server that
+    /// failed, so the local model did it: [`crate::remote::Hybrid`]).
+    pub note: Option<String>,
+}
+
+impl Transcription {
+    /// Nothing heard, in `language`: the fields a transcription from elsewhere starts from.
+    pub fn nothing(language: &str) -> Self {
+        Self {
+            text: None,
+            raw: String::new(),
+            language: language.to_owned(),
+            no_speech_prob: 0.0,
+            decodes: 1,
+            runaway: None,
+            end_p: 0.0,
+            note: None,
+        }
+    }
 }
 
 /// What one decoding pass produced.
@@ -394,6 +413,7 @@ impl Whisper {
             decodes,
             runaway: why,
             end_p: decoded.end_p,
+            note: None,
         })
     }
 

@@ -465,12 +465,7 @@ mod tests {
             let _ = self.go.recv();
             Ok(Transcription {
                 text: Some(format!("{pass:?} {seg_id}")),
-                raw: String::new(),
-                language: "en".into(),
-                no_speech_prob: 0.0,
-                decodes: 1,
-                runaway: None,
-                end_p: 0.0,
+                ..Transcription::nothing("en")
             })
         }
 

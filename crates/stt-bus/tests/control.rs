@@ -42,7 +42,7 @@ async fn every_bad_line_gets_its_error_and_the_connection_stays_usable() {
 
     // Before any hello of ours the handler sees no peer; after it, it does.
     assert!(status(&mut client).await.ends_with("peer=-"));
-    client.send(b"{\"type\":\"hello\",\"protocol_version\":1,\"peer\":\"raw-test\",\"version\":\"0\"}\n").await;
+    client.send(b"{\"type\":\"hello\",\"protocol_version\":2,\"peer\":\"raw-test\",\"version\":\"0\"}\n").await;
     let ack = client.expect_type("ack").await;
     assert_eq!((ack["command"].as_str(), ack["ok"].as_bool()), (Some("hello"), Some(true)));
     assert!(status(&mut client).await.ends_with("peer=raw-test"));
@@ -98,7 +98,7 @@ async fn pipelined_lines_get_exactly_one_reply_each_in_order() {
     // (line, the reply's type, and its code or command)
     let script: &[(&str, &str, &str)] = &[
         (
-            "{\"type\":\"hello\",\"protocol_version\":1,\"peer\":\"pipe\",\"version\":\"0\"}",
+            "{\"type\":\"hello\",\"protocol_version\":2,\"peer\":\"pipe\",\"version\":\"0\"}",
             "ack",
             "hello",
         ),
@@ -233,7 +233,7 @@ async fn a_hello_of_another_version_gets_version_mismatch_and_the_connection_clo
         let message = client.expect_error("version_mismatch").await;
         for needle in [
             &format!("v{theirs}") as &str,
-            "v1",
+            &format!("v{}", stt_proto::PROTOCOL_VERSION),
             older,
             "install both from the same build",
             "stt-daemon up",
@@ -315,6 +315,7 @@ async fn subscribers_get_an_ack_then_events_and_viewers_are_counted() {
             daemon_backlog: 0,
             inference_queue: 0,
             inference_busy: false,
+            stt_remote: None,
         }),
     ];
     for event in &events {

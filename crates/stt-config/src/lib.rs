@@ -49,10 +49,11 @@ pub mod vocabulary;
 pub use dirs::Env;
 pub use error::ConfigError;
 pub use sections::{
-    AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
+    AsrBackend, AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, DictateConfig, DictateMethod, EndOfTurn,
-    LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig, SideEffect,
-    SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine, VoiceConfig,
+    LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig, RemoteFallback,
+    SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
+    VoiceConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -265,6 +266,18 @@ mod tests {
         }
         assert!(dnd("08:00-08:00").dnd_minutes().unwrap_err().contains("same minute"));
         check("[planner]\ndnd = \"10pm-8am\"\n", &[":2:", "planner.dnd", "22:00-08:00"]);
+    }
+
+    #[test]
+    fn remote_speech_recognition_needs_a_url_and_a_key_by_name() {
+        let cfg = parse_ok(
+            "[daemon]\nasr = \"remote\"\nremote_url = \"http://10.0.0.5:8080/v1/audio/transcriptions\"\nremote_key = \"env:STT_ASR_KEY\"\n",
+        );
+        assert_eq!(cfg.daemon.asr, AsrBackend::Remote);
+        assert_eq!(cfg.daemon.remote_fallback, RemoteFallback::Local);
+        check("[daemon]\nasr = \"remote\"\n", &["daemon.remote_url", "transcriptions URL"]);
+        check("[daemon]\nremote_key = \"env:\"\n", &[":2:", "daemon.remote_key", "env:NAME"]);
+        check("[daemon]\nremote_timeout_ms = 5\n", &[":2:", "100 or more"]);
     }
 
     #[test]

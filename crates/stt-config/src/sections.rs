@@ -93,6 +93,40 @@ pub struct DaemonConfig {
     /// Words whisper is told to expect (names, jargon), beside those in
     /// `<data_dir>/vocabulary.txt` (`stt-ctl vocabulary add`).
     pub vocabulary: Vec<String>,
+    /// Where finals are transcribed: here, or on a server (audio leaves the machine).
+    pub asr: AsrBackend,
+    /// The remote server's transcriptions URL (`…/v1/audio/transcriptions`).
+    pub remote_url: String,
+    /// The remote server's key: `env:NAME`, or empty for none.
+    pub remote_key: String,
+    /// The `model` the remote server is asked for (`whisper-1` for OpenAI); empty: none.
+    pub remote_model: String,
+    /// What transcribes a segment the remote server failed: the local model, or nothing.
+    pub remote_fallback: RemoteFallback,
+    /// How long the remote server may take for one segment, in milliseconds.
+    pub remote_timeout_ms: u64,
+}
+
+/// `[daemon].asr`: where speech is transcribed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AsrBackend {
+    /// whisper on this machine.
+    #[default]
+    Local,
+    /// An OpenAI-compatible `/v1/audio/transcriptions` server (`remote_url`).
+    Remote,
+}
+
+/// `[daemon].remote_fallback`: what happens to a segment the remote server failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RemoteFallback {
+    /// The local model transcribes it (loaded at start, so it is ready).
+    #[default]
+    Local,
+    /// It is lost, with an error saying why.
+    None,
 }
 
 impl Default for DaemonConfig {
@@ -122,6 +156,12 @@ impl Default for DaemonConfig {
             partials: true,
             partial_interval_ms: 500,
             vocabulary: Vec::new(),
+            asr: AsrBackend::Local,
+            remote_url: String::new(),
+            remote_key: String::new(),
+            remote_model: String::new(),
+            remote_fallback: RemoteFallback::Local,
+            remote_timeout_ms: 1500,
         }
     }
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use crate::parse::KeyPath;
 use crate::sections::{
-    AssistantConfig, Config, DaemonConfig, DictateConfig, EndOfTurn, LLM_PROVIDERS, LlmConfig,
-    MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig, TuiConfig,
-    VadEngine, VoiceConfig, is_identifier,
+    AsrBackend, AssistantConfig, Config, DaemonConfig, DictateConfig, EndOfTurn, LLM_PROVIDERS,
+    LlmConfig, MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig,
+    TuiConfig, VadEngine, VoiceConfig, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -82,6 +82,28 @@ fn daemon(c: &DaemonConfig) -> Checked {
         ));
     }
     positive("daemon", "threads", c.threads.into(), d.threads.into())?;
+    if c.asr == AsrBackend::Remote {
+        let url = c.remote_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(Problem {
+                key: KeyPath::new("daemon", "remote_url"),
+                also: vec![KeyPath::new("daemon", "asr")],
+                message: format!(
+                    "\"{url}\" is not an http:// or https:// URL, and asr = \"remote\" needs one: set the server's transcriptions URL, e.g. \"http://10.0.0.5:8080/v1/audio/transcriptions\", or asr = \"local\""
+                ),
+            });
+        }
+    }
+    key(&KeyPath::new("daemon", "remote_key"), &c.remote_key)?;
+    if c.remote_timeout_ms < 100 {
+        return Err(problem(
+            KeyPath::new("daemon", "remote_timeout_ms"),
+            format!(
+                "{} ms is too short for any server: set 100 or more (default {})",
+                c.remote_timeout_ms, d.remote_timeout_ms
+            ),
+        ));
+    }
     if c.vad == VadEngine::Silero && c.vad_model.as_os_str().is_empty() {
         return Err(problem(
             KeyPath::new("daemon", "vad_model"),

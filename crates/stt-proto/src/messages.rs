@@ -266,8 +266,11 @@ pub struct DaemonHeartbeat {
     pub backlog: u32,
     pub stt_healthy: bool,
     pub audio: AudioState,
-    /// The whisper model's file name.
+    /// The whisper model's file name (`remote HOST (fallback FILE)` with a remote server).
     pub model: String,
+    /// Where finals are sent to be transcribed (`host:port`), or `null`: this machine.
+    #[serde(default)]
+    pub remote: Option<String>,
 }
 
 family! {
@@ -809,6 +812,10 @@ pub struct AssistantHeartbeat {
     pub inference_queue: u32,
     /// Whether an inference job is running (`· busy`).
     pub inference_busy: bool,
+    /// Where the daemon sends audio to be transcribed (`host:port`), or `null`: nowhere,
+    /// it stays on this machine.
+    #[serde(default)]
+    pub stt_remote: Option<String>,
 }
 
 /// The reply to `status`.

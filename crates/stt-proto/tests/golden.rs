@@ -94,8 +94,9 @@ pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
                 stt_healthy: true,
                 audio: AudioState::Capturing,
                 model: "ggml-tiny.en-q8_0.bin".into(),
+                remote: None,
             }),
-            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en-q8_0.bin"}"#,
+            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en-q8_0.bin","remote":null}"#,
         ),
         (
             DaemonEvent::Error(ErrorMsg::new(
@@ -370,8 +371,9 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 daemon_backlog: 2,
                 inference_queue: 1,
                 inference_busy: true,
+                stt_remote: None,
             }),
-            r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":2,"inference_queue":1,"inference_busy":true}"#,
+            r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":2,"inference_queue":1,"inference_busy":true,"stt_remote":null}"#,
         ),
         (
             AssistantEvent::Error(ErrorMsg::new(

@@ -781,6 +781,7 @@ impl Owner {
             daemon_backlog: self.core.daemon_backlog(),
             inference_queue: self.queue.depth(),
             inference_busy: self.queue.busy(),
+            stt_remote: self.core.stt_remote(),
         }));
     }
 

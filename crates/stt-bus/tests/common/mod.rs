@@ -182,6 +182,7 @@ pub fn heartbeat(seq: u64, len: usize) -> DaemonEvent {
         stt_healthy: true,
         audio: AudioState::Capturing,
         model: "m".repeat(len.saturating_sub(base).max(1)),
+        remote: None,
     })
 }
 
