@@ -86,7 +86,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         .then(|| Schedule::new(config.daemon.partial_interval_ms));
     let (verdicts, verdicts_rx) = std::sync::mpsc::channel();
     let remote = settings::remote(&config)?;
-    let remote_host = remote.as_ref().map(stt_asr::remote::Remote::host);
+    let remote_host = remote.as_ref().map(|r| stt_asr::remote::host(&r.url));
     let worker = {
         let (publisher, speakers) = (publisher.clone(), speakers.clone());
         let mut whisper = Whispered { live: partials.is_some().then(Live::default), verdicts };
@@ -97,11 +97,14 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
             Some(remote) => {
                 let fallback = config.daemon.remote_fallback == stt_config::RemoteFallback::Local;
                 tracing::warn!(
-                    server = remote.url(),
+                    server = remote.url,
                     fallback,
                     "[daemon].asr = \"remote\": each segment's audio is sent to the server"
                 );
+                // The client blocks: it is made (and lives) on the worker's thread.
                 let load = move || {
+                    let remote = stt_asr::remote::Remote::new(remote)
+                        .map_err(|e| stt_asr::AsrError::Remote(e.to_string()))?;
                     let local = if fallback { Some(stt_asr::Whisper::load(asr)?) } else { None };
                     Ok(stt_asr::remote::Hybrid::new(remote, local))
                 };

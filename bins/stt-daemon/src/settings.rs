@@ -9,7 +9,7 @@ use crate::Cli;
 /// Whisper's settings, with the model path resolved (`--model` wins over the config).
 /// The remote transcription server, when `[daemon].asr = "remote"`; its key read from the
 /// variable `remote_key` names (unset: an error naming it).
-pub fn remote(config: &Config) -> anyhow::Result<Option<stt_asr::remote::Remote>> {
+pub fn remote(config: &Config) -> anyhow::Result<Option<stt_asr::remote::RemoteConfig>> {
     let d = &config.daemon;
     if d.asr != stt_config::AsrBackend::Remote {
         return Ok(None);
@@ -25,14 +25,13 @@ pub fn remote(config: &Config) -> anyhow::Result<Option<stt_asr::remote::Remote>
             None => Some(key.to_owned()),
         },
     };
-    let remote = stt_asr::remote::Remote::new(stt_asr::remote::RemoteConfig {
+    Ok(Some(stt_asr::remote::RemoteConfig {
         url: d.remote_url.trim().to_owned(),
         key,
         model: d.remote_model.trim().to_owned(),
         language: d.language.clone(),
         timeout: std::time::Duration::from_millis(d.remote_timeout_ms),
-    })?;
-    Ok(Some(remote))
+    }))
 }
 
 pub fn asr(config: &Config, cli: &Cli) -> anyhow::Result<AsrConfig> {

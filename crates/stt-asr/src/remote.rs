@@ -63,7 +63,8 @@ pub enum RemoteError {
     NoTls { url: String },
 }
 
-/// A client of one transcription server.
+/// A client of one transcription server. Blocking: make, use and drop it on a thread of its
+/// own (the whisper worker's), never inside an async runtime.
 #[derive(Debug)]
 pub struct Remote {
     config: RemoteConfig,
@@ -89,9 +90,7 @@ impl Remote {
 
     /// The host audio goes to, for people: `10.0.0.5:8080`.
     pub fn host(&self) -> String {
-        let url = &self.config.url;
-        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-        rest.split('/').next().unwrap_or(rest).to_owned()
+        host(&self.config.url)
     }
 
     /// The text of 16 kHz mono `samples`; `prompt` is whisper's initial prompt (the
@@ -179,6 +178,12 @@ impl Remote {
                 why: format!("no \"text\" in {text:.200}"),
             })
     }
+}
+
+/// The host of `url`, for people: `10.0.0.5:8080`.
+pub fn host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split('/').next().unwrap_or(rest).to_owned()
 }
 
 /// The innermost cause of a request error (reqwest wraps hyper wraps io).

@@ -19,6 +19,7 @@ mod planner;
 mod processes;
 mod providers;
 mod real_model;
+mod remote_asr;
 mod room;
 mod speakers;
 mod supervisor;
