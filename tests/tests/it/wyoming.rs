@@ -154,14 +154,21 @@ fn a_client_from_the_spec_is_described_the_model_and_gets_transcripts() {
 
     // espeak-ng at its own 22,050 Hz, on the same connection: resampled.
     let speech = Speech::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("speech"));
-    let said = "Turn on the kitchen lights.";
+    let said =
+        "Turn on the kitchen lights, then set a timer for ten minutes and play some quiet music.";
     let wav = speech.clip(
         &[Part::Silence(0.3), Part::Say(Line { text: said, voice: "en-us" }), Part::Silence(0.3)],
         Format::wav(22_050, 1),
     );
     let (audio, rate) = pcm(&wav);
     assert_eq!(rate, 22_050);
-    let (text, _) = client.transcribe(&audio, rate);
+    let (text, took) = client.transcribe(&audio, rate);
+    #[allow(clippy::cast_precision_loss, reason = "seconds of audio")]
+    let seconds = audio.len() as f64 / 2.0 / f64::from(rate);
+    eprintln!(
+        "{seconds:.1} s of espeak-ng at 22,050 Hz: {text:?} {} ms after audio-stop",
+        took.as_millis()
+    );
     assert!(text.to_lowercase().contains("kitchen light"), "{text:?}");
 
     // A request out of order is refused and the connection goes on; garbage ends it.
