@@ -80,23 +80,29 @@ fn run(settings: TypistSettings, jobs: &mpsc::Receiver<Job>, reports: &Sink<Repo
             Job::Stop => reports.send(Report::Ended { phrases: said, chars: typed }),
             Job::Phrase(text) => {
                 said += 1;
-                for edit in phrases.phrase(&text) {
-                    match typist.edit(&edit) {
-                        Ok(method) => {
-                            if let Edit::Type(text) = &edit {
-                                let chars = text.chars().count() as u64;
-                                typed += chars;
-                                tracing::debug!(chars, method = method.name(), "typed a phrase");
-                            }
-                            told = None;
-                        }
-                        Err(e) => {
-                            let why = e.to_string();
-                            tracing::warn!(%why, "dictation could not type a phrase");
-                            if told.as_ref() != Some(&why) {
-                                reports.send(Report::Failed { why: why.clone() });
-                                told = Some(why);
-                            }
+                let edits = phrases.phrase(&text);
+                if edits.is_empty() {
+                    continue;
+                }
+                match typist.edits(&edits) {
+                    Ok(method) => {
+                        let chars: u64 = edits
+                            .iter()
+                            .map(|e| match e {
+                                Edit::Type(text) => text.chars().count() as u64,
+                                Edit::Erase(_) => 0,
+                            })
+                            .sum();
+                        typed += chars;
+                        tracing::debug!(chars, method = method.name(), "typed a phrase");
+                        told = None;
+                    }
+                    Err(e) => {
+                        let why = e.to_string();
+                        tracing::warn!(%why, "dictation could not type a phrase");
+                        if told.as_ref() != Some(&why) {
+                            reports.send(Report::Failed { why: why.clone() });
+                            told = Some(why);
                         }
                     }
                 }

@@ -160,11 +160,18 @@ pub struct Typist {
     settings: TypistSettings,
     /// The method that worked last.
     working: Option<Method>,
+    /// When the last program that typed ended.
+    last: Option<Instant>,
 }
+
+/// The least time between two typing programs. Each wtype uploads a keymap of its own, and a
+/// key that follows a new keymap within a few milliseconds was lost (foot under sway, a real
+/// compositor: a comma typed right after a backspace never came).
+const GAP: Duration = Duration::from_millis(30);
 
 impl Typist {
     pub fn new(settings: TypistSettings) -> Self {
-        Self { settings, working: None }
+        Self { settings, working: None, last: None }
     }
 
     /// The method that worked last, if any has.
@@ -175,6 +182,12 @@ impl Typist {
     /// Carries `edit` out; the method that did it. A method that fails is left for the next
     /// one the session has; one that is not installed is skipped.
     pub fn edit(&mut self, edit: &Edit) -> Result<Method, TypeError> {
+        self.edits(std::slice::from_ref(edit))
+    }
+
+    /// Carries one phrase's edits out, in order (with wtype, as one program: backspaces as
+    /// backspace characters); the method that did them.
+    pub fn edits(&mut self, edits: &[Edit]) -> Result<Method, TypeError> {
         let session = self.settings.session.ok_or(TypeError::NoSession)?;
         let mut order: Vec<Method> = match self.settings.method {
             Some(method) => vec![method],
@@ -189,7 +202,12 @@ impl Typist {
         for method in order {
             let Some(tools) = self.tools(method, session) else { continue };
             installed = true;
-            match self.run(method, &tools, edit) {
+            if let Some(wait) = self.last.and_then(|last| GAP.checked_sub(last.elapsed())) {
+                std::thread::sleep(wait);
+            }
+            let ran = self.run(method, &tools, edits);
+            self.last = Some(Instant::now());
+            match ran {
                 Ok(()) => {
                     if self.working != Some(method) {
                         tracing::info!(method = method.name(), %session, "dictation types with this");
@@ -249,11 +267,24 @@ impl Typist {
         }
     }
 
-    fn run(&self, method: Method, tools: &Tools, edit: &Edit) -> Result<(), Failure> {
-        match method {
-            Method::Clipboard => self.clipboard(tools, edit),
-            _ => keyboard(method, &tools.main, edit),
+    fn run(&self, method: Method, tools: &Tools, edits: &[Edit]) -> Result<(), Failure> {
+        if method == Method::Wtype {
+            let text: String = edits
+                .iter()
+                .map(|edit| match edit {
+                    Edit::Type(text) => text.clone(),
+                    Edit::Erase(n) => "\u{8}".repeat(*n),
+                })
+                .collect();
+            return keyboard(method, &tools.main, &Edit::Type(text));
         }
+        for edit in edits {
+            match method {
+                Method::Clipboard => self.clipboard(tools, edit)?,
+                _ => keyboard(method, &tools.main, edit)?,
+            }
+        }
+        Ok(())
     }
 
     /// Types through the clipboard: what it held is put back after the paste (text only; a
@@ -315,10 +346,10 @@ enum Failure {
 fn keyboard(method: Method, tool: &Path, edit: &Edit) -> Result<(), Failure> {
     match (method, edit) {
         (Method::Wtype, Edit::Type(text)) => run(tool, &["-"], Some(text.as_bytes())),
-        (Method::Wtype, Edit::Erase(n)) => {
-            let args: Vec<&str> = ["-k", "BackSpace"].repeat(*n);
-            run(tool, &args, None)
-        }
+        // As text too: backspace characters are typed as the BackSpace key. `-k BackSpace`
+        // is not used: a key named on the command line came first after wtype's new keymap,
+        // and foot under sway lost it about one time in three (a real compositor, tested).
+        (Method::Wtype, Edit::Erase(n)) => run(tool, &["-"], Some("\u{8}".repeat(*n).as_bytes())),
         (Method::Ydotool, Edit::Type(text)) => {
             run(tool, &["type", "--file", "-"], Some(text.as_bytes()))
         }

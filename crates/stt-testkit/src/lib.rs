@@ -9,7 +9,8 @@
 //! assistant on a real control socket), [`msg`] (message builders), [`reexec`] (a test's
 //! `child_…` half in a process of its own), [`room`] (a private sound server: what the voice
 //! says, the microphone hears), [`tmux`] (the real TUI in a private tmux),
-//! [`daemon`] (a daemon socket publishing what the test writes), [`x11`] (Xvfb with a focused text window, for dictation), [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
+//! [`daemon`] (a daemon socket publishing what the test writes), [`x11`] (Xvfb with a focused text window, for dictation), [`wayland`] (sway, headless, with
+//! one too), [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
 //! of its own: a kit that depends on it cannot serve its own tests.
 
 pub mod daemon;
@@ -27,6 +28,7 @@ pub mod room;
 pub mod speech;
 pub mod tmux;
 pub mod viewer;
+pub mod wayland;
 pub mod web;
 pub mod x11;
 

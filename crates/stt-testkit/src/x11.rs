@@ -108,28 +108,14 @@ impl Display {
         &self.name
     }
 
-    /// The text the window holds from what it received since the last [`Display::clear`]:
-    /// a backspace (the terminal sends DEL) takes back the character before it, as in any
-    /// text field.
+    /// The text the window holds from what it received since the last [`Display::clear`].
     pub fn typed(&self) -> String {
-        let bytes = std::fs::read(&self.typed).unwrap_or_default();
-        let received = String::from_utf8_lossy(bytes.get(self.from.get()..).unwrap_or_default());
-        let mut text = String::with_capacity(received.len());
-        for c in received.chars() {
-            if matches!(c, '\u{7f}' | '\u{8}') {
-                text.pop();
-            } else {
-                text.push(c);
-            }
-        }
-        text
+        received(&self.typed, self.from.get())
     }
 
-    /// Forgets what was typed so far (`cat` keeps writing at its own offset, so the file is
-    /// read from here on rather than emptied).
+    /// Forgets what was typed so far.
     pub fn clear(&self) {
-        let len = std::fs::read(&self.typed).map(|b| b.len()).unwrap_or(0);
-        self.from.set(len);
+        self.from.set(end(&self.typed));
     }
 
     /// Runs xdotool on this display; its output.
@@ -142,6 +128,29 @@ impl Display {
             .unwrap_or_else(|e| panic!("xdotool runs: {e}"));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// The text a window that writes what it receives to `file` holds, from byte `from` on: a
+/// backspace (a terminal sends DEL) takes back the character before it, as in any text field.
+pub(crate) fn received(file: &Path, from: usize) -> String {
+    let bytes = std::fs::read(file).unwrap_or_default();
+    let received = String::from_utf8_lossy(bytes.get(from..).unwrap_or_default());
+    let mut text = String::with_capacity(received.len());
+    for c in received.chars() {
+        if matches!(c, '\u{7f}' | '\u{8}') {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    text
+}
+
+/// Where a window's file ends now: what [`received`] reads from to forget what came before
+/// (`cat` keeps writing at its own offset, so the file is read from there rather than
+/// emptied).
+pub(crate) fn end(file: &Path) -> usize {
+    std::fs::read(file).map(|b| b.len()).unwrap_or(0)
 }
 
 fn read_line(pipe: std::process::ChildStdout) -> String {

@@ -1,7 +1,9 @@
-//! Dictation through the real binaries into a real X server: Xvfb with a plain text window
-//! (`stt_testkit::x11`), the real `xdotool`, the real assistant; the window's file says
-//! exactly what was typed. Wayland's tools (wtype, ydotool, dotool, the clipboard) are
-//! checked against fakes on a PATH of their own in `stt-dictate`'s unit tests.
+//! Dictation through the real binaries into a real X server (Xvfb with a plain text window,
+//! `stt_testkit::x11`, the real `xdotool`) and a real Wayland compositor (sway, headless,
+//! with a foot terminal, `stt_testkit::wayland`, the real `wtype`), the real assistant; the
+//! window's file says exactly what was typed. ydotool, dotool and the clipboard (which need
+//! uinput or a desktop's clipboard) are checked against fakes on a PATH of their own in
+//! `stt-dictate`'s unit tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,10 +37,18 @@ fn assistant_typing_into(
     sandbox: &Sandbox,
     display: Option<&Display>,
 ) -> (HandWrittenDaemon, stt_testkit::Proc) {
+    let env: Vec<(&str, &str)> = display.map(|d| vec![("DISPLAY", d.name())]).unwrap_or_default();
+    assistant_with(sandbox, &env)
+}
+
+/// The assistant, its model off, following a daemon the test writes, with `env`.
+fn assistant_with(
+    sandbox: &Sandbox,
+    env: &[(&str, &str)],
+) -> (HandWrittenDaemon, stt_testkit::Proc) {
     std::fs::write(sandbox.config_file(), "[llm]\nenabled = false\n").unwrap();
     let daemon = HandWrittenDaemon::start(&sandbox.daemon_socket());
-    let env: Vec<(&str, &str)> = display.map(|d| vec![("DISPLAY", d.name())]).unwrap_or_default();
-    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &env);
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], env);
     wait_for("the assistant to follow the daemon", DEADLINE, || {
         (daemon.subscribers() > 0).then_some(())
     });
@@ -52,8 +62,12 @@ fn ctl(sandbox: &Sandbox, verb: &str) {
 
 /// Waits until the window shows `want` (and not more), or fails showing what it has.
 fn until_shown(display: &Display, want: &str, assistant: &stt_testkit::Proc) {
+    until_typed(|| display.typed(), want, assistant);
+}
+
+fn until_typed(typed: impl Fn() -> String, want: &str, assistant: &stt_testkit::Proc) {
     expect_within("the dictated text in the window", DEADLINE, || {
-        let typed = display.typed();
+        let typed = typed();
         if typed == want {
             Ok(())
         } else {
@@ -106,6 +120,30 @@ fn dictated_phrases_are_typed_into_an_x_window_with_the_spoken_commands_done() {
         assert!(!audit.contains(words), "the audit log holds what was said: {audit}");
         assert!(!assistant.log().contains(words), "the log holds what was said");
     }
+}
+
+#[test]
+fn on_wayland_wtype_types_into_the_focused_window() {
+    let display = stt_testkit::wayland::Display::start();
+    let sandbox = Sandbox::new();
+    let socket = display.socket().to_string_lossy().into_owned();
+    let (daemon, assistant) = assistant_with(&sandbox, &[("WAYLAND_DISPLAY", &socket)]);
+    let said = [
+        "Ask Zoë about the café,",
+        "comma",
+        "then call Siobhan.",
+        "Scratch that.",
+        "New line.",
+        "Done.",
+    ];
+    ctl(&sandbox, "dictate-start");
+    for (seg, text) in (1..).zip(said) {
+        daemon.publish(&DaemonEvent::Transcript(msg::transcript(seg, text)));
+    }
+    let want = shown(&said);
+    assert_eq!(want, "Ask Zoë about the café,\nDone.");
+    until_typed(|| display.typed(), &want, &assistant);
+    assert!(assistant.log().contains("method=\"wtype\" session=Wayland"), "{}", assistant.log());
 }
 
 #[test]
