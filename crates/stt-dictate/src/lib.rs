@@ -16,5 +16,5 @@
 mod phrases;
 mod typist;
 
-pub use phrases::{Edit, Phrases, SPOKEN, Spoken};
+pub use phrases::{Edit, Phrases, SPOKEN, Spoken, replay};
 pub use typist::{Method, Session, TypeError, Typist, TypistSettings};

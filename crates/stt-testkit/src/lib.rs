@@ -58,6 +58,14 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
+/// stt's cache directory, where the setup scripts keep what they build and fetch for tests
+/// (`$XDG_CACHE_HOME/stt`, else `~/.cache/stt`).
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))?;
+    Some(cache.join("stt"))
+}
+
 /// Where `scripts/fetch-models` installed the models, as seen by this test process (the
 /// sandbox points its children there, since their data directory is a temporary one).
 pub fn models_dir() -> PathBuf {

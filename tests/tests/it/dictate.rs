@@ -9,28 +9,12 @@
 
 use std::path::Path;
 
-use stt_dictate::{Edit, Phrases};
+use stt_dictate::replay as shown;
 use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode};
 use stt_testkit::daemon::HandWrittenDaemon;
 use stt_testkit::viewer::{events, status, watch_attached};
 use stt_testkit::x11::Display;
 use stt_testkit::{DEADLINE, Sandbox, expect_within, msg, real_speech, wait_for};
-
-/// What a window shows after `phrases` are dictated in turn (the test's own reading of the
-/// rules, through the same `Phrases` the assistant uses).
-fn shown(phrases: &[&str]) -> String {
-    let mut dictation = Phrases::default();
-    let mut shown: Vec<char> = Vec::new();
-    for said in phrases {
-        for edit in dictation.phrase(said) {
-            match edit {
-                Edit::Type(text) => shown.extend(text.chars()),
-                Edit::Erase(n) => shown.truncate(shown.len().saturating_sub(n)),
-            }
-        }
-    }
-    shown.into_iter().collect()
-}
 
 /// The assistant, its model off, following a daemon the test writes, typing into `display`.
 fn assistant_typing_into(

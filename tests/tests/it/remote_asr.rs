@@ -121,9 +121,7 @@ fn url(port: u16) -> String {
 
 /// Where scripts/fetch-whisper-server installs the server.
 fn whisper_server() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))?;
-    Some(cache.join("stt/whisper/whisper-server")).filter(|p| p.is_file())
+    Some(stt_testkit::cache_dir()?.join("whisper/whisper-server")).filter(|p| p.is_file())
 }
 
 #[test]

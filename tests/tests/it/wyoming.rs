@@ -190,9 +190,7 @@ fn a_client_from_the_spec_is_described_the_model_and_gets_transcripts() {
 
 /// Where scripts/setup installs the `wyoming` package (a `--target` directory).
 fn wyoming_package() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let cache = var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))?;
-    let dir = cache.join("stt/python").join(WYOMING_PY);
+    let dir = stt_testkit::cache_dir()?.join("python").join(WYOMING_PY);
     dir.join("wyoming").is_dir().then_some(dir)
 }
 
