@@ -17,8 +17,8 @@ use crate::{AsrError, Transcription, Whisper, filter};
 /// How long the remote is left alone after it failed (the local model serves meanwhile).
 pub const REST: Duration = Duration::from_secs(30);
 
-/// Where and how to reach the server.
-#[derive(Debug, Clone)]
+/// Where and how to reach the server. Its `Debug` never shows the key.
+#[derive(Clone)]
 pub struct RemoteConfig {
     /// The transcriptions URL, e.g. `http://10.0.0.5:8080/v1/audio/transcriptions`.
     pub url: String,
@@ -30,6 +30,18 @@ pub struct RemoteConfig {
     pub language: String,
     /// How long one segment may take, connection included.
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("key", &self.key.as_ref().map(|_| "…"))
+            .field("model", &self.model)
+            .field("language", &self.language)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// Why a segment was not transcribed remotely. Each names the fix.
@@ -455,6 +467,14 @@ mod tests {
             matches!(err, AsrError::Remote(ref why) if why.contains("nothing answers")),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let shown =
+            format!("{:?}", Hybrid::new(remote("http://h:1/v1/audio/transcriptions", 100), None));
+        assert!(!shown.contains("sk-test"), "{shown}");
+        assert!(shown.contains("h:1"), "{shown}");
     }
 
     #[test]
