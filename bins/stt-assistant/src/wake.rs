@@ -135,6 +135,9 @@ pub enum Look {
     Turn,
     /// Not now (why); the next look is at [`Wakes::next`].
     Later(&'static str),
+    /// A person comes first: looked at again in 30 s. Nothing a restart needs (the wake-up
+    /// it holds is still due then), so nothing to write down.
+    Held,
     /// The last proactive turn is still unanswered: this one is dropped.
     Dropped,
 }
@@ -226,7 +229,7 @@ impl Wakes {
         }
         if busy {
             self.saved.next = Some(now + TimeDelta::from_std(RETRY).unwrap_or_default());
-            return Some(Look::Later("a person comes first"));
+            return Some(Look::Held);
         }
         // The next look, unless the turn asks for another: one interval on.
         let minutes = self.saved.minutes.clamp(MINUTES.0, MINUTES.1);
@@ -366,7 +369,7 @@ mod tests {
     fn a_person_comes_first_and_an_unanswered_turn_is_not_repeated() {
         let mut w = wakes(at(9, 0));
         w.schedule(30, at(10, 0));
-        assert_eq!(w.due(at(10, 30), true), Some(Look::Later("a person comes first")));
+        assert_eq!(w.due(at(10, 30), true), Some(Look::Held));
         assert_eq!(w.next(), Some(at(10, 30) + TimeDelta::seconds(30)));
         assert_eq!(w.due(at(10, 31), false), Some(Look::Turn));
         w.shown();

@@ -468,6 +468,15 @@ impl Whispered {
     /// transcript (unless there was nothing real in it) with who spoke it, when the speaker
     /// lane is on, then `segment_done`.
     fn publish(&mut self, publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
+        // How the pass was done, when a person should know (a remote server failed and the
+        // local model did it): told by the pass that did it, so a final that is its pause
+        // pass's text (`ahead`) does not tell it again, and a pause pass's is not lost when
+        // the segment then grows.
+        if let Ok(stt_asr::Transcription { note: Some(note), .. }) = &done.outcome
+            && !done.ahead
+        {
+            publish_error(publisher, ErrorCode::Stt, format!("segment {}: {note}", done.seg_id));
+        }
         if done.pass == Pass::Final {
             if let Some(live) = self.live.as_mut() {
                 live.finished(done.seg_id);
@@ -523,13 +532,6 @@ fn publish_final(publisher: &Publisher, done: Done, speakers: Option<&Lane>) {
                 runaway = ?transcription.runaway,
                 "transcribed"
             );
-            if let Some(note) = transcription.note {
-                publish_error(
-                    publisher,
-                    ErrorCode::Stt,
-                    format!("segment {}: {note}", done.seg_id),
-                );
-            }
             if let Some(text) = transcription.text {
                 publisher.publish(&DaemonEvent::Transcript(Transcript {
                     seg_id: done.seg_id,

@@ -109,7 +109,7 @@ impl Remote {
     /// vocabulary), sent when not empty.
     pub fn transcribe(&self, samples: &[f32], prompt: &str) -> Result<String, RemoteError> {
         let url = self.config.url.clone();
-        let boundary = format!("stt-{:016x}", fastrand_seed());
+        let boundary = format!("stt-{:016x}", boundary_seed());
         let mut body = Vec::with_capacity(samples.len() * 2 + 1024);
         let mut field = |name: &str, value: &str| {
             let _ = write!(
@@ -143,10 +143,11 @@ impl Remote {
         if let Some(key) = &self.config.key {
             request = request.bearer_auth(key);
         }
-        let started = Instant::now();
+        // A time-out names the limit set, not the moment the clock noticed.
+        let limit = self.config.timeout.as_millis();
         let reply = request.send().map_err(|e| {
             if e.is_timeout() {
-                RemoteError::Timeout { url: url.clone(), ms: started.elapsed().as_millis() }
+                RemoteError::Timeout { url: url.clone(), ms: limit }
             } else if url.starts_with("https://") && e.is_builder() {
                 RemoteError::NoTls { url: url.clone() }
             } else {
@@ -156,7 +157,7 @@ impl Remote {
         let status = reply.status().as_u16();
         let text = reply.text().map_err(|e| {
             if e.is_timeout() {
-                RemoteError::Timeout { url: url.clone(), ms: started.elapsed().as_millis() }
+                RemoteError::Timeout { url: url.clone(), ms: limit }
             } else {
                 RemoteError::BadReply { url: url.clone(), why: e.to_string() }
             }
@@ -209,7 +210,7 @@ fn root_cause(e: &dyn std::error::Error) -> String {
 
 /// A boundary no audio holds: the clock's nanoseconds are enough (the body is binary
 /// audio, and a collision needs 22 matching bytes).
-fn fastrand_seed() -> u64 {
+fn boundary_seed() -> u64 {
     let now =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     u64::try_from(now.as_nanos() & u128::from(u64::MAX)).unwrap_or(0) ^ 0x9e37_79b9_7f4a_7c15
@@ -450,7 +451,7 @@ mod tests {
         let (url, _sent) = server(0, "");
         let started = Instant::now();
         let why = remote(&url, 300).transcribe(&[0.0; 160], "").unwrap_err().to_string();
-        assert!(why.contains("within") && why.contains("remote_timeout_ms"), "{why}");
+        assert!(why.contains("within 300 ms") && why.contains("remote_timeout_ms"), "{why}");
         assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
     }
 

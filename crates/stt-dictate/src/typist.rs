@@ -179,14 +179,9 @@ impl Typist {
         self.working
     }
 
-    /// Carries `edit` out; the method that did it. A method that fails is left for the next
-    /// one the session has; one that is not installed is skipped.
-    pub fn edit(&mut self, edit: &Edit) -> Result<Method, TypeError> {
-        self.edits(std::slice::from_ref(edit))
-    }
-
     /// Carries one phrase's edits out, in order (with wtype, as one program: backspaces as
-    /// backspace characters); the method that did them.
+    /// backspace characters); the method that did them. A method that fails is left for the
+    /// next one the session has; one that is not installed is skipped.
     pub fn edits(&mut self, edits: &[Edit]) -> Result<Method, TypeError> {
         let session = self.settings.session.ok_or(TypeError::NoSession)?;
         let mut order: Vec<Method> = match self.settings.method {
@@ -572,9 +567,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fake(dir.path(), "xdotool", 0, "");
         let mut typist = typist(dir.path(), Some(Session::X11), None);
-        assert_eq!(typist.edit(&Edit::Type("Hello, world".into())).unwrap(), Method::Xdotool);
-        assert_eq!(typist.edit(&Edit::Type("Zoë".into())).unwrap(), Method::Xdotool);
-        assert_eq!(typist.edit(&Edit::Erase(2)).unwrap(), Method::Xdotool);
+        assert_eq!(typist.edits(&[Edit::Type("Hello, world".into())]).unwrap(), Method::Xdotool);
+        assert_eq!(typist.edits(&[Edit::Type("Zoë".into())]).unwrap(), Method::Xdotool);
+        assert_eq!(typist.edits(&[Edit::Erase(2)]).unwrap(), Method::Xdotool);
         assert_eq!(
             log(dir.path()),
             "xdotool type --delay 0 --file - <Hello, world\n\
@@ -589,9 +584,9 @@ mod tests {
         fake(dir.path(), "wtype", 1, "Compositor does not support the virtual keyboard protocol");
         fake(dir.path(), "dotool", 0, "");
         let mut typist = typist(dir.path(), Some(Session::Wayland), None);
-        assert_eq!(typist.edit(&Edit::Type("one\ntwo".into())).unwrap(), Method::Dotool);
+        assert_eq!(typist.edits(&[Edit::Type("one\ntwo".into())]).unwrap(), Method::Dotool);
         assert_eq!(typist.working(), Some(Method::Dotool));
-        assert_eq!(typist.edit(&Edit::Erase(1)).unwrap(), Method::Dotool);
+        assert_eq!(typist.edits(&[Edit::Erase(1)]).unwrap(), Method::Dotool);
         assert_eq!(
             log(dir.path()),
             "wtype - <one\ntwo\ndotool <type one\nkey enter\ntype two\ndotool <key backspace\n"
@@ -605,7 +600,7 @@ mod tests {
         fake(dir.path(), "wl-paste", 0, "");
         fake(dir.path(), "wtype", 0, "");
         let mut typist = typist(dir.path(), Some(Session::Wayland), Some(Method::Clipboard));
-        assert_eq!(typist.edit(&Edit::Type("naïve".into())).unwrap(), Method::Clipboard);
+        assert_eq!(typist.edits(&[Edit::Type("naïve".into())]).unwrap(), Method::Clipboard);
         let log = log(dir.path());
         let lines: Vec<&str> = log.lines().collect();
         assert_eq!(lines[0], "wl-paste --no-newline --type text");
@@ -619,23 +614,23 @@ mod tests {
     fn failures_name_what_to_install_for_the_session() {
         let dir = tempfile::tempdir().unwrap();
         let mut none = typist(dir.path(), None, None);
-        let err = none.edit(&Edit::Type("x".into())).unwrap_err().to_string();
+        let err = none.edits(&[Edit::Type("x".into())]).unwrap_err().to_string();
         assert!(err.contains("neither WAYLAND_DISPLAY nor DISPLAY"), "{err}");
 
         let mut wayland = typist(dir.path(), Some(Session::Wayland), None);
-        let err = wayland.edit(&Edit::Type("x".into())).unwrap_err().to_string();
+        let err = wayland.edits(&[Edit::Type("x".into())]).unwrap_err().to_string();
         assert!(err.contains("none of wtype, ydotool, dotool, clipboard is installed"), "{err}");
         assert!(err.contains("install wtype"), "{err}");
 
         fake(dir.path(), "xdotool", 1, "Cannot open display: :9");
         let mut x11 = typist(dir.path(), Some(Session::X11), None);
-        let err = x11.edit(&Edit::Type("x".into())).unwrap_err().to_string();
+        let err = x11.edits(&[Edit::Type("x".into())]).unwrap_err().to_string();
         assert!(err.contains("xdotool failed (xdotool: Cannot open display: :9)"), "{err}");
 
         let mut bad_key = typist(dir.path(), Some(Session::X11), Some(Method::Clipboard));
         fake(dir.path(), "xclip", 0, "");
         bad_key.settings.paste_key = "hyper+v".into();
-        let err = bad_key.edit(&Edit::Type("x".into())).unwrap_err().to_string();
+        let err = bad_key.edits(&[Edit::Type("x".into())]).unwrap_err().to_string();
         assert!(err.contains("paste key 'hyper+v'"), "{err}");
     }
 }

@@ -121,8 +121,14 @@ impl Screen {
     ) -> Result<String, String> {
         let found = takers(session).iter().find_map(|t| find(t.program, path).map(|p| (t, p)));
         let Some((taker, program)) = found else { return Err(install_hint(session)) };
-        let dir = tempfile_dir()?;
-        let file = dir.join("screen.png");
+        // Private (0700), and removed with everything in it when dropped, on every path out.
+        let dir = tempfile::Builder::new().prefix("stt-screen-").tempdir().map_err(|e| {
+            format!(
+                "cannot make a folder for the screenshot in {}: {e}",
+                std::env::temp_dir().display()
+            )
+        })?;
+        let file = dir.path().join("screen.png");
         let (args, whole) = match (window, taker.window) {
             (true, Some(args)) => (args, false),
             (_, _) => (taker.screen, window),
@@ -142,7 +148,8 @@ impl Screen {
             }
         };
         let bytes = std::fs::read(&file);
-        let _ = std::fs::remove_dir_all(&dir);
+        // The picture is gone once read.
+        drop(dir);
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             return Err(format!("{} failed ({}): {}", taker.program, output.status, stderr.trim()));
@@ -178,26 +185,6 @@ impl Screen {
         let lines = ocr.read(&picture).map_err(|e| e.to_string())?;
         Ok(stt_ocr::text(&lines))
     }
-}
-
-/// A private temporary folder (0700) for the picture.
-fn tempfile_dir() -> Result<PathBuf, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    for n in 0..100u32 {
-        let dir = base.join(format!("stt-screen-{}-{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(format!(
-                    "cannot make a folder for the screenshot in {}: {e}",
-                    base.display()
-                ));
-            }
-        }
-    }
-    Err(format!("cannot make a folder for the screenshot in {}", base.display()))
 }
 
 #[cfg(test)]

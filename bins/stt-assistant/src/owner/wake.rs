@@ -50,7 +50,10 @@ impl Owner {
         let local = self.clock.local(now());
         let Some(side) = self.wake.as_mut() else { return };
         let Some(look) = side.wakes.due(local, busy) else { return };
-        self.writer.save_wake(side.file.clone(), side.wakes.saved().clone());
+        // Not for a hold every 30 s while a person speaks: nothing a restart needs.
+        if look != Look::Held {
+            self.writer.save_wake(side.file.clone(), side.wakes.saved().clone());
+        }
         match look {
             Look::Turn => {
                 tracing::info!("waking up: a proactive turn");
@@ -60,6 +63,7 @@ impl Owner {
                 self.start_next();
             }
             Look::Later(why) => tracing::info!("a wake-up waits: {why}"),
+            Look::Held => tracing::debug!("a wake-up waits: a person comes first"),
             Look::Dropped => {
                 tracing::info!("the last reminder is still unanswered: this wake-up is dropped");
             }
