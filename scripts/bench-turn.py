@@ -40,16 +40,17 @@ SECTION = "bench-turn"
 PITCH_SECTION = "bench-pitch"
 PAUSES_MS = [300, 450, 600]
 FALL_ST = -2.0  # stt_vad::pitch::FALL_ST
+CLEAR_FALL_ST = -4.0  # stt_vad::pitch::CLEAR_FALL_ST
 VAD_CONDITIONS = ["clean", "pink10"]
 # (name, [daemon] keys). The first is the fixed hangover that shipped before issue 26.
 POLICIES = [
     ("hangover 500 ms", 'end_of_turn = "hangover"\nvad_hangover_ms = 500\n'),
     ("hangover 300 ms", 'end_of_turn = "hangover"\nvad_hangover_ms = 300\n'),
     ("text, 250 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 250\n'),
-    ("text, 300 ms (shipped)", 'end_of_turn = "text"\nend_of_turn_pause_ms = 300\n'),
-    ("text, 350 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 350\n'),
+    ("text, 300 ms", 'end_of_turn = "text"\nend_of_turn_pause_ms = 300\n'),
     ("prosody, 250 ms", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 250\n'),
-    ("prosody, 300 ms", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 300\n'),
+    ("prosody, 300 ms (shipped)", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 300\n'),
+    ("prosody, 350 ms", 'end_of_turn = "prosody"\nend_of_turn_pause_ms = 350\n'),
 ]
 
 
@@ -195,6 +196,7 @@ def main() -> None:
     p.add_argument("--speech", help="scripts/fetch-speech's directory: the real recordings' WER")
     p.add_argument("--final-pitch", required=True, help="the final_pitch example of stt-vad")
     p.add_argument("--pitch-only", action="store_true", help="only how the voice ends, no daemon runs")
+    p.add_argument("--policies", help="only the policies whose names start with one of these (';' between them)")
     p.add_argument("--write")
     a = p.parse_args()
     work = Path(a.work) / "turn"
@@ -214,11 +216,15 @@ def main() -> None:
     vad = vad_sessions(work)
     real = asr.real_session(Path(a.speech), work) if a.speech else None
     rows = []
+    chosen = [n.strip() for n in a.policies.split(";")] if a.policies else None
     for name, keys in POLICIES:
+        if chosen and not any(name.startswith(c) for c in chosen):
+            continue
         row = {"name": name}
         log(f"{name}: the espeak-ng session at real time")
         timed = live.run(a.daemon, a.model, session, all_clips, ends, work, f"turn-{len(rows)}", "[daemon]\n" + keys)
         row["final"] = timed["final"]
+        log(f"{name}: end of speech -> final, ms, by utterance: " + " ".join(f"{v:.0f}" for v in timed["final"]))
         row["wer"] = timed["wer"]
         row["session_split"] = timed["split"]
         for pause_ms, (wav, spans) in paused.items():
@@ -249,7 +255,8 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
     pct = live.pct
     head = ("| policy | end of speech → final, median | p90 | split at a pause of "
             + " / ".join(f"{p}" for p in PAUSES_MS) + " ms (of " + str(n) + ") | VAD set: split, gaps not cut "
-            + " / ".join(VAD_CONDITIONS) + " | WER espeak | WER real | real: turns ended early |")
+            + " / ".join(VAD_CONDITIONS) + " | live: split at their own pauses (of " + str(n_all)
+            + ") | WER espeak | WER real | real: turns ended early |")
     out = [
         "## The end of a turn (`scripts/bench-asr --only turn`)",
         "",
@@ -267,16 +274,19 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
         "Policies: *hangover N* (`end_of_turn = \"hangover\"`, `vad_hangover_ms = N`): the turn ends after N ms "
         "of silence; whisper decodes the segment during the pause (at 300 ms, or when it closes if that is "
         "sooner), so its final is ready when the hangover runs out. *text, N ms* (`end_of_turn = \"text\"`, "
-        "`end_of_turn_pause_ms = N`): whisper reads the pause 150 ms before N (at least 100 ms in); when the "
+        "`end_of_turn_pause_ms = N`): whisper reads the pause 200 ms before N (at least 100 ms in); when the "
         "text is finished (it ends in a full stop, question or exclamation mark whisper gave at least 0.5, and "
         "not on \"and\", \"the\", …) the turn ends at N ms of pause, otherwise after the 500 ms hangover. "
-        "*prosody, N ms* (`end_of_turn = \"prosody\"`): as *text*, and only when the voice also fell where it "
-        f"stopped (its last 50 ms {abs(FALL_ST):.1f} semitones or more under its median over the 3 s before, "
-        "`stt_vad::pitch`). *Real: turns ended early*: of the recordings of people, those whose turn ended "
+        "*prosody, N ms* (`end_of_turn = \"prosody\"`): whisper reads the pause as for *text*, and the daemon "
+        "reads the pitch where the voice stopped (its last 50 ms against its median over the 3 s before, "
+        "`stt_vad::pitch`); the turn ends at N ms when the voice fell "
+        f"{abs(FALL_ST):.1f} semitones or more and the text ends in a mark whisper gave at least 0.2 (not on "
+        f"\"and\", …), or fell {abs(CLEAR_FALL_ST):.1f} or more and the text has no closing mark at all; a "
+        "pitch that cannot be read ends nothing early. *Real: turns ended early*: of the recordings of people, those whose turn ended "
         "before the hangover (the rest waited it out).",
         "",
         head,
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         vad = " / ".join(f"{r[c][0]}, {r[c][1]}" for c in VAD_CONDITIONS)
@@ -284,7 +294,7 @@ def report(a, rows: list[dict], n: int, n_all: int, real) -> str:
         out.append(
             f"| {r['name']} | {pct(r['final'], 50):.0f} ms | {pct(r['final'], 90):.0f} ms | "
             + " / ".join(str(r[p]) for p in PAUSES_MS)
-            + f" | {vad} | {r['wer'] * 100:.1f}% | {real_wer} | "
+            + f" | {vad} | {r['session_split']} | {r['wer'] * 100:.1f}% | {real_wer} | "
             + (f"{r['real_early']} of {len(real[2])} |" if real else "— |")
         )
     out.append("")

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use stt_asr::turn::Shape;
 use stt_asr::{Done, Job, Offered, Pass, QueuePolicy, Submitted, Worker};
 use stt_audio::{AudioEvent, InputState, Pace, Sink, Source, StopFlag};
 use stt_bus::{BoundSocket, Publisher};
@@ -507,10 +508,11 @@ impl Whispered {
             publisher.publish(&DaemonEvent::TranscriptPartial(partial));
         }
         if done.pass == Pass::Pause {
-            let ends = text.is_some_and(|text| stt_asr::turn::ends_turn(text, end_p));
-            tracing::debug!(ends, end_p, len = done.len, text, "a pause read");
+            let shape = text.map_or(Shape::Open, |text| stt_asr::turn::shape(text, end_p));
+            tracing::debug!(?shape, end_p, len = done.len, text, "a pause read");
             // The VAD thread is gone only when the input has ended.
-            let _ = self.verdicts.send(Verdict { seg_id: done.seg_id, len: done.len, ends });
+            let verdict = Verdict { seg_id: done.seg_id, len: done.len, shape };
+            let _ = self.verdicts.send(verdict);
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Whether the words heard so far end what the person was saying, judged from whisper's text
-//! at a pause (`[daemon].end_of_turn = "text"`).
+//! at a pause (`[daemon].end_of_turn = "text"`, and with the voice's pitch, `"prosody"`).
 //!
 //! Whisper punctuates from the words and the audio together: a sentence heard whole ends in
 //! a full stop, a question mark or an exclamation mark, while speech cut off mid-thought more
@@ -27,27 +27,59 @@ const LEADS_ON: &[&str] = &[
 /// [`Transcription::end_p`]: crate::Transcription::end_p
 pub const MIN_END_P: f32 = 0.5;
 
-/// Whether `text` (whisper's cleaned text of the segment so far, whose last mark it gave
-/// probability `end_p`) reads as a finished turn.
-pub fn ends_turn(text: &str, end_p: f32) -> bool {
-    if end_p < MIN_END_P {
-        return false;
-    }
+/// How sure whisper must be of its mark when the voice also fell where the person stopped
+/// (`end_of_turn = "prosody"`): the fall is the stronger sign, and whisper is often unsure of
+/// the full stop after a short command it heard whole ("Stop the music.": 0.35).
+pub const MIN_END_P_FELL: f32 = 0.2;
+
+/// What whisper's text at a pause says of the turn, before the voice is heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A sentence closed by a mark whisper was sure of ([`MIN_END_P`]): the turn ends.
+    Finished,
+    /// A sentence closed by a mark whisper was less sure of ([`MIN_END_P_FELL`]).
+    Unsure,
+    /// Words with no mark after them at all, the last one not leading on: tiny.en often
+    /// leaves the full stop off a command it heard whole ("Turn the volume down a little").
+    Unmarked,
+    /// Anything else: a comma, an ellipsis, a word that leads on, whisper's doubt, nothing.
+    Open,
+}
+
+/// What `text` (whisper's cleaned text of the segment so far, whose last mark it gave
+/// probability `end_p`) says of the turn.
+pub fn shape(text: &str, end_p: f32) -> Shape {
     let text = text.trim_end().trim_end_matches(['"', '\'', ')', ']', '”', '’']);
     if text.ends_with("...") || text.ends_with('…') {
-        return false;
+        return Shape::Open;
     }
-    if !text.ends_with(['.', '?', '!']) {
-        return false;
-    }
-    let Some(last) = text.split_whitespace().next_back() else { return false };
+    let Some(last) = text.split_whitespace().next_back() else { return Shape::Open };
     let word: String = last
         .chars()
         .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '’')
         .map(|c| if c == '’' { '\'' } else { c })
         .collect::<String>()
         .to_lowercase();
-    !word.is_empty() && !LEADS_ON.contains(&word.as_str())
+    if word.is_empty() || LEADS_ON.contains(&word.as_str()) {
+        return Shape::Open;
+    }
+    if text.ends_with(char::is_alphanumeric) {
+        Shape::Unmarked
+    } else if !text.ends_with(['.', '?', '!']) {
+        Shape::Open
+    } else if end_p >= MIN_END_P {
+        Shape::Finished
+    } else if end_p >= MIN_END_P_FELL {
+        Shape::Unsure
+    } else {
+        Shape::Open
+    }
+}
+
+/// Whether `text`, whose last mark whisper gave probability `end_p`, reads as a finished turn
+/// by its words alone (`end_of_turn = "text"`).
+pub fn ends_turn(text: &str, end_p: f32) -> bool {
+    shape(text, end_p) == Shape::Finished
 }
 
 #[cfg(test)]
@@ -85,5 +117,18 @@ mod tests {
         ] {
             assert!(!ends_turn(open, 0.9), "{open:?} goes on");
         }
+    }
+
+    #[test]
+    fn a_text_is_shaped_by_its_mark_and_how_sure_whisper_was_of_it() {
+        assert_eq!(shape("Stop the music.", 0.8), Shape::Finished);
+        assert_eq!(shape("Stop the music.", 0.35), Shape::Unsure);
+        assert_eq!(shape("Stop the music.", 0.1), Shape::Open);
+        assert_eq!(shape("Turn the volume down a little", 0.0), Shape::Unmarked);
+        assert_eq!(shape("Turn the volume down a little,", 0.9), Shape::Open);
+        assert_eq!(shape("Copy the last paragraph and", 0.0), Shape::Open);
+        assert_eq!(shape("Copy the last paragraph and.", 0.9), Shape::Open);
+        assert_eq!(shape("I was thinking...", 0.9), Shape::Open);
+        assert_eq!(shape("", 0.9), Shape::Open);
     }
 }

@@ -147,7 +147,7 @@ impl Default for DaemonConfig {
             vad_pre_roll_ms: 300,
             vad_onset_ms: 64,
             vad_hangover_ms: 500,
-            end_of_turn: EndOfTurn::Text,
+            end_of_turn: EndOfTurn::Prosody,
             end_of_turn_pause_ms: 300,
             vad_min_speech_ms: 150,
             vad_max_segment_s: 20,
@@ -176,8 +176,9 @@ pub enum EndOfTurn {
     /// After `end_of_turn_pause_ms` when the text so far ends a sentence (and does not end
     /// on a word such as "and" or "the"); otherwise after the hangover.
     Text,
-    /// As `Text`, and only when the voice also fell where it stopped (a statement's final
-    /// fall; a person pausing mid-sentence holds the pitch or lets it rise).
+    /// After `end_of_turn_pause_ms` when the text so far reads as a sentence and the voice
+    /// fell where it stopped (a statement's final fall; a person pausing mid-sentence holds
+    /// the pitch or lets it rise); otherwise after the hangover. The default.
     Prosody,
 }
 

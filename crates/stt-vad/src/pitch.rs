@@ -4,9 +4,10 @@
 //! A speaker who has finished a statement lets the pitch fall at its end (the "final
 //! lowering" of intonation studies); one who pauses mid-sentence holds it level or lets it
 //! rise (a continuation rise), which is how a listener knows to wait. The daemon's
-//! `end_of_turn = "prosody"` ends a turn early only when whisper's text is finished *and* the
-//! voice fell ([`fell`]); docs/PERFORMANCE.md ("The end of a turn") measures it on espeak-ng
-//! sentences cut mid-way and on recordings of people.
+//! `end_of_turn = "prosody"` (its default) ends a turn early only when whisper's text reads
+//! as a sentence *and* the voice fell ([`final_pitch`] at or under [`FALL_ST`], or
+//! [`CLEAR_FALL_ST`] for a text without a closing mark); docs/PERFORMANCE.md ("The end of a
+//! turn") measures it on espeak-ng sentences cut mid-way and on recordings of people.
 //!
 //! The pitch is tracked with YIN (de Cheveigné and Kawahara, 2002) on the audio taken down to
 //! 8 kHz: for each 10 ms step, the lag at which the cumulative mean normalised difference of a
@@ -40,10 +41,16 @@ const END_FRAMES: usize = 5;
 const OCTAVE_SLACK_ST: f32 = 7.0;
 
 /// How far (in semitones) the voice must fall at its end, below its median over the last
-/// seconds, for [`fell`]: espeak-ng's statements fell 3.4–6.5 at their end and its sentences
+/// seconds, for a turn to end early: espeak-ng's statements fell 3.4–6.5 at their end and its sentences
 /// cut mid-way at most 2.0 (but one); before the pauses inside recordings of people the
 /// pitch rose 1–5 (docs/PERFORMANCE.md, "The end of a turn").
 pub const FALL_ST: f32 = -2.0;
+
+/// How far the voice must fall for a text without any closing mark to end a turn: whisper's
+/// full stop is one sign of an end and the fall another, so with one missing the other must
+/// be plain. Statements espeak-ng read whole that whisper left unmarked fell 3.7–6.3; the one
+/// sentence cut mid-way whose voice fell at all fell 3.2 (docs/PERFORMANCE.md).
+pub const CLEAR_FALL_ST: f32 = -4.0;
 
 /// The pitch at the end of `samples` (16 kHz mono) in semitones from the median pitch of
 /// their last seconds: negative when the voice fell. `None` when too little of it is voiced
@@ -85,13 +92,6 @@ pub fn final_pitch(samples: &[f32]) -> Option<f32> {
     let median = self::median(&folded);
     let end = self::median(&folded[folded.len() - END_FRAMES..]);
     Some(end - median)
-}
-
-/// Whether the voice fell at the end of `samples` by [`FALL_ST`] or more; `true` when its
-/// pitch cannot be read, so that speech the tracker cannot follow ends its turns as the text
-/// alone would.
-pub fn fell(samples: &[f32]) -> bool {
-    final_pitch(samples).is_none_or(|st| st <= FALL_ST)
 }
 
 /// `x` at half the rate: each pair of samples averaged (a gentle low-pass first, enough for
@@ -161,7 +161,7 @@ mod tests {
         assert!((hz - 150.0).abs() < 2.0, "{hz} Hz");
         let st = final_pitch(&x).unwrap();
         assert!(st.abs() < 0.3, "a level voice ends where it was: {st}");
-        assert!(!fell(&x));
+        assert!(st > FALL_ST);
     }
 
     #[test]
@@ -171,15 +171,15 @@ mod tests {
         done.extend(glide(180.0, 130.0, 0.3));
         let st = final_pitch(&done).unwrap();
         assert!(st < -4.0, "{st}");
-        assert!(fell(&done));
+        assert!(st < CLEAR_FALL_ST);
         // A continuation rise, and a voice held level before silence.
         let mut rise = glide(180.0, 180.0, 1.5);
         rise.extend(glide(180.0, 210.0, 0.3));
         assert!(final_pitch(&rise).unwrap() > 1.0);
-        assert!(!fell(&rise));
         let mut level = glide(180.0, 180.0, 1.5);
         level.extend(vec![0.0; 4800]);
-        assert!(!fell(&level), "the silence after the voice is not read");
+        let st = final_pitch(&level).unwrap();
+        assert!(st.abs() < 0.3, "the silence after the voice is not read: {st}");
     }
 
     #[test]
@@ -206,6 +206,5 @@ mod tests {
             })
             .collect();
         assert_eq!(final_pitch(&noise), None, "noise has no period");
-        assert!(fell(&noise), "unreadable: the text alone decides");
     }
 }

@@ -453,14 +453,14 @@ fn a_finished_sentence_ends_its_turn_at_a_short_pause_and_an_unfinished_one_does
     let file = speech().clip(&parts, Format::wav(16_000, 1));
     // Read as fast as whisper goes, the VAD waits for whisper at each pause: the same
     // segments on any machine.
-    let events = run_file_with(&file, "");
+    let events = run_file_with(&file, "end_of_turn = \"text\"\n");
     let texts = segment_texts(&events, 3, "end_of_turn = \"text\"");
     expect_close(&texts[0], finished.text);
     expect_close(&texts[1], then.text);
     expect_close(&texts[2], &format!("{} {}", goes_on.text, then.text));
-    // Listening to the voice as well: the statement's pitch fell at its end, so its turn
-    // ends at the pause too; the sentence that goes on still does not end.
-    let prosody = run_file_with(&file, "end_of_turn = \"prosody\"\n");
+    // Listening to the voice as well (the default): the statement's pitch fell at its end,
+    // so its turn ends at the pause too; the sentence that goes on still does not end.
+    let prosody = run_file_with(&file, "");
     let texts = segment_texts(&prosody, 3, "end_of_turn = \"prosody\"");
     expect_close(&texts[0], finished.text);
     expect_close(&texts[2], &format!("{} {}", goes_on.text, then.text));
