@@ -421,8 +421,10 @@ fn offer_partial(
     }
 }
 
-/// A pause this long (in samples, 100 ms) stops partial passes: the pause passes read it.
-const PARTIALS_PAUSE: usize = 1600;
+/// A pause this long (in samples, 50 ms) stops partial passes: the pause passes read it, the
+/// first at 100 ms with the default end of turn, and must not wait behind a partial begun
+/// just before.
+const PARTIALS_PAUSE: usize = 800;
 
 /// A pause in the open segment `seg_id` as long as its tail: what its `End` will carry if
 /// nobody speaks again. The speaker lane may start on it now, during the hangover, rather
