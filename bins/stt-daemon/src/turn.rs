@@ -69,7 +69,7 @@ pub struct Turn {
     ending: Cell<Option<Verdict>>,
     /// With `"prosody"`: the voice at the end of the last pause offered (`seg_id`, `len`, its
     /// pitch against the seconds before in semitones: `None` when it could not be read).
-    fell: Cell<Option<(u64, usize, Option<f32>)>>,
+    pitch: Cell<Option<(u64, usize, Option<f32>)>>,
     verdicts: Receiver<Verdict>,
 }
 
@@ -86,7 +86,7 @@ impl Turn {
             end_pause,
             wait: fast,
             ending: Cell::new(None),
-            fell: Cell::new(None),
+            pitch: Cell::new(None),
             verdicts,
         }
     }
@@ -97,7 +97,7 @@ impl Turn {
         if self.policy == EndOfTurn::Prosody {
             let pitch = stt_vad::pitch::final_pitch(samples);
             tracing::debug!(seg_id, len, ?pitch, "the voice where it paused");
-            self.fell.set(Some((seg_id, len, pitch)));
+            self.pitch.set(Some((seg_id, len, pitch)));
         }
     }
 
@@ -150,7 +150,7 @@ impl Turn {
             // Where the voice fell, whisper may be less sure of its mark; without any mark,
             // the voice must fall plainly. A voice the tracker cannot follow (a word or two,
             // a whisper) and a pass whose voice was not read end nothing early.
-            EndOfTurn::Prosody => match self.fell.get() {
+            EndOfTurn::Prosody => match self.pitch.get() {
                 Some((seg_id, len, Some(st))) if (seg_id, len) == (v.seg_id, v.len) => {
                     match v.shape {
                         Shape::Finished | Shape::Unsure => st <= stt_vad::pitch::FALL_ST,
