@@ -28,6 +28,7 @@ pub mod agreement;
 pub mod bias;
 pub mod filter;
 pub mod remote;
+pub mod rescore;
 pub mod spelling;
 pub mod turn;
 pub mod whisper;

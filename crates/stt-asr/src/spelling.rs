@@ -105,6 +105,42 @@ fn best_match<'t>(words: &[Word], terms: &[(&'t str, String)]) -> Option<(usize,
     best.map(|(_, n, term)| (n, term))
 }
 
+/// How alike `a` and `b` sound, from 0 (nothing alike) to 1 (the same), judged by their
+/// consonants: each letter's class in Soundex's grouping (b f p v; c g j k q s x z; d t; l;
+/// m n; r), a class repeated once, vowels and h, w, y left out, compared by edit distance.
+/// Crude, but it is what tells "Chobcidian" from "Funder" as a hearing of "Obsidian", and
+/// whisper's misses keep most consonants of what was said.
+pub fn sounds_alike(a: &str, b: &str) -> f32 {
+    let (a, b) = (consonants(a), consonants(b));
+    let longest = a.chars().count().max(b.chars().count());
+    if longest == 0 {
+        return 0.0;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let alike = 1.0 - levenshtein(&a, &b) as f32 / longest as f32;
+    alike
+}
+
+/// The consonant classes of `s` ([`sounds_alike`]), one digit each.
+fn consonants(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars().flat_map(char::to_lowercase) {
+        let class = match c {
+            'b' | 'f' | 'p' | 'v' => '1',
+            'c' | 'g' | 'j' | 'k' | 'q' | 's' | 'x' | 'z' => '2',
+            'd' | 't' => '3',
+            'l' => '4',
+            'm' | 'n' => '5',
+            'r' => '6',
+            _ => continue,
+        };
+        if !out.ends_with(class) {
+            out.push(class);
+        }
+    }
+    out
+}
+
 fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -171,6 +207,28 @@ mod tests {
         // A short term only when it is exactly there.
         assert_eq!(respell("ask sam", &t), "ask Sam");
         assert_eq!(respell("ask Pam", &t), "ask Pam");
+    }
+
+    #[test]
+    fn misheard_terms_sound_alike_and_other_words_do_not() {
+        for (heard, term) in [
+            ("Chobcidian,", "Obsidian"),
+            ("image", "Immich"),
+            ("Tandy with", "Thandiwe"),
+            ("kube-er-eats", "Kubernetes"),
+            ("Scumectal to", "kubectl"),
+        ] {
+            let alike = sounds_alike(heard, term);
+            assert!(alike >= 0.5, "{heard:?} as {term:?}: {alike}");
+        }
+        for (heard, term) in
+            [("the sea call", "Siobhan"), ("Lucky", "Joaquin"), ("a backup.", "Immich")]
+        {
+            let alike = sounds_alike(heard, term);
+            assert!(alike < 0.4, "{heard:?} as {term:?}: {alike}");
+        }
+        assert_eq!(sounds_alike("Nextcloud", "next cloud"), 1.0);
+        assert_eq!(sounds_alike("", "aeiou"), 0.0, "no consonants: nothing to compare");
     }
 
     #[test]

@@ -152,6 +152,8 @@ struct Decoded {
     ended: bool,
     /// See [`Transcription::end_p`].
     end_p: f32,
+    /// Its text tokens, in order, with whisper's probability for each.
+    tokens: Vec<(std::ffi::c_int, f32)>,
 }
 
 /// A loaded model with its decoding state. Not thread-safe: it lives on one thread.
@@ -170,6 +172,8 @@ pub struct Whisper {
     terms: Vec<String>,
     /// The vocabulary's tokens, favoured while whisper decodes ([`crate::bias`]).
     bias: Logits,
+    /// The terms as [`crate::rescore`] tries them in place of whisper's words.
+    term_tokens: Vec<crate::rescore::Term>,
 }
 
 /// What the logits filter reads while whisper decodes: the bias and the vocabulary's size
@@ -226,6 +230,7 @@ impl Whisper {
             prompt: Vec::new(),
             terms: Vec::new(),
             bias: Logits::default(),
+            term_tokens: Vec::new(),
         })
     }
 
@@ -264,6 +269,16 @@ impl Whisper {
                 .collect()
         };
         let n_vocab = usize::try_from(n_vocab).unwrap_or(0);
+        self.term_tokens = paths
+            .iter()
+            .enumerate()
+            .map(|(i, tokens)| crate::rescore::Term {
+                tokens: tokens.clone(),
+                text: terms[i / 2].to_owned(),
+                of: i / 2,
+            })
+            .collect();
+        self.term_tokens.dedup_by(|a, b| a.tokens == b.tokens);
         self.bias = Logits { bias: Bias::new(paths, run_on), n_vocab };
         // The most terms, from the first, whose prompt fits (more terms never take fewer
         // tokens): a binary search, so a long list costs a few tokenizations, not one a term.
@@ -401,6 +416,15 @@ impl Whisper {
             decodes += 1;
             why = filter::runaway(&decoded.text, speech_s, decoded.ended);
         }
+        // What whisper wrote, before the vocabulary had its say.
+        let raw = decoded.text.trim().to_owned();
+        if retries && why.is_none() && !self.term_tokens.is_empty() {
+            // A final only: partials are the live view, and the rescoring costs a read of the
+            // text per term tried (docs/PERFORMANCE.md, "Custom vocabulary").
+            if let Err(e) = self.swap_terms(&mut decoded, language.as_deref()) {
+                tracing::warn!(error = %e, "the vocabulary could not be weighed against the audio: whisper's text is kept");
+            }
+        }
         let language = match language {
             Some(lang) => lang,
             None => whisper_rs::get_lang_str(self.state()?.full_lang_id_from_state())
@@ -417,7 +441,7 @@ impl Whisper {
         .map(|text| spelling::respell(&text, &self.terms));
         Ok(Transcription {
             text,
-            raw: decoded.text.trim().to_owned(),
+            raw,
             language,
             no_speech_prob: decoded.no_speech_prob,
             decodes,
@@ -484,9 +508,20 @@ impl Whisper {
             self.state.as_mut().ok_or_else(|| AsrError::Whisper("no decoding state".into()))?;
         state.full(params, audio).map_err(|e| AsrError::Whisper(e.to_string()))?;
 
-        let mut decoded =
-            Decoded { text: String::new(), no_speech_prob: 0.0, ended: false, end_p: 0.0 };
+        let mut decoded = Decoded {
+            text: String::new(),
+            no_speech_prob: 0.0,
+            ended: false,
+            end_p: 0.0,
+            tokens: Vec::new(),
+        };
         for segment in state.as_iter() {
+            decoded.tokens.extend(
+                (0..segment.n_tokens())
+                    .filter_map(|i| segment.get_token(i))
+                    .map(|t| (t.token_id(), t.token_probability()))
+                    .filter(|&(id, _)| id < eot),
+            );
             if let Ok(text) = segment.to_str_lossy() {
                 decoded.text.push_str(&text);
             }
@@ -508,6 +543,72 @@ impl Whisper {
         Ok(decoded)
     }
 
+    /// Writes a vocabulary term where whisper's decoder, reading the last pass's audio again,
+    /// finds it about as likely as the words whisper wrote ([`crate::rescore`]).
+    fn swap_terms(
+        &mut self,
+        decoded: &mut Decoded,
+        language: Option<&str>,
+    ) -> Result<(), AsrError> {
+        let ctx = &self._ctx;
+        let Some(state) = self.state.as_mut() else { return Ok(()) };
+        let mut prefix = Vec::with_capacity(self.prompt.len() + 5);
+        if !self.prompt.is_empty() {
+            prefix.push(ctx.token_prev());
+            prefix.extend_from_slice(&self.prompt);
+        }
+        prefix.push(ctx.token_sot());
+        if self.multilingual {
+            let id = language
+                .and_then(whisper_rs::get_lang_id)
+                .unwrap_or_else(|| state.full_lang_id_from_state());
+            prefix.push(ctx.token_lang(id));
+            prefix.push(ctx.token_transcribe());
+        }
+        prefix.push(ctx.token_not());
+        let eot = ctx.token_eot();
+        let threads = usize::try_from(self.config.threads.max(1)).unwrap_or(1);
+        let mut decoder = StateDecoder { reads: 0, state, threads, eot };
+        let text: Vec<crate::rescore::Token> = decoded
+            .tokens
+            .iter()
+            .map(|&(id, p)| {
+                let text = String::from_utf8_lossy(ctx.token_to_bytes(id).unwrap_or_default());
+                crate::rescore::Token { id, p, text: text.into_owned() }
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let swap = crate::rescore::best_swap(&mut decoder, &prefix, &text, &self.term_tokens, eot)
+            .map_err(AsrError::Whisper)?;
+        tracing::debug!(
+            ms = started.elapsed().as_millis(),
+            reads = decoder.reads,
+            "vocabulary rescored"
+        );
+        if let Some(swap) = swap {
+            let heard: String =
+                text[swap.start..swap.end].iter().map(|t| t.text.as_str()).collect();
+            tracing::debug!(
+                heard = heard.trim(),
+                term = %self.term_tokens[swap.term].text,
+                swap.gain,
+                swap.lead,
+                swap.alike,
+                "a vocabulary term written where whisper was unsure"
+            );
+            let mut tokens = decoded.tokens[..swap.start].to_vec();
+            tokens.extend(self.term_tokens[swap.term].tokens.iter().map(|&t| (t, 1.0)));
+            tokens.extend_from_slice(&decoded.tokens[swap.end..]);
+            let mut text = Vec::new();
+            for &(t, _) in &tokens {
+                text.extend_from_slice(ctx.token_to_bytes(t).unwrap_or_default());
+            }
+            decoded.text = String::from_utf8_lossy(&text).into_owned();
+            decoded.tokens = tokens;
+        }
+        Ok(())
+    }
+
     /// The encoder window for `n` samples: the configured one, or the audio's own length
     /// plus a margin, so a 2 s command does not pay for a 30 s window.
     fn audio_ctx_for(&self, n: usize) -> i32 {
@@ -517,6 +618,47 @@ impl Whisper {
                 .min(FULL_AUDIO_CTX);
         }
         audio_ctx_for_samples(n)
+    }
+}
+
+/// Whisper's decoder over the encoded audio a pass left in the state, for [`crate::rescore`].
+struct StateDecoder<'s> {
+    reads: usize,
+    state: &'s mut WhisperState,
+    threads: usize,
+    eot: std::ffi::c_int,
+}
+
+impl crate::rescore::Decoder for StateDecoder<'_> {
+    fn read(
+        &mut self,
+        tokens: &[std::ffi::c_int],
+        n_past: usize,
+        next: &mut Vec<f32>,
+    ) -> Result<(), String> {
+        let Some((&last, before)) = tokens.split_last() else {
+            return Err("nothing to read".into());
+        };
+        // whisper.cpp keeps the logits of a batch's last token in the batch's last row, and
+        // whisper-rs hands out the first: the last token is read alone.
+        if !before.is_empty() {
+            self.reads += 1;
+            self.state.decode(before, n_past, self.threads).map_err(|e| e.to_string())?;
+        }
+        self.reads += 1;
+        self.state
+            .decode(&[last], n_past + before.len(), self.threads)
+            .map_err(|e| e.to_string())?;
+        let logits = self.state.get_logits().map_err(|e| e.to_string())?;
+        // Text tokens and the end of text: what a pass without timestamps can write.
+        let end = usize::try_from(self.eot).map_or(0, |eot| eot + 1).min(logits.len());
+        let logits = &logits[..end];
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+        let log_sum = max + sum.ln();
+        next.clear();
+        next.extend(logits.iter().map(|l| l - log_sum));
+        Ok(())
     }
 }
 

@@ -948,3 +948,34 @@ impl Subscriber {
         )
     }
 }
+
+#[test]
+fn a_term_whisper_was_unsure_of_is_written_where_the_audio_allows_it() {
+    let _turn = one_at_a_time();
+    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
+        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
+        ..stt_asr::AsrConfig::default()
+    })
+    .unwrap();
+    let terms: Vec<String> =
+        ["Kubernetes", "Immich", "Thandiwe", "Obsidian", "Nextcloud", "Grafana"]
+            .map(String::from)
+            .to_vec();
+    whisper.set_vocabulary(&terms).unwrap();
+    let mut said = |text, voice| {
+        let line = Part::SayAt { line: Line { text, voice }, wpm: 165 };
+        let samples = speech().samples(&[Part::Silence(0.5), line, Part::Silence(1.0)]);
+        whisper.transcribe(&samples, seconds(&samples)).unwrap()
+    };
+    // tiny.en, told the term and favouring its tokens, still writes "Sir Chopsidian"; read
+    // again with "Obsidian" in their place, the audio allows it (stt_asr::rescore).
+    let heard = said("Search Obsidian for the recipe.", "en-gb");
+    let text = heard.text.clone().unwrap_or_default();
+    assert!(!heard.raw.contains("Obsidian"), "whisper's own pass had it: {heard:?}");
+    assert!(text.contains("Obsidian for the recipe"), "{heard:?}");
+    // Words whisper was sure of, none like a term, stay as it wrote them.
+    let heard = said("Turn on the kitchen lights.", "en-us");
+    assert_eq!(heard.text.as_deref(), Some(heard.raw.as_str()), "{heard:?}");
+    assert!(terms.iter().all(|t| !heard.raw.contains(t.as_str())), "{heard:?}");
+    note(&format!("rescored: {text:?}; untouched: {:?}", heard.raw));
+}
