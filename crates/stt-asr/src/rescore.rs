@@ -336,19 +336,26 @@ mod tests {
         (wrote, heard)
     }
 
+    /// The best swap of `terms` in `wrote`, whisper's probabilities `p`, for a decoder that
+    /// hears `heard`.
+    fn swap(
+        wrote: &[c_int],
+        p: &[f32],
+        heard: &[Sentence],
+        terms: &[Term],
+    ) -> Result<Option<Swap>, String> {
+        best_swap(&mut Heard::new(wrote, heard), &PREFIX, &text(wrote, p), terms, EOT)
+    }
+
+    /// The best swap of "Tailscale" (tokens 6, 7) alone.
+    fn tailscale(wrote: &[c_int], p: &[f32], heard: &[Sentence]) -> Result<Option<Swap>, String> {
+        swap(wrote, p, heard, &[term(&[6, 7], "Tailscale", 0)])
+    }
+
     #[test]
     fn a_term_whisper_was_unsure_of_is_written_when_the_audio_allows_it() {
         let (wrote, heard) = tailscail();
-        let mut decoder = Heard::new(&wrote, &heard);
-        let swap = best_swap(
-            &mut decoder,
-            &PREFIX,
-            &text(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9]),
-            &[term(&[6, 7], "Tailscale", 0)],
-            EOT,
-        )
-        .unwrap()
-        .expect("a swap");
+        let swap = tailscale(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9], &heard).unwrap().expect("a swap");
         assert_eq!((swap.start, swap.end, swap.term), (2, 3, 0));
         // (-3.0 - 0.5 - 0.3 - 0.2 - 0.1) - (-1.0 - 0.2 - 0.2 - 0.1): the two readings' odds.
         assert!((swap.gain - -2.6).abs() < 1e-4, "{swap:?}");
@@ -359,14 +366,7 @@ mod tests {
     #[test]
     fn words_whisper_was_sure_of_are_not_second_guessed() {
         let (wrote, heard) = tailscail();
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &[0.9, 0.9, 0.6, 0.8, 0.9]),
-            &[term(&[6, 7], "Tailscale", 0)],
-            EOT,
-        );
-        assert_eq!(swap, Ok(None));
+        assert_eq!(tailscale(&wrote, &[0.9, 0.9, 0.6, 0.8, 0.9], &heard), Ok(None));
     }
 
     #[test]
@@ -376,13 +376,7 @@ mod tests {
             (&[0, 1, 3, 4, 5], &[-0.1, -0.1, -1.0, -0.2, -0.2, -0.1]),
             (&[0, 1, 6, 7, 4, 5], &[-0.1, -0.1, -9.0, -3.0, -0.3, -0.2, -0.1]),
         ];
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9]),
-            &[term(&[6, 7], "Tailscale", 0)],
-            EOT,
-        );
+        let swap = tailscale(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9], &heard);
         assert_eq!(swap, Ok(None), "11 below whisper's own, more than the margin");
     }
 
@@ -394,14 +388,7 @@ mod tests {
             (&[0, 1, 8, 4, 5], &[-0.1, -0.1, -1.0, -0.2, -0.2, -0.1]),
             (&[0, 1, 6, 7, 4, 5], &[-0.1, -0.1, -0.5, -0.1, -0.2, -0.2, -0.1]),
         ];
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9]),
-            &[term(&[6, 7], "Tailscale", 0)],
-            EOT,
-        );
-        assert_eq!(swap, Ok(None));
+        assert_eq!(tailscale(&wrote, &[0.9, 0.9, 0.3, 0.8, 0.9], &heard), Ok(None));
     }
 
     #[test]
@@ -412,14 +399,8 @@ mod tests {
             (&[0, 1, 6, 7, 4, 5], &[-0.1, -0.1, -1.0, -0.2, -0.2, -0.2, -0.1]),
             (&[0, 1, 9, 10, 4, 5], &[-0.1, -0.1, -0.1, -0.1, -0.2, -0.2, -0.1]),
         ];
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &[0.9, 0.9, 0.3, 0.3, 0.8, 0.9]),
-            &[term(&[6, 7], "Tailscale", 0), term(&[9, 10], "Tailskale", 1)],
-            EOT,
-        );
-        assert_eq!(swap, Ok(None));
+        let terms = [term(&[6, 7], "Tailscale", 0), term(&[9, 10], "Tailskale", 1)];
+        assert_eq!(swap(&wrote, &[0.9, 0.9, 0.3, 0.3, 0.8, 0.9], &heard, &terms), Ok(None));
     }
 
     #[test]
@@ -429,27 +410,12 @@ mod tests {
         heard.push((&[0, 1, 11, 4, 5], &[-0.1, -0.1, -3.5, -0.3, -0.2, -0.1]));
         let terms = [term(&[6, 7], "Tailscale", 0), term(&[11], "Taylor", 1)];
         let unsure = [0.9, 0.9, 0.3, 0.8, 0.9];
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &unsure),
-            &terms,
-            EOT,
-        );
-        assert_eq!(swap, Ok(None));
+        assert_eq!(swap(&wrote, &unsure, &heard, &terms), Ok(None));
         // The same term written two ways is no rival to itself.
         let terms = [term(&[6, 7], "Tailscale", 0), term(&[9, 10], "Tailscale", 0)];
         heard.push((&[0, 1, 9, 10, 4, 5], &[-0.1, -0.1, -3.2, -0.5, -0.3, -0.2, -0.1]));
-        let swap = best_swap(
-            &mut Heard::new(&wrote, &heard),
-            &PREFIX,
-            &text(&wrote, &unsure),
-            &terms,
-            EOT,
-        )
-        .unwrap()
-        .expect("a swap");
-        assert_eq!((swap.start, swap.end, swap.term), (2, 3, 0));
+        let found = swap(&wrote, &unsure, &heard, &terms).unwrap().expect("a swap");
+        assert_eq!((found.start, found.end, found.term), (2, 3, 0));
     }
 
     #[test]

@@ -92,11 +92,7 @@ fn no_word_is_clipped_at_the_segment_edges() {
     // The reference: each sentence's own clip, silence and all, fed to whisper whole, without
     // the VAD, with the daemon's default settings. A word at a sentence's edge that whisper
     // hears in the whole clip must be in the segment's transcript too.
-    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
-        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
-        ..stt_asr::AsrConfig::default()
-    })
-    .unwrap();
+    let mut whisper = tiny_en();
     let mut failures = Vec::new();
     let mut report = String::new();
     for (line, segment) in LINES.iter().zip(&texts) {
@@ -129,14 +125,19 @@ fn no_word_is_clipped_at_the_segment_edges() {
     assert!(failures.is_empty(), "{}\n{report}", failures.join("\n"));
 }
 
-#[test]
-fn a_vocabulary_longer_than_the_prompt_keeps_its_first_terms() {
-    let _turn = one_at_a_time();
-    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
+/// The default model with the daemon's default settings, in this process.
+fn tiny_en() -> stt_asr::Whisper {
+    stt_asr::Whisper::load(stt_asr::AsrConfig {
         model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
         ..stt_asr::AsrConfig::default()
     })
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_vocabulary_longer_than_the_prompt_keeps_its_first_terms() {
+    let _turn = one_at_a_time();
+    let mut whisper = tiny_en();
     let few: Vec<String> = ["Siobhan", "kubectl", "Nextcloud"].map(String::from).to_vec();
     assert_eq!(whisper.set_vocabulary(&few).unwrap(), 3);
     let many: Vec<String> = (0..300).map(|i| format!("Projectname{i}")).collect();
@@ -155,11 +156,7 @@ fn a_vocabulary_longer_than_the_prompt_keeps_its_first_terms() {
 #[test]
 fn whisper_hears_the_same_after_giving_its_buffers_back() {
     let _turn = one_at_a_time();
-    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
-        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
-        ..stt_asr::AsrConfig::default()
-    })
-    .unwrap();
+    let mut whisper = tiny_en();
     let single = speech().clip(&speech::spoken(&LINES[..1]), Format::wav(16_000, 1));
     let samples = stt_audio::read_wav_16k_mono(&single).unwrap();
     let before = whisper.transcribe(&samples, seconds(&samples)).unwrap().text;
@@ -952,11 +949,7 @@ impl Subscriber {
 #[test]
 fn a_term_whisper_was_unsure_of_is_written_where_the_audio_allows_it() {
     let _turn = one_at_a_time();
-    let mut whisper = stt_asr::Whisper::load(stt_asr::AsrConfig {
-        model: stt_testkit::models_dir().join("ggml-tiny.en-q8_0.bin"),
-        ..stt_asr::AsrConfig::default()
-    })
-    .unwrap();
+    let mut whisper = tiny_en();
     let terms: Vec<String> =
         ["Kubernetes", "Immich", "Thandiwe", "Obsidian", "Nextcloud", "Grafana"]
             .map(String::from)
