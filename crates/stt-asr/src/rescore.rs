@@ -21,7 +21,7 @@
 
 use std::ffi::c_int;
 
-use crate::spelling::sounds_alike;
+use crate::spelling::{MAX_WORDS, sounds_alike};
 
 /// Whisper's own probability below which a token counts as unsure.
 pub const UNSURE_P: f32 = 0.5;
@@ -39,9 +39,6 @@ pub const MIN_ALIKE: f32 = 0.5;
 /// How much more likely (natural log) the text with the term must be than with any other
 /// term tried in the same place.
 pub const LEAD: f32 = 5.0;
-
-/// The longest run of words one term may replace.
-pub const MAX_WORDS: usize = 3;
 
 /// Whisper's decoder as the rescoring reads it.
 pub trait Decoder {

@@ -13,8 +13,8 @@ pub const MIN_LETTERS: usize = 5;
 /// A near miss may be this many edits away per letter of the term (rounded down).
 const EDITS_PER_LETTER: f64 = 0.2;
 
-/// The longest run of words one term may replace.
-const MAX_WORDS: usize = 3;
+/// The longest run of words one term may replace (here and in [`crate::rescore`]).
+pub const MAX_WORDS: usize = 3;
 
 /// `text` with every near miss of a term in `terms` spelled as the term.
 pub fn respell(text: &str, terms: &[String]) -> String {

@@ -419,8 +419,9 @@ impl Whisper {
         // What whisper wrote, before the vocabulary had its say.
         let raw = decoded.text.trim().to_owned();
         if retries && why.is_none() && !self.term_tokens.is_empty() {
-            // A final only: partials are the live view, and the rescoring costs a read of the
-            // text per term tried (docs/PERFORMANCE.md, "Custom vocabulary").
+            // Finals and pause reads (which become the final when the turn ends there), not
+            // partials: they are the live view, and the rescoring costs a read of the text per
+            // term tried (docs/PERFORMANCE.md, "Custom vocabulary").
             if let Err(e) = self.swap_terms(&mut decoded, language.as_deref()) {
                 tracing::warn!(error = %e, "the vocabulary could not be weighed against the audio: whisper's text is kept");
             }
