@@ -62,6 +62,9 @@ pub struct Outside {
     pub queue_has_room: bool,
     /// The model provider in use is still loading its model: execute waits.
     pub model_loading: bool,
+    /// The armed command is answered without the model (`crate::intents`): what the model
+    /// lacks does not hold it.
+    pub here: bool,
 }
 
 /// The state.
@@ -568,6 +571,7 @@ impl Core {
             | Request::Memory(_)
             | Request::Task(_)
             | Request::VoiceToggle
+            | Request::IntentTest { .. }
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
             Request::Confirm { call_id } | Request::Deny { call_id } => {
@@ -711,6 +715,15 @@ impl Core {
                 "the command is empty: speak it, or set it with `stt-ctl command-edit --text …`",
             ));
         }
+        if outside.here {
+            self.set_mode(Mode::Executing, effects);
+            effects.push(Effect::Execute {
+                text: self.buffer.clone(),
+                edited: self.edited,
+                segs: self.segs.clone(),
+            });
+            return Ok(());
+        }
         if !outside.llm_enabled {
             return Err(ErrorMsg::new(
                 ErrorCode::NoExecutor,
@@ -752,8 +765,13 @@ mod tests {
     use super::*;
     use stt_proto::{AudioState, SegmentDone, Speaker, SpeakerState, SpeechStart, SpeechStop};
 
-    const OUT: Outside =
-        Outside { viewers: 0, llm_enabled: true, queue_has_room: true, model_loading: false };
+    const OUT: Outside = Outside {
+        viewers: 0,
+        llm_enabled: true,
+        queue_has_room: true,
+        model_loading: false,
+        here: false,
+    };
 
     fn beat(healthy: bool) -> DaemonEvent {
         DaemonEvent::Heartbeat(DaemonHeartbeat {

@@ -29,6 +29,7 @@ pub mod core;
 pub mod dictate;
 pub mod echo;
 pub mod ids;
+pub mod intents;
 pub mod lane;
 pub mod llm;
 pub mod memory;
@@ -126,6 +127,8 @@ pub struct Settings {
     pub clock: wake::Clock,
     /// How dictation types (`[dictate]`), and the desktop session it types into.
     pub dictate: stt_dictate::TypistSettings,
+    /// The commands answered without the model (`[intents]`); `None` when they are off.
+    pub intents: Option<intents::Local>,
 }
 
 impl Settings {
@@ -188,8 +191,25 @@ impl Settings {
             }),
             clock: wake::Clock::System,
             dictate: dictate_settings(&config.dictate, env),
+            intents: intents_settings(config, env)?,
         })
     }
+}
+
+/// The intents `[intents]` asks for: the built-in ones, the user's file and the configured
+/// tools' sentences; `None` when they are off. A file that does not read is an error that
+/// names it and its fix.
+fn intents_settings(config: &Config, env: &Env) -> anyhow::Result<Option<intents::Local>> {
+    let i = &config.intents;
+    if !i.enabled {
+        return Ok(None);
+    }
+    let file = if i.file.as_os_str().is_empty() {
+        stt_config::dirs::config_file_with(env)?.with_file_name(intents::FILE)
+    } else {
+        i.file.clone()
+    };
+    intents::Local::load(&file, &config.tools.command).map(Some).map_err(anyhow::Error::msg)
 }
 
 /// How dictation types, from `[dictate]` and the session `env` names.
@@ -434,6 +454,7 @@ pub async fn serve(
             wake: settings.wake.clone(),
             clock: settings.clock,
             dictate: settings.dictate.clone(),
+            intents: settings.intents.clone(),
         },
         inputs_tx.clone(),
     );

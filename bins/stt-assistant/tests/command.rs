@@ -160,7 +160,6 @@ async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
     server.push(Script::ContentCall(
         r#"{"name": "set_timer", "arguments": {"minutes": 5, "label": "tea"}}"#.into(),
     ));
-    server.push(Script::Text("A five-minute tea timer is set.".into()));
     let reports = common::run(&env, command("set a tea timer for five minutes", 1)).await;
 
     // Only the whole call ran.
@@ -173,15 +172,16 @@ async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
         })
         .collect();
     assert_eq!(timers, ["tea"]);
+    // The timer set, its answer is the template's: no third request.
     let requests = server.requests();
-    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(requests.len(), 2, "{requests:?}");
     let told = |n: usize| {
         let messages = requests[n]["messages"].as_array().expect("messages");
         messages.last().expect("a message")["content"].as_str().unwrap_or_default().to_owned()
     };
     let first = told(1);
     assert!(first.contains("set_timer was not run") && first.contains("cut off"), "{first}");
-    assert_eq!(answer(&reports).as_deref(), Some("A five-minute tea timer is set."));
+    assert_eq!(answer(&reports).as_deref(), Some("Timer set for 5 minutes: tea."));
     assert_eq!(errors(&reports), []);
 
     // Told once; a second call it cannot run ends the command with the reason. The schema
@@ -192,7 +192,7 @@ async fn a_call_not_written_whole_is_not_run_and_the_model_is_told_why() {
     let reports = common::run(&env, command("set a timer", 2)).await;
     assert_eq!(results(&reports), []);
     assert_eq!(errors(&reports), [ErrorCode::ToolError]);
-    assert_eq!(server.requests().len(), 5);
+    assert_eq!(server.requests().len(), 4);
 }
 
 #[tokio::test]

@@ -175,6 +175,8 @@ async fn bad_arguments_get_an_answer_the_model_can_act_on() {
         ("recall_memories", json!({}), "give a 'query'"),
         ("add_intention", json!({"cue": "x"}), "give the 'text'"),
         ("add_intention", json!({"text": "x", "due": "tomorrow"}), "YYYY-MM-DD HH:MM"),
+        ("add_intention", json!({"text": "x", "due": "2020-04-12 09:00"}), "has passed"),
+        ("add_intention", json!({"text": "x", "due": "2099-04-12 09:00"}), "more than a year away"),
         ("complete_intention", json!({"id": "nine"}), "give the intention's 'id'"),
         ("cancel_intention", json!({"id": 99}), "there is no intention 99"),
         ("read_session_log", json!({"session_id": 5}), "there is no session 5"),

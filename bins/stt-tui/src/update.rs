@@ -398,7 +398,8 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
         | AssistantEvent::SpeakerList(_)
         | AssistantEvent::ChatOutput { .. }
         | AssistantEvent::MemoryOutput { .. }
-        | AssistantEvent::TaskOutput { .. } => {}
+        | AssistantEvent::TaskOutput { .. }
+        | AssistantEvent::IntentOutput { .. } => {}
     }
     vec![]
 }

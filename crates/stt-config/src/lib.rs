@@ -51,9 +51,9 @@ pub use error::ConfigError;
 pub use sections::{
     AsrBackend, AssistantConfig, Config, DEFAULT_CHAT_SYSTEM_PROMPT, DEFAULT_COMMAND_SYSTEM_PROMPT,
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, DictateConfig, DictateMethod, EndOfTurn,
-    LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig, RemoteFallback,
-    SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig, VadEngine,
-    VoiceConfig,
+    IntentsConfig, LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig,
+    RemoteFallback, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig,
+    VadEngine, VoiceConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it

@@ -32,6 +32,8 @@ pub struct Config {
     pub planner: PlannerConfig,
     /// `[dictate]`: what is said, typed into the focused window.
     pub dictate: DictateConfig,
+    /// `[intents]`: the commands answered without the model.
+    pub intents: IntentsConfig,
     /// `[tui]`: the terminal viewer.
     pub tui: TuiConfig,
     /// `[tools]`: commands the model may run.
@@ -657,6 +659,23 @@ impl Default for DictateConfig {
     }
 }
 
+/// `[intents]`: commands answered without the model, by sentence templates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IntentsConfig {
+    /// Whether a command that matches a template is answered without the model.
+    pub enabled: bool,
+    /// The user's file of intents; empty means `intents.toml` beside the config file. A
+    /// missing file is no error.
+    pub file: PathBuf,
+}
+
+impl Default for IntentsConfig {
+    fn default() -> Self {
+        Self { enabled: true, file: PathBuf::new() }
+    }
+}
+
 /// `[tools]`: commands the model may run in command mode, and what else it may read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -703,6 +722,10 @@ pub struct ToolCommand {
     /// Parameter name to description; every `{param}` in `argv` must be listed.
     #[serde(default)]
     pub parameters: BTreeMap<String, String>,
+    /// Sentence templates that run the tool without the model (`[intents]`); their slots
+    /// are the parameters.
+    #[serde(default)]
+    pub sentences: Vec<String>,
 }
 
 impl ToolCommand {
@@ -776,6 +799,7 @@ mod tests {
             side_effect: SideEffect::ReadOnly,
             requires_confirmation: false,
             parameters: BTreeMap::new(),
+            sentences: Vec::new(),
         }
     }
 

@@ -175,6 +175,12 @@ pub enum Verb {
         #[command(subcommand)]
         verb: VocabularyVerb,
     },
+    /// The commands answered without the model ([intents]; README, "Commands without the
+    /// model")
+    Intents {
+        #[command(subcommand)]
+        verb: IntentsVerb,
+    },
     /// Spoken replies on or off ([voice].enabled is where they start; docs/VOICE.md)
     VoiceToggle,
     /// Speak TEXT with the configured voice ([voice].model), or write it to a WAV file
@@ -204,6 +210,18 @@ pub enum VocabularyVerb {
     },
     /// Remove a term from the vocabulary file
     Remove { term: String },
+}
+
+/// What `stt-ctl intents` does.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum IntentsVerb {
+    /// Say what a command would do without the model (runs nothing): the intent, the
+    /// template that takes it, the action and the answer; or that the model would take it
+    Test {
+        /// The command's words; several are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "SENTENCE")]
+        text: Vec<String>,
+    },
 }
 
 /// What `stt-ctl task` does.
@@ -381,6 +399,9 @@ impl Verb {
             Self::ChatStop => Request::ChatStop,
             Self::Memory { verb } => Request::Memory(verb.request()),
             Self::Task { verb } => Request::Task(verb.request()),
+            Self::Intents { verb: IntentsVerb::Test { text } } => {
+                Request::IntentTest { text: text.join(" ") }
+            }
             Self::VoiceToggle => Request::VoiceToggle,
             Self::Completions { .. }
             | Self::ConfigDefault
@@ -537,6 +558,7 @@ pub fn describe(event: &AssistantEvent) -> String {
         AssistantEvent::SpeakerList(list) => describe_speakers(list),
         AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
         AssistantEvent::ChatOutput { text }
+        | AssistantEvent::IntentOutput { text, .. }
         | AssistantEvent::MemoryOutput { text, .. }
         | AssistantEvent::TaskOutput { text, .. } => format!("{text}\n"),
         other => format!("{other:?}\n"),
@@ -688,6 +710,7 @@ mod tests {
             &["memory", "stats"],
             &["task", "next"],
             &["vocabulary", "list"],
+            &["intents", "test", "what time is it"],
             &["voice-toggle"],
             &["say", "hello"],
             &["completions", "bash"],
@@ -766,6 +789,10 @@ mod tests {
         check(&["confirm"], Some(Request::Confirm { call_id: None }));
         check(&["deny", "--call-id", "c1"], Some(Request::Deny { call_id: Some("c1".into()) }));
         check(&["timer-cancel", "42"], Some(Request::TimerCancel { timer_id: 42 }));
+        check(
+            &["intents", "test", "what", "time is it"],
+            Some(Request::IntentTest { text: "what time is it".into() }),
+        );
         check(&["completions", "bash"], None);
         check(&["config-default"], None);
     }

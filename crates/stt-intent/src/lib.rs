@@ -293,6 +293,55 @@ fn courteous(words: &[Word]) -> &[Word] {
     words
 }
 
+/// `answer` with each `{name}` replaced by its value in `values`; a `[…]` part is left out
+/// when a value it names is empty or missing. Braces that name no value stay as written.
+pub fn fill(answer: &str, values: &[(&str, &str)]) -> String {
+    let value = |name: &str| values.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+    let put = |part: &str| -> Option<String> {
+        let mut out = String::new();
+        let mut rest = part;
+        let mut all = true;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}').map(|c| open + c) else { break };
+            out.push_str(&rest[..open]);
+            let name = &rest[open + 1..close];
+            match value(name) {
+                Some(v) if !v.is_empty() => out.push_str(v),
+                Some(_) => all = false,
+                None if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => all = false,
+                None => out.push_str(&rest[open..=close]),
+            }
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        all.then_some(out)
+    };
+    let mut out = String::new();
+    let mut rest = answer;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else { break };
+        out.push_str(&put(&rest[..open]).unwrap_or_else(|| blanked(&rest[..open], &value)));
+        out.push_str(&put(&rest[open + 1..close]).unwrap_or_default());
+        rest = &rest[close + 1..];
+    }
+    out.push_str(&put(rest).unwrap_or_else(|| blanked(rest, &value)));
+    out
+}
+
+/// `part` with every value it names put in, empty ones as nothing.
+fn blanked<'a>(part: &str, value: &impl Fn(&str) -> Option<&'a str>) -> String {
+    let mut out = String::new();
+    let mut rest = part;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else { break };
+        out.push_str(&rest[..open]);
+        out.push_str(value(&rest[open + 1..close]).unwrap_or_default());
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// One way a sequence reads what was said.
 #[derive(Debug)]
 struct Reading {

@@ -130,3 +130,28 @@ fn slots_of_an_intent_are_listed_with_their_kinds() {
     assert_eq!(slots.get("duration"), Some(&Kind::Duration));
     assert_eq!(slots.get("label"), Some(&Kind::Text));
 }
+
+#[test]
+fn answers_are_filled_and_optional_parts_left_out_when_empty() {
+    let check = |answer: &str, values: &[(&str, &str)], expected: &str| {
+        assert_eq!(fill(answer, values), expected, "{answer:?} with {values:?}");
+    };
+    check(
+        "Timer set for {duration}[: {label}].",
+        &[("duration", "10 minutes"), ("label", "pasta")],
+        "Timer set for 10 minutes: pasta.",
+    );
+    check(
+        "Timer set for {duration}[: {label}].",
+        &[("duration", "10 minutes"), ("label", "")],
+        "Timer set for 10 minutes.",
+    );
+    check(
+        "Timer set for {duration}[: {label}].",
+        &[("duration", "10 minutes")],
+        "Timer set for 10 minutes.",
+    );
+    check("It's {time}.", &[("time", "14:20")], "It's 14:20.");
+    check("{a} and {b}", &[("a", "x")], "x and ");
+    check("keeps {odd one} and [brackets", &[], "keeps {odd one} and [brackets");
+}

@@ -373,6 +373,9 @@ family! {
         DictateStop = "dictate_stop",
         /// Dictation on from idle, off from dictating.
         DictateToggle = "dictate_toggle",
+        /// What a command's `text` would do without the model (`[intents]`); answered with
+        /// `intent_output`. Runs nothing.
+        IntentTest { text: String } = "intent_test",
     }
 }
 
@@ -914,6 +917,13 @@ family! {
             #[serde(default)]
             entries: Vec<MemoryEntry>,
         } = "memory_output",
+        /// The reply to `intent_test`: what the command would do, for a person; `intent`
+        /// names the intent that takes it, `null` when the model would.
+        IntentOutput {
+            text: String,
+            #[serde(default)]
+            intent: Option<String>,
+        } = "intent_output",
         /// The reply to `task`: what it found or did, for a person, and the tasks or next
         /// actions it lists.
         TaskOutput {
@@ -938,6 +948,7 @@ impl AssistantEvent {
                 | Self::ChatOutput { .. }
                 | Self::MemoryOutput { .. }
                 | Self::TaskOutput { .. }
+                | Self::IntentOutput { .. }
         )
     }
 
@@ -952,6 +963,7 @@ impl AssistantEvent {
                 | "chat_output"
                 | "memory_output"
                 | "task_output"
+                | "intent_output"
         )
     }
 }

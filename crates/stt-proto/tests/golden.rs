@@ -130,6 +130,10 @@ pub fn requests() -> Vec<(Request, &'static str)> {
         (Request::DictateStart, r#"{"type":"dictate_start"}"#),
         (Request::DictateStop, r#"{"type":"dictate_stop"}"#),
         (Request::DictateToggle, r#"{"type":"dictate_toggle"}"#),
+        (
+            Request::IntentTest { text: "set a timer for ten minutes".into() },
+            r#"{"type":"intent_test","text":"set a timer for ten minutes"}"#,
+        ),
         (Request::Clear, r#"{"type":"clear"}"#),
         (Request::Status, r#"{"type":"status"}"#),
         (Request::SpeakerList, r#"{"type":"speaker_list"}"#),
@@ -448,6 +452,13 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
             r#"{"type":"memory_output","text":"1 found","entries":[{"target":"item","id":12,"kind":"knowledge","text":"sister's city: My sister lives in Porto","at":1764581534.0,"score":0.75,"archived":false}]}"#,
         ),
         (
+            AssistantEvent::IntentOutput {
+                text: "timer_set (template: set a timer for {duration})".into(),
+                intent: Some("timer_set".into()),
+            },
+            r#"{"type":"intent_output","text":"timer_set (template: set a timer for {duration})","intent":"timer_set"}"#,
+        ),
+        (
             AssistantEvent::TaskOutput {
                 text: "item 3: Write a small CLI (task 1 Learn Rust), on 2026-12-14".into(),
                 tasks: vec![],
@@ -571,7 +582,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v2; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle, task, dictate_start, dictate_stop, dictate_toggle)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v2; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle, task, dictate_start, dictate_stop, dictate_toggle, intent_test)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

@@ -32,6 +32,9 @@ pub struct ActionRecord {
     pub ok: bool,
     pub result: String,
     pub latency_ms: u64,
+    /// Who chose the action: `"model"` (the tool loop), `"local"` (a sentence template,
+    /// `[intents]`, without the model) or `"person"` (a control request).
+    pub by: String,
 }
 
 /// Naming, forgetting or merging a speaker.
@@ -174,6 +177,7 @@ mod tests {
             ok: true,
             result: "2026-11-30T12:00:00+01:00".into(),
             latency_ms: 412,
+            by: "model".into(),
         }
     }
 
@@ -202,6 +206,7 @@ mod tests {
             "ok",
             "result",
             "latency_ms",
+            "by",
         ];
         let mut keys_sorted = keys.clone();
         keys_sorted.sort_unstable();

@@ -521,6 +521,7 @@ mod tests {
             side_effect: SideEffect::Local,
             requires_confirmation: false,
             parameters: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            sentences: Vec::new(),
         }
     }
 

@@ -18,7 +18,8 @@ use stt_testkit::DEADLINE;
 #[test]
 fn a_spoken_command_runs_a_tool_and_is_audited() {
     let sandbox = Sandbox::new();
-    let llm = scripted_model(&sandbox, "request_timeout_s = 20\n");
+    // The model's path: "what time is it" is answered without it by default.
+    let llm = scripted_model(&sandbox, "request_timeout_s = 20\n[intents]\nenabled = false\n");
     llm.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
     llm.push(Script::Text("It is noon on Monday.".into()));
     let SpokenCommand { assistant, seen, daemon: _daemon, .. } =
@@ -111,7 +112,7 @@ fn without_an_llm_execute_says_no_executor_configured() {
     });
     let out = sandbox.run("stt-ctl", &["command-start"]);
     assert_eq!(out.code, Some(0), "{out:?}");
-    let out = sandbox.run("stt-ctl", &["command-edit", "--text", "what time is it"]);
+    let out = sandbox.run("stt-ctl", &["command-edit", "--text", "what time is it in Tokyo"]);
     assert_eq!(out.code, Some(0), "{out:?}");
     // No daemon: STT is not healthy, and that is what execute says first.
     let out = sandbox.run("stt-ctl", &["command-execute"]);
@@ -404,7 +405,7 @@ fn execute_with_wait_is_held_until_the_last_words_are_transcribed() {
     );
     let _assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);
-    for args in [&["command-start"][..], &["command-edit", "--text", "what time is it"]] {
+    for args in [&["command-start"][..], &["command-edit", "--text", "what time is it in Tokyo"]] {
         let out = sandbox.run("stt-ctl", args);
         assert_eq!(out.code, Some(0), "{out:?}");
     }
@@ -450,7 +451,8 @@ fn has_field(line: &str, key: &str, value: u64) -> bool {
 #[test]
 fn one_grep_follows_an_utterance_through_daemon_assistant_and_tui() {
     let sandbox = Sandbox::new();
-    let llm = scripted_model(&sandbox, "");
+    // A job of the model's: "what time is it" is answered without it by default.
+    let llm = scripted_model(&sandbox, "[intents]\nenabled = false\n");
     llm.push(Script::Text("It is noon.".into()));
     let debug = [("STT_LOG", "debug")];
     let assistant = sandbox.spawn_with_env("stt-assistant", &[], &debug);

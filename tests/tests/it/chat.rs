@@ -429,7 +429,10 @@ fn a_chat_only_provider_refuses_a_command_naming_one_that_can() {
         if s["llm_provider"] == "claude" { Ok(()) } else { Err(s.to_string()) }
     });
     assert_eq!(ctl(&sandbox, &["command-start"]).code, Some(0));
-    assert_eq!(ctl(&sandbox, &["command-edit", "--text", "what time is it"]).code, Some(0));
+    assert_eq!(
+        ctl(&sandbox, &["command-edit", "--text", "what time is it in Tokyo"]).code,
+        Some(0)
+    );
     // No daemon: the refusal for the provider comes before readiness.
     let out = ctl(&sandbox, &["command-execute"]);
     assert_ne!(out.code, Some(0), "{out:?}");

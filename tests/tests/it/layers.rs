@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("stt-embed", 1),
     ("stt-ocr", 1),
     ("stt-dictate", 1),
+    ("stt-intent", 1),
     ("stt-memory", 1),
     ("stt-speaker", 1),
     ("stt-voice", 1),

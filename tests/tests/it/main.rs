@@ -12,6 +12,7 @@ mod chat;
 mod ctl;
 mod daemon;
 mod dictate;
+mod intents;
 mod layers;
 mod local_model;
 mod memory;

@@ -94,7 +94,11 @@ fn a_spoken_command_runs_from_the_tui_in_tmux_and_q_stops_everything() {
     let sandbox = Sandbox::new();
     let llm = scripted_model();
     let config = sandbox.config_file();
-    let settings = format!("[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n", llm.url());
+    // The model's path: "what time is it" is answered without it by default.
+    let settings = format!(
+        "[llm]\nendpoint = \"{}\"\nrequest_timeout_s = 20\n[intents]\nenabled = false\n",
+        llm.url()
+    );
     std::fs::write(&config, settings).unwrap();
     let log = sandbox.root().join("up.log");
     let mut command = sandbox.command("stt-daemon");

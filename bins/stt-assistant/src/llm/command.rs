@@ -40,7 +40,11 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let prompt = recall(env, &settings.command_system_prompt, said, episode, true, out).await;
     let planner = crate::memory::plans::asks_about_plans(text);
     let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner, text);
-    let mut messages = vec![Message::system(&prompt.system), Message::user(&prompt.text)];
+    // The time goes with the words, not in the system prompt: the prefix the server keeps
+    // (system prompt and tools) stays the same from one command to the next.
+    let now = chrono::Local::now();
+    let words = format!("{}\n\n{}", now_line(now), prompt.text);
+    let mut messages = vec![Message::system(&prompt.system), Message::user(&words)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
     // Intentions this command added (it may not end them too).
@@ -97,6 +101,14 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             if !ran.is_empty() && echoes_results(&reply.content) {
                 return report(env, client, text, &ran, out).await;
             }
+            if !ran.is_empty() && refuses(&reply.content) && all_ok(&ran) {
+                tracing::info!(answer = %reply.content, "an answer that denies what was done is not shown");
+                let done: Vec<String> =
+                    ran.iter().map(|(tool, result)| format!("{tool}: {result}")).collect();
+                let said = format!("Done. {}", done.join("; "));
+                out.send(Report::Reply { text: said, partial: false, stopped: false });
+                return;
+            }
             return answer(&reply, cap, out);
         }
         // Calling again a tool whose result is already in view is a loop (small local
@@ -116,11 +128,20 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
                 .map(|c| c.arguments.clone()),
         );
         messages.push(Message::calls(calls.clone()));
+        let mut round = Vec::new();
         for call in calls {
-            let result = run_call(env, &call, text, edited, &mut added, out).await;
-            let result = after_tool(env, &call.name, result, episode, out).await;
+            let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
+            round.push((call.clone(), outcome.ok()));
+            let result =
+                after_tool(env, &call.name, outcome.result().to_owned(), episode, out).await;
             ran.push((call.name.clone(), result.clone()));
             messages.push(Message::tool(call.id.clone(), result));
+        }
+        // A timer set, a reminder or a task kept: the answer is the intent's own, at once;
+        // no second request, and no "I cannot do it" after it was done.
+        if let Some(said) = templated(&round, chrono::Local::now().naive_local()) {
+            out.send(Report::Reply { text: said, partial: false, stopped: false });
+            return;
         }
     }
     error(
@@ -131,6 +152,18 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             settings.max_tool_iterations
         ),
     );
+}
+
+/// What a command's words start with: the local date, time and time zone, so that "tomorrow
+/// at nine" or "in an hour" can be worked out. Without it the 1.5B model dated a reminder
+/// "2023-04-12 09:00" and told the time as 12:34 at 03:34.
+pub fn now_line(now: chrono::DateTime<chrono::Local>) -> String {
+    format!(
+        "(Now: {}, {}, time zone UTC{}.)",
+        now.format("%A %-d %B %Y"),
+        now.format("%H:%M"),
+        now.format("%:z")
+    )
 }
 
 /// Has the model read the command prefix, the system prompt and the tool list every command
@@ -344,6 +377,83 @@ fn batch(calls: Vec<Call>) -> Vec<Call> {
 /// Calls one reply may run.
 const MAX_CALLS: usize = 4;
 
+/// The answer a round of calls gets without asking the model again: when each call ran well
+/// and is a timer set or a reminder kept, the answers their intents give
+/// (`stt_intent::BUILTIN`).
+fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<String> {
+    static BUILTIN: std::sync::OnceLock<Option<stt_intent::Intents>> = std::sync::OnceLock::new();
+    let intents = BUILTIN.get_or_init(|| stt_intent::Intents::builtin().ok()).as_ref()?;
+    if round.is_empty() {
+        return None;
+    }
+    let mut said = Vec::new();
+    for (call, ok) in round {
+        if !ok {
+            return None;
+        }
+        let text = |key: &str| call.arguments[key].as_str().unwrap_or_default().trim().to_owned();
+        let (intent, values): (&str, Vec<(&str, String)>) = match call.name.as_str() {
+            "set_timer" => {
+                let seconds = call.arguments["minutes"].as_f64()? * 60.0;
+                let label = text("label");
+                // A label that only says it is a timer, or its length, says nothing.
+                let says = !label.is_empty()
+                    && !["timer", "reminder"].contains(&label.to_lowercase().as_str())
+                    && !label.chars().next().is_some_and(|c| c.is_ascii_digit());
+                let label = if says { label } else { String::new() };
+                (
+                    "timer_set",
+                    vec![("duration", crate::intents::duration(seconds)), ("label", label)],
+                )
+            }
+            memory_tools::ADD_INTENTION => {
+                let due =
+                    chrono::NaiveDateTime::parse_from_str(&text("due"), "%Y-%m-%d %H:%M").ok()?;
+                (
+                    "reminder_add",
+                    vec![("text", text("text")), ("when", crate::intents::when(due, now))],
+                )
+            }
+            // A task made is often planned next (break_down_task): the model goes on.
+            _ => return None,
+        };
+        let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if values.iter().any(|(k, v)| v.is_empty() && *k != "label") {
+            return None;
+        }
+        said.push(stt_intent::fill(intents.answer(intent)?, &values));
+    }
+    Some(said.join(" "))
+}
+
+/// Whether an answer says the command could not be done.
+fn refuses(answer: &str) -> bool {
+    let lower = answer.to_lowercase();
+    [
+        "i cannot",
+        "i can't",
+        "i can not",
+        "i'm unable",
+        "i am unable",
+        "i'm not able",
+        "i am not able",
+        "unable to",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+}
+
+/// Whether every call that ran went well, by its result's words.
+fn all_ok(ran: &[(String, String)]) -> bool {
+    ran.iter().all(|(_, result)| {
+        let r = result.to_lowercase();
+        !(r.starts_with("bad arguments")
+            || r.contains("there is no tool")
+            || r.contains("did not allow")
+            || r.starts_with("error"))
+    })
+}
+
 /// Whether a reply is the tool results echoed back in the chat template's markup.
 fn echoes_results(content: &str) -> bool {
     let content = content.trim_start();
@@ -415,15 +525,34 @@ async fn run_memory_tool(
     }
 }
 
-/// Runs one call (after confirmation when the tool needs it); returns what the model is told.
-async fn run_call(
+/// Who wrote a call: the model, or a sentence template (`crate::intents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Model,
+    Local,
+}
+
+impl By {
+    /// As the audit log writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::Local => "local",
+        }
+    }
+}
+
+/// Runs one call (after confirmation when the tool needs it); returns its outcome, whose
+/// result is what the model is told.
+pub async fn run_call(
     env: &JobEnv,
     call: &Call,
     text: &str,
     edited: bool,
+    by: By,
     added: &mut Vec<i64>,
     out: &Sink<Report>,
-) -> String {
+) -> Outcome {
     let Some(spec) = spec_of(env, &call.name) else {
         let result = format!("there is no tool named '{}'", call.name);
         out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
@@ -433,7 +562,7 @@ async fn run_call(
             result: result.clone(),
             latency_ms: 0,
         })));
-        return result;
+        return Outcome::Done { ok: false, result };
     };
     out.send(Report::Publish(AssistantEvent::ToolCall(ToolCall {
         call_id: call.id.clone(),
@@ -495,8 +624,9 @@ async fn run_call(
         ok: outcome.ok(),
         result: outcome.result().to_owned(),
         latency_ms,
+        by: by.name().into(),
     })));
-    outcome.result().to_owned()
+    outcome
 }
 
 #[cfg(test)]
@@ -519,6 +649,47 @@ mod tests {
         let many: Vec<Call> =
             ["a", "b", "c", "d", "e"].iter().enumerate().map(|(i, n)| call(n, i as u32)).collect();
         assert_eq!(batch(many).len(), MAX_CALLS);
+    }
+
+    #[test]
+    fn the_words_of_a_command_start_with_the_time_it_is_now() {
+        use chrono::TimeZone;
+        let at = chrono::Local.with_ymd_and_hms(2026, 12, 7, 3, 34, 0).single();
+        let line = at.map(now_line).unwrap_or_default();
+        assert!(line.starts_with("(Now: Monday 7 December 2026, 03:34, time zone UTC"), "{line}");
+    }
+
+    #[test]
+    fn a_timer_set_or_a_reminder_kept_is_answered_from_its_template() {
+        use chrono::NaiveDate;
+        let now = NaiveDate::from_ymd_opt(2026, 12, 7)
+            .and_then(|d| d.and_hms_opt(3, 34, 0))
+            .unwrap_or_default();
+        let with = |name: &str, args: serde_json::Value| Call {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args,
+        };
+        let timer = with("set_timer", serde_json::json!({"minutes": 10, "label": "timer"}));
+        assert_eq!(
+            templated(&[(timer.clone(), true)], now).as_deref(),
+            Some("Timer set for 10 minutes.")
+        );
+        assert_eq!(templated(&[(timer.clone(), false)], now), None, "a call that failed");
+        let reminder = with(
+            "add_intention",
+            serde_json::json!({"text": "call the plumber", "due": "2026-12-08 09:00"}),
+        );
+        assert_eq!(
+            templated(&[(reminder, true)], now).as_deref(),
+            Some("I'll remind you to call the plumber tomorrow at 09:00.")
+        );
+        let task = with("create_task", serde_json::json!({"title": "buy milk"}));
+        assert_eq!(templated(&[(task, true)], now), None, "a task made is often planned next");
+        let read = with("get_datetime", serde_json::json!({}));
+        assert_eq!(templated(&[(timer, true), (read, true)], now), None, "a read needs words");
+        assert!(refuses("I cannot do it."));
+        assert!(!refuses("Your timer is set."));
     }
 
     #[test]

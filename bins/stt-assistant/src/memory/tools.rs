@@ -26,6 +26,8 @@ use super::plans;
 pub const RECALL: &str = "recall_memories";
 pub const SEARCH_RECENT: &str = "search_recent_conversation";
 pub const ADD_INTENTION: &str = "add_intention";
+/// A reminder due further away than this is asked about (seconds).
+const YEAR: f64 = 366.0 * 86400.0;
 pub const COMPLETE_INTENTION: &str = "complete_intention";
 pub const CANCEL_INTENTION: &str = "cancel_intention";
 /// Handled by the loop (a dream is an LLM job), not by the memory thread.
@@ -415,6 +417,13 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Some(at) if at <= call.now + 60.0 => {
                     return Ok(Called::failed(format!(
                         "{} has passed: give a time to come, or a cue",
+                        when(at)
+                    )));
+                }
+                // A year or more away is a date guessed wrong more often than meant.
+                Some(at) if at > call.now + YEAR => {
+                    return Ok(Called::failed(format!(
+                        "{} is more than a year away: ask the user when they mean",
                         when(at)
                     )));
                 }

@@ -133,6 +133,7 @@ impl Owner {
                 ok,
                 result,
                 latency_ms: 0,
+                by: "person".into(),
             });
         }
         let mut answer = answer;

@@ -10,6 +10,7 @@
 
 mod chat;
 mod dictate;
+mod intents;
 mod jobs;
 mod memory;
 mod providers;
@@ -84,6 +85,8 @@ pub enum Input {
     Triage(crate::triage::Report),
     /// What the dictation lane has to say (a phrase it could not type, a dictation's end).
     Dictate(crate::dictate::Report),
+    /// A report of command `job`, answered without the model (`owner/intents.rs`).
+    Local { job: u64, report: Report },
 }
 
 /// What a helper task the loop started ([`Owner::help`]) comes back with.
@@ -135,6 +138,8 @@ pub struct Parts {
     pub clock: crate::wake::Clock,
     /// How dictation types, and into which session.
     pub dictate: stt_dictate::TypistSettings,
+    /// The commands answered without the model; `None` when `[intents].enabled` is false.
+    pub intents: Option<crate::intents::Local>,
 }
 
 /// A `command_execute` with `wait_ms`, held until the flow is ready or its deadline.
@@ -231,6 +236,8 @@ pub struct Owner {
     /// Requests waiting for a job of a kind to start (`memory dream`), and what they are
     /// answered then.
     starts: Vec<(JobKind, oneshot::Sender<AssistantEvent>, AssistantEvent)>,
+    /// The commands answered without the model, and the one running.
+    intents: intents::Side,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -295,6 +302,7 @@ impl Owner {
             dreams: memory::Dreams::new(dream_rules, now()),
             helpers: JoinSet::new(),
             starts: Vec::new(),
+            intents: intents::Side::new(parts.intents),
         };
         if voice_on && let Err(e) = owner.voice_on() {
             tracing::error!("{e}");
@@ -454,6 +462,10 @@ impl Owner {
             Input::Voice(report) => self.on_voice(report),
             Input::Triage(report) => self.on_triage(report),
             Input::Dictate(report) => self.on_dictate(report),
+            Input::Local { job, report } => {
+                let _job = tracing::info_span!("job", job).entered();
+                self.on_local(job, report);
+            }
         }
     }
 
@@ -568,9 +580,12 @@ impl Owner {
     }
 
     fn request(&mut self, request: &Request) -> AssistantEvent {
+        // A command answered here needs no model, waits for none and stops nothing.
+        let here = matches!(request, Request::CommandExecute { .. }) && self.armed_here();
         // A person arming, running, editing or chatting wants the model: background work
         // that yields stops.
         let wants_the_model = match request {
+            Request::CommandExecute { .. } if here => None,
             Request::CommandStart
             | Request::CommandExecute { .. }
             | Request::CommandEdit { .. } => Some(Need::Command),
@@ -581,6 +596,7 @@ impl Owner {
             self.interrupt(need);
         }
         if wants_the_model.is_some()
+            || here
             || matches!(request, Request::ChatStop | Request::CommandCancel | Request::Clear)
         {
             self.hush();
@@ -591,9 +607,11 @@ impl Owner {
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
             Request::ChatStop => return self.chat_stop(),
             Request::VoiceToggle => return self.voice_toggle(),
+            Request::IntentTest { text } => return self.intent_test(text),
             _ => {}
         }
         if let Request::CommandExecute { .. } = request
+            && !here
             && self.core.mode() == stt_proto::Mode::CommandArmed
             && let Some(refusal) = self.chat_only()
         {
@@ -604,6 +622,7 @@ impl Owner {
             llm_enabled: self.registry.is_some(),
             queue_has_room: self.queue.has_room(),
             model_loading: self.model_loading(),
+            here,
         };
         let (reply, effects) = self.core.request(request, now(), outside);
         if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
@@ -660,6 +679,10 @@ impl Owner {
                     self.triage.shown(&event);
                 }
                 Effect::Execute { text, edited, segs } => {
+                    if let Some(decided) = self.decided_here(&text) {
+                        self.run_here(decided, text, edited);
+                        continue;
+                    }
                     self.answered();
                     if self.queue.push_command(text, edited, segs).is_err() {
                         // The core checked for room; report it and stand down all the same.

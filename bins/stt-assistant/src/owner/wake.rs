@@ -21,6 +21,11 @@ pub(super) struct Side {
 }
 
 impl Side {
+    /// The end of a quiet asked for, if one holds.
+    pub(super) fn quiet_until(&self) -> Option<chrono::DateTime<chrono::Local>> {
+        self.wakes.saved().quiet_until
+    }
+
     /// The wake-ups as the last run left them in `settings.file`, for an assistant started
     /// at `started`.
     pub(super) fn load(

@@ -1,0 +1,215 @@
+//! Commands answered without the model (`[intents]`), through the real daemon and assistant:
+//! one test per family of intents, each checking the action was done (a timer in `status`,
+//! a reminder and a task in memory, the voice and dictation switched, a configured tool's
+//! program run) and that the scripted model was never asked; and a lookalike that the model
+//! answers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+use stt_proto::{AssistantEvent, ChatRole};
+use stt_testkit::llm_server::Script;
+use stt_testkit::viewer::{Stack, events, start_stack, status};
+use stt_testkit::{DEADLINE, Sandbox, expect_within};
+
+/// Runs `text` as a typed command and returns the answer said in the conversation, once the
+/// flow is back to idle.
+fn answer(stack: &Stack, text: &str) -> String {
+    let assistant_lines = |events: &[AssistantEvent]| {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m.text.clone())
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = assistant_lines(&events(&stack.seen)).len();
+    for args in [&["command-start"][..], &["command-edit", "--text", text]] {
+        let out = stack.sandbox.run("stt-ctl", args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    let out = stack.sandbox.run("stt-ctl", &["command-execute", "--wait=20000"]);
+    assert_eq!(out.code, Some(0), "{text}: {out:?}\n{}", stack.assistant.log());
+    expect_within(&format!("the answer to {text:?}, and idle again"), DEADLINE, || {
+        let events = events(&stack.seen);
+        let said = assistant_lines(&events);
+        // Back to idle, or on to dictation when that was asked for.
+        let mode = status(&stack.sandbox)["mode"].clone();
+        let idle = mode == "idle" || mode == "dictate";
+        match said.get(before) {
+            Some(answer) if idle => Ok(answer.clone()),
+            _ => Err(format!("{events:?}\n{}", stack.assistant.log())),
+        }
+    })
+}
+
+/// Whether the scripted model was asked about `text`.
+fn model_asked(stack: &Stack, text: &str) -> bool {
+    stack.llm.requests().iter().any(|r| r.to_string().contains(text))
+}
+
+/// The audit log's records, oldest first.
+fn audited(sandbox: &Sandbox) -> Vec<Value> {
+    let dir = sandbox.root().join("data/stt/audit");
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        lines.extend(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
+    }
+    lines
+}
+
+fn ctl_json(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = sandbox.run("stt-ctl", &all);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_time_the_date_and_timers_need_no_model() {
+    let stack = start_stack("");
+    let asked = ["what time is it", "What's the date today?"];
+    let time = answer(&stack, asked[0]);
+    // The clock may turn a minute between the answer and this look.
+    let now = chrono::Local::now();
+    let minute_ago = now - chrono::TimeDelta::minutes(1);
+    let expected = [now, minute_ago].map(|t| format!("It's {}.", t.format("%H:%M")));
+    assert!(expected.contains(&time), "{time:?}, not one of {expected:?}");
+    let date = answer(&stack, asked[1]);
+    assert_eq!(date, format!("Today is {}.", now.format("%A %-d %B %Y")));
+
+    let set = answer(&stack, "set a timer for ten minutes for the pasta");
+    assert_eq!(set, "Timer set for 10 minutes: pasta.");
+    let timers = status(&stack.sandbox)["timers"].clone();
+    assert_eq!(timers.as_array().map(Vec::len), Some(1), "{timers}");
+    assert_eq!(timers[0]["label"], "pasta");
+    let left = timers[0]["remaining_s"].as_f64().unwrap();
+    assert!((590.0..=600.0).contains(&left), "{left}");
+    let listed = answer(&stack, "how much time is left on the pasta timer");
+    assert!(listed.starts_with("One timer: pasta, "), "{listed}");
+    assert_eq!(answer(&stack, "cancel the pasta timer"), "Timer cancelled.");
+    assert_eq!(status(&stack.sandbox)["timers"], serde_json::json!([]));
+    assert_eq!(answer(&stack, "cancel the timer"), "No timers are running.");
+
+    for text in asked.iter().chain(&["set a timer for ten minutes"]) {
+        assert!(!model_asked(&stack, text), "the model was asked {text:?}");
+    }
+    // The conversation and the audit log say the model did not answer.
+    let notes: Vec<String> = events(&stack.seen)
+        .iter()
+        .filter_map(|e| match e {
+            AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note => Some(m.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(notes.iter().any(|n| n == "answered here, without the model (timer_set)"), "{notes:?}");
+    let records = audited(&stack.sandbox);
+    let timer = records.iter().find(|r| r["tool"] == "set_timer").expect("set_timer is audited");
+    assert_eq!(timer["by"], "local", "{timer}");
+    assert_eq!(timer["args"]["minutes"], 10.0, "{timer}");
+    assert!(
+        records.iter().any(|r| r["tool"] == "get_datetime" && r["by"] == "local"),
+        "{records:?}"
+    );
+}
+
+#[test]
+fn reminders_and_the_planner_need_no_model() {
+    let stack = start_stack("");
+    let said = answer(&stack, "Remind me to call the plumber tomorrow at nine.");
+    assert_eq!(said, "I'll remind you to call the plumber tomorrow at 09:00.");
+    let tomorrow = chrono::Local::now().date_naive().succ_opt().unwrap();
+    let kept = ctl_json(&stack.sandbox, &["memory", "list", "--kind", "intention"]);
+    let text = kept["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.contains("call the plumber"), "{kept}");
+    assert!(text.contains(&format!("{tomorrow} 09:00")), "{kept}");
+    let listed = answer(&stack, "what reminders do I have");
+    assert!(listed.contains(&format!("call the plumber ({tomorrow} 09:00)")), "{listed}");
+
+    assert_eq!(answer(&stack, "add buy milk to my list"), "Added to your list: buy milk.");
+    assert_eq!(answer(&stack, "what's next"), "Next: buy milk.");
+    assert_eq!(answer(&stack, "mark buy milk as done"), "Done: buy milk.");
+    let tasks = ctl_json(&stack.sandbox, &["task", "list"]);
+    assert_eq!(tasks["tasks"][0]["title"], "buy milk", "{tasks}");
+    assert_eq!(tasks["tasks"][0]["status"], "done", "{tasks}");
+    assert_eq!(
+        answer(&stack, "mark walk the dog as done"),
+        "There is no open task called \"walk the dog\" on your list."
+    );
+    for text in ["call the plumber", "buy milk", "walk the dog"] {
+        assert!(!model_asked(&stack, text), "the model was asked about {text:?}");
+    }
+}
+
+#[test]
+fn the_voice_dictation_and_do_not_disturb_are_switched_by_sentence() {
+    let sandbox_wav = tempfile::tempdir().unwrap();
+    let wav = sandbox_wav.path().join("voice.wav");
+    let stack = start_stack(&format!("[voice]\ndevice = \"wav:{}\"\n", wav.display()));
+    assert_eq!(status(&stack.sandbox)["voice"], false);
+    assert_eq!(answer(&stack, "turn on the voice"), "Voice on.");
+    assert_eq!(status(&stack.sandbox)["voice"], true);
+    assert_eq!(answer(&stack, "voice off"), "Voice off.");
+    assert_eq!(status(&stack.sandbox)["voice"], false);
+
+    let quiet = answer(&stack, "do not disturb for 30 minutes");
+    let until = (chrono::Local::now() + chrono::TimeDelta::minutes(30)).format("%H:%M").to_string();
+    assert!(quiet.starts_with("Quiet until "), "{quiet}");
+    assert!(quiet.contains(&until) || quiet.contains("at "), "{quiet}");
+    assert_eq!(
+        answer(&stack, "turn off do not disturb"),
+        "Do not disturb is off: reminders may come again."
+    );
+
+    let on = answer(&stack, "start dictation");
+    assert!(on.starts_with("Dictation on"), "{on}");
+    expect_within("dictation is on once the command is over", DEADLINE, || {
+        let s = status(&stack.sandbox);
+        if s["mode"] == "dictate" { Ok(()) } else { Err(s.to_string()) }
+    });
+    assert_eq!(stack.sandbox.run("stt-ctl", &["dictate-stop"]).code, Some(0));
+    for text in ["turn on the voice", "do not disturb", "start dictation"] {
+        assert!(!model_asked(&stack, text), "the model was asked {text:?}");
+    }
+}
+
+#[test]
+fn a_configured_tool_runs_from_its_own_sentence_and_a_lookalike_reaches_the_model() {
+    let marks = tempfile::tempdir().unwrap();
+    let tool = format!(
+        "[[tools.command]]\nname = \"lights\"\ndescription = \"Turn on a room's lights\"\n\
+         argv = [\"mkdir\", \"-p\", \"{}/lights-{{room}}\"]\nside_effect = \"local\"\n\
+         parameters = {{ room = \"The room\" }}\nsentences = [\"turn on the {{room}} lights\"]\n",
+        marks.path().display()
+    );
+    let stack = start_stack(&tool);
+    let said = answer(&stack, "Turn on the kitchen lights.");
+    assert_eq!(said, "Done.");
+    assert!(marks.path().join("lights-kitchen").is_dir(), "the tool ran");
+    let call = events(&stack.seen).into_iter().find_map(|e| match e {
+        AssistantEvent::ToolCall(c) if c.tool == "lights" => Some(c),
+        _ => None,
+    });
+    assert_eq!(call.map(|c| c.args), Some(serde_json::json!({"room": "kitchen"})));
+
+    // What a template does not take whole is the model's.
+    stack.llm.push(Script::Text("The bakery closes at six.".into()));
+    let said = answer(&stack, "what time does the bakery close");
+    assert_eq!(said, "The bakery closes at six.");
+    assert!(model_asked(&stack, "what time does the bakery close"));
+    assert!(!model_asked(&stack, "kitchen lights"));
+
+    // `stt-ctl intents test` says what a sentence would do, and runs nothing.
+    let out = stack.sandbox.run("stt-ctl", &["intents", "test", "set a timer for 5 minutes"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.starts_with("timer_set (template: "), "{out:?}");
+    assert!(out.stdout.contains("action: set a timer for 5 minutes"), "{out:?}");
+    let out = stack.sandbox.run("stt-ctl", &["intents", "test", "what time does the bakery close"]);
+    assert!(out.stdout.starts_with("the model: no template takes"), "{out:?}");
+    assert_eq!(status(&stack.sandbox)["timers"], serde_json::json!([]));
+}
