@@ -23,8 +23,8 @@ use stt_assistant::{Settings, serve};
 use stt_bus::{BoundSocket, Link, Publisher, Subscription};
 use stt_config::{Config, Env};
 use stt_proto::{
-    AssistantEvent, AudioState, ChatMessage, ChatRole, DaemonEvent, DaemonHeartbeat, ErrorCode,
-    Hello, MemoryRequest, Mode, Request, SpeechStart, Status, TaskRequest,
+    AssistantEvent, ChatMessage, ChatRole, DaemonEvent, ErrorCode, Hello, MemoryRequest, Mode,
+    Request, SpeechStart, Status, TaskRequest,
 };
 use stt_testkit::llm_server::{LlmServer, Script};
 use tokio_util::sync::CancellationToken;
@@ -108,7 +108,7 @@ impl Served {
     }
 
     fn beat(&self, seq: u64) {
-        self.daemon.publish(&heartbeat(seq));
+        self.daemon.publish(&stt_testkit::msg::heartbeat(seq));
     }
 
     /// Beats every second from now on, as the real daemon does (in virtual time: waits on
@@ -119,7 +119,7 @@ impl Served {
             let mut seq = 0;
             loop {
                 seq += 1;
-                daemon.publish(&heartbeat(seq));
+                daemon.publish(&stt_testkit::msg::heartbeat(seq));
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
@@ -197,18 +197,6 @@ impl Served {
         self.shutdown.cancel();
         self.assistant.await.unwrap().unwrap();
     }
-}
-
-fn heartbeat(seq: u64) -> DaemonEvent {
-    DaemonEvent::Heartbeat(DaemonHeartbeat {
-        seq,
-        uptime_s: seq as f64,
-        backlog: 0,
-        stt_healthy: true,
-        audio: AudioState::Capturing,
-        model: "ggml-tiny.en-q8_0.bin".into(),
-        remote: None,
-    })
 }
 
 /// Asks the assistant. The wait allows an hour of virtual time: while a request waits on

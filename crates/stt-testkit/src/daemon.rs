@@ -51,6 +51,11 @@ impl HandWrittenDaemon {
         self.publisher.publish(event);
     }
 
+    /// Its publisher, for a thread of the test's own (heartbeats while it works).
+    pub fn publisher(&self) -> stt_bus::Publisher {
+        self.publisher.clone()
+    }
+
     /// How many follow it.
     pub fn subscribers(&self) -> usize {
         self.publisher.subscribers()

@@ -1,7 +1,10 @@
 //! Messages as tests build them: the usual values, so a test names only what it is about
 //! (`Status { mode: Mode::Chat, ..msg::status() }`).
 
-use stt_proto::{Mode, Speaker, SpeakerState, SpeakerStatus, Speakers, Status, Transcript};
+use stt_proto::{
+    AudioState, DaemonEvent, DaemonHeartbeat, Mode, Speaker, SpeakerState, SpeakerStatus, Speakers,
+    Status, Transcript,
+};
 
 /// An idle assistant with STT healthy, the model answering and one viewer.
 pub fn status() -> Status {
@@ -24,6 +27,20 @@ pub fn status() -> Status {
         chat: None,
         voice: false,
     }
+}
+
+/// The daemon's heartbeat number `seq`: capturing, speech recognition healthy, nothing
+/// waiting.
+pub fn heartbeat(seq: u64) -> DaemonEvent {
+    DaemonEvent::Heartbeat(DaemonHeartbeat {
+        seq,
+        uptime_s: seq as f64,
+        backlog: 0,
+        stt_healthy: true,
+        audio: AudioState::Capturing,
+        model: "ggml-tiny.en-q8_0.bin".into(),
+        remote: None,
+    })
 }
 
 /// The daemon's transcript of segment `seg_id`, one second long, no speaker identified.

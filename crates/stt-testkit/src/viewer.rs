@@ -207,3 +207,38 @@ pub fn start_stack(more_config: &str) -> Stack {
     let seen = watch_attached(&sandbox, crate::DEADLINE);
     Stack { sandbox, llm, daemon, assistant, seen }
 }
+
+/// Runs `text` as a typed command (`command-start`, `command-edit`, `command-execute
+/// --wait`) and returns the answer said in the conversation, once the flow is back to idle
+/// (or on to dictation, when the command asked for it).
+pub fn typed_answer(sandbox: &Sandbox, seen: &Seen, text: &str, deadline: Duration) -> String {
+    let answers = |events: &[AssistantEvent]| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AssistantEvent::ChatMessage(m)
+                    if m.role == stt_proto::ChatRole::Assistant && !m.partial =>
+                {
+                    Some(m.text.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let before = answers(&events(seen)).len();
+    for args in [&["command-start"][..], &["command-edit", "--text", text]] {
+        let out = sandbox.run("stt-ctl", args);
+        assert_eq!(out.code, Some(0), "{out:?}");
+    }
+    let out = sandbox.run("stt-ctl", &["command-execute", "--wait=20000"]);
+    assert_eq!(out.code, Some(0), "{text}: {out:?}");
+    crate::expect_within(&format!("the answer to {text:?}, and idle again"), deadline, || {
+        let events = events(seen);
+        let mode = status(sandbox)["mode"].clone();
+        let over = mode == "idle" || mode == "dictate";
+        match answers(&events).get(before) {
+            Some(answer) if over => Ok(answer.clone()),
+            _ => Err(format!("{events:?}")),
+        }
+    })
+}

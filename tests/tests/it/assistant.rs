@@ -63,7 +63,7 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
     );
     assert_eq!(requests[1]["messages"].as_array().unwrap().last().unwrap()["role"], "tool");
 
-    // One audit line, with exactly the seed's fields (written off the assistant's loop, so
+    // One audit line, with exactly the seed's fields and who chose the action (written off the assistant's loop, so
     // it may land a moment after the answer).
     let audit_dir = sandbox.root().join("data/stt/audit");
     let lines = expect_within("the audit line", DEADLINE, || {
@@ -80,6 +80,7 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
         keys,
         [
             "args",
+            "by",
             "confirmed",
             "edited",
             "latency_ms",
@@ -94,6 +95,7 @@ fn a_spoken_command_runs_a_tool_and_is_audited() {
         ]
     );
     assert_eq!(record["tool"], "get_datetime");
+    assert_eq!(record["by"], "model");
     assert_eq!(record["mode"], "command");
     assert_eq!(record["edited"], false);
     assert_eq!(record["ok"], true);
@@ -351,7 +353,7 @@ fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
             "set_timer".into(),
             json!({"minutes": minutes, "label": label}),
         )]));
-        llm.push(Script::Text("Timer set.".into()));
+        // The timer set, the answer is its template's: no second request.
         run_edited_command(&sandbox, "set a timer");
         expect_within("back to idle", DEADLINE, || {
             let s = status(&sandbox);
@@ -389,7 +391,7 @@ fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
     assert!(
         !events(&seen)
             .iter()
-            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text.contains("tea")))
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text.contains("⏰ tea")))
     );
 }
 

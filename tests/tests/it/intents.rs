@@ -9,41 +9,12 @@
 use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole};
 use stt_testkit::llm_server::Script;
-use stt_testkit::viewer::{Stack, events, start_stack, status};
+use stt_testkit::viewer::{Stack, events, start_stack, status, typed_answer};
 use stt_testkit::{DEADLINE, Sandbox, expect_within};
 
-/// Runs `text` as a typed command and returns the answer said in the conversation, once the
-/// flow is back to idle.
+/// Runs `text` as a typed command and returns its answer.
 fn answer(stack: &Stack, text: &str) -> String {
-    let assistant_lines = |events: &[AssistantEvent]| {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
-                    Some(m.text.clone())
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-    };
-    let before = assistant_lines(&events(&stack.seen)).len();
-    for args in [&["command-start"][..], &["command-edit", "--text", text]] {
-        let out = stack.sandbox.run("stt-ctl", args);
-        assert_eq!(out.code, Some(0), "{out:?}");
-    }
-    let out = stack.sandbox.run("stt-ctl", &["command-execute", "--wait=20000"]);
-    assert_eq!(out.code, Some(0), "{text}: {out:?}\n{}", stack.assistant.log());
-    expect_within(&format!("the answer to {text:?}, and idle again"), DEADLINE, || {
-        let events = events(&stack.seen);
-        let said = assistant_lines(&events);
-        // Back to idle, or on to dictation when that was asked for.
-        let mode = status(&stack.sandbox)["mode"].clone();
-        let idle = mode == "idle" || mode == "dictate";
-        match said.get(before) {
-            Some(answer) if idle => Ok(answer.clone()),
-            _ => Err(format!("{events:?}\n{}", stack.assistant.log())),
-        }
-    })
+    typed_answer(&stack.sandbox, &stack.seen, text, DEADLINE)
 }
 
 /// Whether the scripted model was asked about `text`.

@@ -1,7 +1,8 @@
 //! The assistant against a real local model: llama.cpp's `llama-server` with
 //! Qwen2.5-Coder-1.5B-Instruct, both installed by `scripts/fetch-llm` (which `scripts/setup`
 //! runs). The daemon transcribes a spoken "what time is it", `stt-ctl` arms and executes it,
-//! the model calls `get_datetime`, and its answer, in words, reaches a viewer.
+//! the model tells the time it is (from the time in the command's words, or by calling
+//! `get_datetime`), and its answer, in words, reaches a viewer.
 //!
 //! Prints (to stderr) the time from `command-execute` returning to the `tool_call` event and
 //! the assistant's resident memory at the end.
@@ -20,7 +21,9 @@ use serde_json::Value;
 use stt_proto::{AssistantEvent, ChatRole, ErrorCode};
 use stt_testkit::llama::Server;
 use stt_testkit::llm_server::Script;
-use stt_testkit::viewer::{SpokenCommand, events, spoken_command, status, watch_attached};
+use stt_testkit::viewer::{
+    SpokenCommand, events, spoken_command, status, typed_answer, watch_attached,
+};
 use stt_testkit::{Sandbox, expect_within, wait_until};
 
 /// For the processes and the transcription.
@@ -73,7 +76,7 @@ fn tells_the_time(text: &str) -> bool {
 }
 
 #[test]
-fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
+fn a_spoken_question_gets_the_time_it_is_from_a_real_model() {
     let test_started = Instant::now();
     let sandbox = Sandbox::new();
     let server = Server::start(sandbox.root());
@@ -123,35 +126,37 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
         })
         .collect();
     assert!(errors.is_empty(), "errors: {errors:?}\n{}", diagnose(&events));
-    let (call_at, call) = timed
-        .iter()
-        .find_map(|(at, e)| match e {
-            AssistantEvent::ToolCall(c) => Some((*at, c.clone())),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no tool_call event:\n{}", diagnose(&events)));
-    assert_eq!(call.tool, "get_datetime", "{}", diagnose(&events));
-    let result = events
-        .iter()
-        .find_map(|e| match e {
-            AssistantEvent::ToolResult(r) if r.call_id == call.call_id => Some(r.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no tool_result for {}:\n{}", call.call_id, diagnose(&events)));
-    assert!(result.ok, "{result:?}");
+    // The time is in the command's words now: the model may tell it from there, or call
+    // get_datetime; either way the answer is the time it is.
+    let call = timed.iter().find_map(|(at, e)| match e {
+        AssistantEvent::ToolCall(c) => Some((*at, c.clone())),
+        _ => None,
+    });
     assert!(!answer.trim().is_empty(), "{}", diagnose(&events));
     assert!(
         tells_the_time(&answer),
         "the answer does not read like the time: {answer:?}\n{}",
         diagnose(&events)
     );
+    let now = chrono::Local::now();
+    let clocks: Vec<String> = (0..4)
+        .map(|back| now - chrono::TimeDelta::minutes(back))
+        .flat_map(|t| [t.format("%H:%M").to_string(), t.format("%-I:%M").to_string()])
+        .collect();
+    assert!(
+        clocks.iter().any(|c| answer.contains(c.as_str())),
+        "the answer is not the time it is ({}): {answer:?}\n{}",
+        now.format("%H:%M"),
+        diagnose(&events)
+    );
     // In words, not a call or JSON.
     assert!(!answer.trim_start().starts_with('{'), "the answer is not in words: {answer:?}");
 
-    // One audit line, for the call.
+    // An audit line for each call.
     let audit_dir = sandbox.root().join("data/stt/audit");
     let lines: Vec<Value> = std::fs::read_dir(&audit_dir)
-        .unwrap()
+        .into_iter()
+        .flatten()
         .flatten()
         .flat_map(|e| {
             std::fs::read_to_string(e.path())
@@ -161,17 +166,36 @@ fn a_spoken_question_gets_a_tool_call_and_a_spoken_answer_from_a_real_model() {
                 .collect::<Vec<Value>>()
         })
         .collect();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert_eq!(lines[0]["tool"], "get_datetime");
-    assert_eq!(lines[0]["mode"], "command");
-    assert_eq!(lines[0]["ok"], true);
-    assert!(lines[0]["text"].as_str().unwrap().to_lowercase().contains("time"), "{lines:?}");
+    let call_at = match &call {
+        Some((at, call)) => {
+            assert_eq!(call.tool, "get_datetime", "{}", diagnose(&events));
+            let result = events.iter().find_map(|e| match e {
+                AssistantEvent::ToolResult(r) if r.call_id == call.call_id => Some(r.clone()),
+                _ => None,
+            });
+            assert!(result.is_some_and(|r| r.ok), "{}", diagnose(&events));
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert_eq!(lines[0]["tool"], "get_datetime");
+            assert_eq!(lines[0]["mode"], "command");
+            assert_eq!(lines[0]["ok"], true);
+            assert!(
+                lines[0]["text"].as_str().unwrap().to_lowercase().contains("time"),
+                "{lines:?}"
+            );
+            eprintln!("tool call: {} {}", call.tool, call.args);
+            *at
+        }
+        None => {
+            assert!(lines.is_empty(), "{lines:?}");
+            eprintln!("no tool call: the time came from the prompt");
+            executed
+        }
+    };
 
     let latency = call_at.saturating_duration_since(executed);
     let assistant_rss = rss_kb(u32::try_from(assistant.pid()).unwrap_or_default());
     let server_rss = rss_kb(server.pid());
     eprintln!("answer: {answer:?}");
-    eprintln!("tool call: {} {}", call.tool, call.args);
     eprintln!("command-execute -> tool_call: {} ms", latency.as_millis());
     let answered = timed
         .iter()
@@ -393,4 +417,79 @@ fn seconds_of_day(line: &str) -> f64 {
     let parts: Vec<f64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
     assert_eq!(parts.len(), 3, "no timestamp in {line:?}");
     parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
+}
+
+/// The reminder memory keeps, as `stt-ctl memory list` prints it.
+fn intentions(sandbox: &Sandbox) -> String {
+    let out = sandbox.run("stt-ctl", &["memory", "list", "--kind", "intention"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    out.stdout
+}
+
+/// The four everyday commands that the 1.5B model got wrong (a made-up time, "I cannot do
+/// it" after a timer was set, a reminder dated 2023, the capital of France in 11 s): as a
+/// new user has them, the first three answered without the model, the fourth by it.
+#[test]
+fn the_everyday_commands_are_answered_right_with_the_installed_model() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    autodetect(&sandbox, &server);
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+
+    let time = typed_answer(&sandbox, &seen, "what time is it", MODEL_DEADLINE);
+    let now = chrono::Local::now();
+    let clock =
+        [now, now - chrono::TimeDelta::minutes(1)].map(|t| format!("It's {}.", t.format("%H:%M")));
+    assert!(clock.contains(&time), "{time}");
+    let timer = typed_answer(&sandbox, &seen, "set a timer for ten minutes", MODEL_DEADLINE);
+    assert_eq!(timer, "Timer set for 10 minutes.");
+    assert_eq!(status(&sandbox)["timers"].as_array().map(Vec::len), Some(1));
+    let reminder = typed_answer(
+        &sandbox,
+        &seen,
+        "remind me to call the plumber tomorrow at nine",
+        MODEL_DEADLINE,
+    );
+    assert_eq!(reminder, "I'll remind you to call the plumber tomorrow at 09:00.");
+    let tomorrow = now.date_naive().succ_opt().unwrap();
+    assert!(
+        intentions(&sandbox).contains(&format!("{tomorrow} 09:00")),
+        "{}",
+        intentions(&sandbox)
+    );
+    let asked = Instant::now();
+    let capital = typed_answer(&sandbox, &seen, "what is the capital of France", MODEL_DEADLINE);
+    eprintln!("the capital of France, answered by the model in {:?}: {capital}", asked.elapsed());
+    assert!(capital.contains("Paris"), "{capital}");
+}
+
+/// The same commands through the model alone (`[intents]` off): the prompt says what day
+/// and time it is, so the reminder is dated tomorrow; a timer set is answered from its
+/// template, never "I cannot do it".
+#[test]
+fn the_model_path_dates_a_reminder_from_the_time_in_its_prompt() {
+    let sandbox = Sandbox::new();
+    let server = Server::start(sandbox.root());
+    autodetect_with(&sandbox, &server, "[intents]\nenabled = false\n");
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let _assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+
+    let timer = typed_answer(&sandbox, &seen, "set a timer for ten minutes", MODEL_DEADLINE);
+    assert_eq!(timer, "Timer set for 10 minutes.");
+    let timers = status(&sandbox)["timers"].clone();
+    let left = timers[0]["remaining_s"].as_f64().unwrap_or_default();
+    assert!((540.0..=600.0).contains(&left), "{timers}");
+    let reminder = typed_answer(
+        &sandbox,
+        &seen,
+        "remind me to call the plumber tomorrow at nine",
+        MODEL_DEADLINE,
+    );
+    let tomorrow = chrono::Local::now().date_naive().succ_opt().unwrap();
+    let kept = intentions(&sandbox);
+    assert!(kept.contains(&format!("{tomorrow} 09:00")), "{reminder}\n{kept}");
+    assert!(kept.to_lowercase().contains("plumber"), "{kept}");
 }

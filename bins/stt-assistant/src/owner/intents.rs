@@ -314,20 +314,10 @@ impl Owner {
                 self.publish(&event);
             }
             Report::Reply { text, .. } => self.reply_here(text),
-            Report::Confirm { call_id, answer } => {
-                self.core.confirmation_requested(&call_id);
-                self.answers.insert(call_id, answer);
-            }
-            Report::ConfirmOver { call_id } => {
-                self.core.confirmation_over(&call_id);
-                self.answers.remove(&call_id);
-            }
-            Report::Timer { after, label } => {
-                let id = self.core.next_id();
-                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, now() + after);
-            }
-            Report::Audit(record) => self.writer.audit_action(*record),
+            report @ (Report::Confirm { .. }
+            | Report::ConfirmOver { .. }
+            | Report::Timer { .. }
+            | Report::Audit(_)) => self.tool_report(report),
             Report::Wake(asked) => self.wake_asked(asked),
             Report::Note(text) => self.note(text),
             Report::Finished(_) => self.finished_here(),

@@ -173,20 +173,10 @@ impl Owner {
                 }
             }
             Report::Reachable(reachable) => self.providers.answered(reachable),
-            Report::Confirm { call_id, answer } => {
-                self.core.confirmation_requested(&call_id);
-                self.answers.insert(call_id, answer);
-            }
-            Report::ConfirmOver { call_id } => {
-                self.core.confirmation_over(&call_id);
-                self.answers.remove(&call_id);
-            }
-            Report::Timer { after, label } => {
-                let id = self.core.next_id();
-                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, now() + after);
-            }
-            Report::Audit(record) => self.writer.audit_action(*record),
+            report @ (Report::Confirm { .. }
+            | Report::ConfirmOver { .. }
+            | Report::Timer { .. }
+            | Report::Audit(_)) => self.tool_report(report),
             Report::Hinted(notes) if !stale => {
                 for note in notes {
                     self.note(note);
@@ -208,6 +198,28 @@ impl Owner {
                 }
             }
             Report::Finished(end) => self.finished(end),
+        }
+    }
+
+    /// What a tool's run asks of the loop, whoever wrote the call (the model, or a template):
+    /// a yes or no to wait for, a timer, an audit record.
+    pub(super) fn tool_report(&mut self, report: Report) {
+        match report {
+            Report::Confirm { call_id, answer } => {
+                self.core.confirmation_requested(&call_id);
+                self.answers.insert(call_id, answer);
+            }
+            Report::ConfirmOver { call_id } => {
+                self.core.confirmation_over(&call_id);
+                self.answers.remove(&call_id);
+            }
+            Report::Timer { after, label } => {
+                let id = self.core.next_id();
+                tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
+                self.timers.add(id, label, now() + after);
+            }
+            Report::Audit(record) => self.writer.audit_action(*record),
+            other => tracing::debug!("not a tool's report: {other:?}"),
         }
     }
 

@@ -1,0 +1,270 @@
+//! The commands answered without the model, timed through the release daemon socket and
+//! assistant: Enter (`stt-ctl command-execute` started, as a hotkey does) → the tool's
+//! result on the event stream, → the answer in the conversation; and the end of a spoken
+//! turn (the daemon's final published, `command-execute --wait` held since the words were
+//! said) → the first audio of the spoken answer (the voice writing into a WAV file). The
+//! peer, in the same run: the same commands through the installed local model
+//! (`[intents]` off), when it is installed.
+//!
+//! A hand-written daemon publishes the events (no whisper: the daemon's own end of a turn is
+//! measured by `scripts/bench-turn.py`, and added in the table). Run it with
+//! `scripts/bench-intents`, which builds the release programs and writes the figures into
+//! `docs/PERFORMANCE.md`. Knobs: `STT_BENCH_RUNS` (default 40 commands a path),
+//! `STT_BENCH_PEER` (0 skips the model).
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use stt_proto::{AssistantEvent, ChatRole, DaemonEvent, SegmentDone, SpeechStart, SpeechStop};
+use stt_testkit::daemon::HandWrittenDaemon;
+use stt_testkit::perf::{Stats, env_num};
+use stt_testkit::viewer::{Seen, watch};
+use stt_testkit::{DEADLINE, Proc, Sandbox, msg, wait_for};
+
+const START: &str = "<!-- bench-intents:start -->";
+const END: &str = "<!-- bench-intents:end -->";
+
+/// The commands, in turn: (what is said, whether a tool's result comes before the answer).
+const COMMANDS: &[(&str, bool)] = &[
+    ("what time is it", false),
+    ("set a timer for ten minutes", true),
+    ("what's the date today", false),
+    ("cancel the timer", false),
+];
+
+/// The daemon's end of a turn on real speech (`scripts/bench-turn.py`, docs/PERFORMANCE.md,
+/// "The end of a turn"): median and p90, ms.
+const TURN_END_MS: (f64, f64) = (419.0, 596.0);
+
+struct Stack {
+    sandbox: Sandbox,
+    daemon: HandWrittenDaemon,
+    seen: Seen,
+    _assistant: Proc,
+    wav: PathBuf,
+    beats: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.beats.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The release assistant following a hand-written daemon that beats every 200 ms, the voice
+/// on into a WAV file; `llm`: the config's `[llm]` and `[intents]` lines.
+fn stack(llm: &str) -> Stack {
+    let sandbox = Sandbox::new();
+    let wav = sandbox.root().join("voice.wav");
+    let config = format!("{llm}\n[voice]\nenabled = true\ndevice = \"wav:{}\"\n", wav.display());
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let daemon = HandWrittenDaemon::start(&sandbox.daemon_socket());
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    wait_for("the assistant to follow", DEADLINE, || (daemon.subscribers() > 0).then_some(()));
+    let beats = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (on, publisher) = (beats.clone(), daemon.publisher());
+    std::thread::spawn(move || {
+        let mut seq = 0;
+        while on.load(std::sync::atomic::Ordering::SeqCst) {
+            seq += 1;
+            publisher.publish(&msg::heartbeat(seq));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    let seen = watch(sandbox.assistant_socket());
+    wait_for("the viewer to attach and STT to be healthy", DEADLINE, || {
+        let s = stt_testkit::viewer::status(&sandbox);
+        (s["viewers"].as_u64() > Some(0) && s["stt_healthy"] == true).then_some(())
+    });
+    Stack { sandbox, daemon, seen, _assistant: assistant, wav, beats }
+}
+
+impl Stack {
+    fn ctl(&self, args: &[&str]) {
+        let out = self.sandbox.run("stt-ctl", args);
+        assert_eq!(out.code, Some(0), "{args:?}: {out:?}");
+    }
+
+    /// Events seen since index `from`, with their times.
+    fn since(&self, from: usize) -> Vec<(Instant, AssistantEvent)> {
+        let seen = self.seen.lock().unwrap();
+        seen[from.min(seen.len())..].to_vec()
+    }
+
+    fn seen_len(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    fn wav_len(&self) -> u64 {
+        std::fs::metadata(&self.wav).map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+/// When the answer (and the tool's result) came, from `events`.
+fn answer_at(events: &[(Instant, AssistantEvent)]) -> (Option<Instant>, Option<Instant>) {
+    let result =
+        events.iter().find_map(|(at, e)| matches!(e, AssistantEvent::ToolResult(_)).then_some(*at));
+    let answer = events.iter().find_map(|(at, e)| match e {
+        AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => Some(*at),
+        _ => None,
+    });
+    (result, answer)
+}
+
+/// Typed commands: Enter → tool result, Enter → answer (ms).
+fn typed(stack: &Stack, runs: usize, deadline: Duration) -> (Vec<f64>, Vec<f64>) {
+    let (mut results, mut answers) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let (text, tool) = COMMANDS[i % COMMANDS.len()];
+        stack.ctl(&["command-start"]);
+        stack.ctl(&["command-edit", "--text", text]);
+        let from = stack.seen_len();
+        let enter = Instant::now();
+        stack.ctl(&["command-execute"]);
+        let (result, answer) = wait_for(&format!("the answer to {text:?}"), deadline, || {
+            let (result, answer) = answer_at(&stack.since(from));
+            answer.filter(|_| !tool || result.is_some()).map(|a| (result, a))
+        });
+        answers.push((answer - enter).as_secs_f64() * 1000.0);
+        if let Some(result) = result {
+            results.push((result - enter).as_secs_f64() * 1000.0);
+        }
+        wait_for("idle again", deadline, || {
+            (stt_testkit::viewer::status(&stack.sandbox)["mode"] == "idle").then_some(())
+        });
+    }
+    (results, answers)
+}
+
+/// Spoken commands: the final published (execute held since the words began) → the first
+/// audio of the spoken answer (ms).
+fn spoken(stack: &Stack, runs: usize, deadline: Duration) -> Vec<f64> {
+    let mut first_audio = Vec::new();
+    for i in 0..runs {
+        let (text, _) = COMMANDS[i % COMMANDS.len()];
+        let seg = 1000 + i as u64;
+        stack.ctl(&["command-start"]);
+        stack.daemon.publish(&DaemonEvent::SpeechStart(SpeechStart { seg_id: seg, start: 0.0 }));
+        // Push to talk: the key is let go while the words are being transcribed.
+        let mut held = stack.sandbox.command("stt-ctl");
+        held.args(["command-execute", "--wait=20000"]);
+        let mut held = held.spawn().unwrap();
+        stack.daemon.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id: seg, end: 1.5 }));
+        std::thread::sleep(Duration::from_millis(50));
+        let before = stack.wav_len();
+        let end = Instant::now();
+        stack.daemon.publish(&DaemonEvent::Transcript(msg::transcript(seg, text)));
+        stack.daemon.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: seg }));
+        let heard = wait_for(&format!("the voice to say the answer to {text:?}"), deadline, || {
+            (stack.wav_len() > before).then(Instant::now)
+        });
+        first_audio.push((heard - end).as_secs_f64() * 1000.0);
+        assert!(held.wait().unwrap().success(), "the held execute ran");
+        wait_for("idle again", deadline, || {
+            (stt_testkit::viewer::status(&stack.sandbox)["mode"] == "idle").then_some(())
+        });
+        // The answer is said whole before the next command.
+        let mut last = stack.wav_len();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = stack.wav_len();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+    }
+    first_audio
+}
+
+fn row(what: &str, s: &Stats) -> String {
+    format!("| {what} | {} | {:.1} ms | {:.1} ms | {:.1} ms |\n", s.n, s.p50, s.p95, s.max)
+}
+
+fn main() {
+    let runs = usize::try_from(env_num("STT_BENCH_RUNS", 40)).unwrap_or(40);
+    let local = stack("[llm]\nenabled = false\n");
+    // The voice loads on its own thread: the first answer would wait for it.
+    stack_warm(&local);
+    let (results, answers) = typed(&local, runs, DEADLINE);
+    let audio = spoken(&local, runs.min(20), DEADLINE);
+    drop(local);
+    let (results, answers, audio) = (Stats::of(results), Stats::of(answers), Stats::of(audio));
+
+    let mut table = String::from("| | runs | median | p95 | max |\n|---|---:|---:|---:|---:|\n");
+    table.push_str(&row("Enter → the tool's result (set_timer), without the model", &results));
+    table.push_str(&row("Enter → the answer in the conversation, without the model", &answers));
+    table.push_str(&row("the daemon's final → the spoken answer's first audio", &audio));
+    let turn = (TURN_END_MS.0 + audio.p50, TURN_END_MS.1 + audio.p95);
+    table.push_str(&format!(
+        "| end of the spoken turn → first audio (the daemon's end of a turn, {:.0} / {:.0} ms, added) | | {:.0} ms | {:.0} ms (p90 + p95) | |\n",
+        TURN_END_MS.0, TURN_END_MS.1, turn.0, turn.1
+    ));
+
+    let peer = if env_num("STT_BENCH_PEER", 1) == 1 {
+        let dir = tempfile::tempdir().unwrap();
+        let server = stt_testkit::llama::Server::start(dir.path());
+        let model = stack(&format!(
+            "[llm]\nendpoint = \"http://127.0.0.1:{}/v1/chat/completions\"\nrequest_timeout_s = 120\n[intents]\nenabled = false\n",
+            server.port
+        ));
+        stack_warm(&model);
+        let (_, answers) = typed(&model, runs.min(8), Duration::from_secs(240));
+        Some(Stats::of(answers))
+    } else {
+        None
+    };
+    if let Some(peer) = &peer {
+        table.push_str(&row(
+            "Enter → the answer, the same commands through the installed model (the peer)",
+            peer,
+        ));
+    }
+    println!("{table}");
+
+    if let Some(target) = std::env::var_os("STT_BENCH_WRITE") {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+        let path = root.join(target);
+        let met = |ok: bool| if ok { "met" } else { "not met" };
+        let section = format!(
+            "{START}\n## Commands without the model (`scripts/bench-intents`)\n\n\
+             Measured {} on {}, release build. The release `stt-assistant` follows a daemon \
+             socket the bench writes events on (heartbeats every 200 ms; no whisper), the voice \
+             on into a WAV file. Typed: `stt-ctl command-start`, `command-edit`, then the clock \
+             starts as `stt-ctl command-execute` is started (a hotkey's Enter) and stops at the \
+             `tool_result` and at the answer's `chat_message` on a viewer's stream. The commands \
+             in turn: {}. Spoken: `command-execute --wait` is held from the words' start (push \
+             to talk let go); the clock starts as the daemon's final and `segment_done` are \
+             published and stops when the voice's WAV file grows: the first audio of the \
+             answer. The daemon's own end of a turn on real speech comes from `scripts/bench-turn.py` \
+             (\"The end of a turn\") and is added. The peer is the same typed commands through \
+             the installed Qwen2.5-Coder-1.5B on llama-server (one thread), `[intents]` off. \
+             Reproduce with `scripts/bench-intents`.\n\n{table}\n\
+             **Targets** (issue 44): Enter → tool run ≤ 50 ms: **{}** (median {:.1}, p95 {:.1} ms); \
+             Enter → answer ≤ 100 ms: **{}** (median {:.1}, p95 {:.1} ms); end of a spoken turn → \
+             first audio ≤ 0.8 s: **{}** (median {:.0} ms, p90/p95 {:.0} ms).\n{END}",
+            stt_testkit::perf::today(),
+            stt_testkit::perf::machine(),
+            COMMANDS.iter().map(|(c, _)| format!("\"{c}\"")).collect::<Vec<_>>().join(", "),
+            met(results.p95 <= 50.0),
+            results.p50,
+            results.p95,
+            met(answers.p95 <= 100.0),
+            answers.p50,
+            answers.p95,
+            met(turn.1 <= 800.0),
+            turn.0,
+            turn.1,
+        );
+        stt_testkit::perf::write_section(&path, START, END, &section).unwrap();
+        println!("wrote {}", path.display());
+    }
+}
+
+/// One command first, so the voice is loaded and the caches warm.
+fn stack_warm(stack: &Stack) {
+    let _ = typed(stack, 1, Duration::from_secs(240));
+    std::thread::sleep(Duration::from_millis(500));
+}
