@@ -419,6 +419,15 @@ fn seconds_of_day(line: &str) -> f64 {
     parts[0] * 3600.0 + parts[1] * 60.0 + parts[2]
 }
 
+/// Waits until the model has read the command prompt (the assistant's warm-up): until then
+/// a command for the model is refused as not ready.
+fn model_ready(sandbox: &Sandbox) {
+    expect_within("the model is loaded and warm", MODEL_DEADLINE, || {
+        let chat = status(sandbox)["chat"].clone();
+        if chat["loading"] == false { Ok(()) } else { Err(chat.to_string()) }
+    });
+}
+
 /// The reminder memory keeps, as `stt-ctl memory list` prints it.
 fn intentions(sandbox: &Sandbox) -> String {
     let out = sandbox.run("stt-ctl", &["memory", "list", "--kind", "intention"]);
@@ -459,6 +468,8 @@ fn the_everyday_commands_are_answered_right_with_the_installed_model() {
         "{}",
         intentions(&sandbox)
     );
+    // Those three needed no model; this one waits for it to be ready.
+    model_ready(&sandbox);
     let asked = Instant::now();
     let capital = typed_answer(&sandbox, &seen, "what is the capital of France", MODEL_DEADLINE);
     eprintln!("the capital of France, answered by the model in {:?}: {capital}", asked.elapsed());
@@ -476,6 +487,7 @@ fn the_model_path_dates_a_reminder_from_the_time_in_its_prompt() {
     let _daemon = sandbox.spawn("stt-daemon", &[]);
     let _assistant = sandbox.spawn("stt-assistant", &[]);
     let seen = watch_attached(&sandbox, DEADLINE);
+    model_ready(&sandbox);
 
     let timer = typed_answer(&sandbox, &seen, "set a timer for ten minutes", MODEL_DEADLINE);
     assert_eq!(timer, "Timer set for 10 minutes.");
