@@ -49,7 +49,7 @@ pub enum Action {
     Quiet {
         minutes: u32,
     },
-    /// Not decided here yet (`forget_last` goes to the model).
+    /// What the person said last, and its answer, forgotten.
     ForgetLast,
     /// A configured tool, with the arguments its sentence gave; `answered`: the user's file
     /// gives it an answer (else its output is the answer, or "Done.").
@@ -157,12 +157,9 @@ impl Local {
                 let names: Vec<&str> = all.iter().map(|m| m.intent.as_str()).collect();
                 format!("it reads more than one way ({})", names.join(", "))
             }
-            Decision::Matched(m) if m.intent == "forget_last" => {
-                "forget_last is not answered without the model yet".into()
-            }
             Decision::Matched(m) => format!(
-                "{} needs a part that is off ([memory].enabled for reminders and tasks, \
-                 [planner].proactive for do not disturb)",
+                "{} needs a part that is off ([memory].enabled for reminders, tasks and \
+                 forgetting, [planner].proactive for do not disturb)",
                 m.intent
             ),
         }
@@ -225,9 +222,7 @@ fn action(m: &Match, can: Can) -> Option<Action> {
             Action::Quiet { minutes }
         }
         "quiet_off" if can.wake => Action::Quiet { minutes: 0 },
-        // Not built yet: what was just said is forgotten by the model's tools, or
-        // `stt-ctl memory forget`.
-        "forget_last" => return None,
+        "forget_last" if can.memory => Action::ForgetLast,
         _ => return None,
     })
 }
@@ -338,8 +333,7 @@ mod tests {
                 })
                 .collect();
             let m = Match { intent: name.to_owned(), slots, template: String::new() };
-            let unbuilt = name == "forget_last";
-            assert_eq!(action(&m, ALL).is_some(), !unbuilt, "the built-in intent {name}");
+            assert!(action(&m, ALL).is_some(), "the built-in intent {name} has no action");
         }
     }
 

@@ -412,6 +412,64 @@ impl Store {
         Ok(out)
     }
 
+    /// Forgets what the person said last ("forget what I just said"): their latest line (a
+    /// turn of theirs or speech overheard) and what followed it in its session (the answer,
+    /// the tools it ran), with their search rows and vectors, and the same words still in the
+    /// memory tree's buffer. Returns the words forgotten, or `None` when there are none.
+    /// Words a summary of the tree already holds stay in that summary.
+    pub fn forget_last_said(&mut self) -> Result<Option<String>> {
+        let last: Option<(i64, i64, i64, f64, String)> = self
+            .conn
+            .query_row(
+                "SELECT id, session, seq, at, text FROM log WHERE role IN ('user', 'ambient') \
+                 ORDER BY at DESC, id DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((_, session, seq, at, text)) = last else { return Ok(None) };
+        let ids: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id FROM log WHERE session = ?1 AND seq >= ?2")
+                .map_err(|e| self.err(e))?;
+            stmt.query_map(params![session, seq], |r| r.get(0))
+                .map_err(|e| self.err(e))?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(|e| self.err(e))?
+        };
+        self.write(|tx| {
+            tx.execute("DELETE FROM log WHERE session = ?1 AND seq >= ?2", params![session, seq])
+                .map_err(sql)?;
+            // The turns before it held its words in their search context.
+            for before in (seq - CONTEXT_TURNS).max(0)..seq {
+                refresh_context(tx, SessionId(session), before).map_err(sql)?;
+            }
+            // The tree's buffer keeps chat turns apart from the log: the same words, at the
+            // same moment or after, and what came after them.
+            let buffered: Option<i64> = tx
+                .query_row(
+                    "SELECT seq FROM tree_messages WHERE node IS NULL AND role = 'user' \
+                     AND text = ?1 AND at >= ?2 - 5 ORDER BY seq DESC LIMIT 1",
+                    params![text, at],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            if let Some(first) = buffered {
+                tx.execute("DELETE FROM tree_messages WHERE node IS NULL AND seq >= ?1", [first])
+                    .map_err(sql)?;
+            }
+            Ok(())
+        })?;
+        for id in ids {
+            self.vectors.remove(crate::Target::Log(LogId(id)));
+        }
+        self.scrub()?;
+        Ok(Some(text))
+    }
+
     /// Deletes a session and everything said in it (its entries' search rows and vectors go
     /// with them; items built from it keep their text but lose the provenance).
     pub fn forget_session(&mut self, id: SessionId) -> Result<()> {

@@ -502,6 +502,29 @@ fn forget_leaves_nothing_on_disk() {
 }
 
 #[test]
+fn forgetting_what_was_just_said_takes_the_last_line_and_its_answer_and_nothing_before() {
+    let mut f = Fixture::new();
+    assert_eq!(f.store.forget_last_said().unwrap(), None, "nothing said yet");
+    let s = f.store.open_session(SessionKind::Chat, None, None).unwrap();
+    say(&mut f.store, s, "Typed", "my sister lives in Porto");
+    f.store.append(s, &Turn::new(Role::Assistant, "Noted.")).unwrap();
+    say(&mut f.store, s, "Typed", "my pin is zanzibar4471");
+    f.store.append(s, &Turn::new(Role::Assistant, "I will keep zanzibar4471.")).unwrap();
+    f.store.tree_push(Role::User, None, "my sister lives in Porto").unwrap();
+    f.store.tree_push(Role::User, None, "my pin is zanzibar4471").unwrap();
+    f.store.tree_push(Role::Assistant, None, "I will keep zanzibar4471.").unwrap();
+
+    assert_eq!(f.store.forget_last_said().unwrap().as_deref(), Some("my pin is zanzibar4471"));
+    assert!(!on_disk(&f.store, "zanzibar4471"), "the words are still in the file");
+    assert!(f.store.recall(&Query::new("zanzibar4471")).unwrap().is_empty());
+    let left: Vec<String> = f.store.session_log(s).unwrap().into_iter().map(|e| e.text).collect();
+    assert_eq!(left, ["my sister lives in Porto", "Noted."]);
+    let buffer: Vec<String> =
+        f.store.tree_context().unwrap().buffer.into_iter().map(|m| m.text).collect();
+    assert_eq!(buffer, ["my sister lives in Porto"]);
+}
+
+#[test]
 fn vectors_survive_a_reopen_and_follow_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.db");

@@ -184,3 +184,38 @@ fn a_configured_tool_runs_from_its_own_sentence_and_a_lookalike_reaches_the_mode
     assert!(out.stdout.starts_with("the model: no template takes"), "{out:?}");
     assert_eq!(status(&stack.sandbox)["timers"], serde_json::json!([]));
 }
+
+#[test]
+fn forget_what_i_just_said_deletes_the_last_turn_from_memory_and_the_chat() {
+    let stack = start_stack("");
+    stack.llm.push(Script::Text("Noted.".into()));
+    let out = stack.sandbox.run("stt-ctl", &["chat-send", "my pin is zanzibar4471"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    stt_testkit::viewer::answered(&stack.seen, "Noted.", DEADLINE);
+    let found = |word: &str| ctl_json(&stack.sandbox, &["memory", "search", word]);
+    expect_within("the turn is in memory", DEADLINE, || {
+        let hits = found("zanzibar4471");
+        if hits["entries"].as_array().is_some_and(|e| !e.is_empty()) {
+            Ok(())
+        } else {
+            Err(hits.to_string())
+        }
+    });
+    assert_eq!(stack.sandbox.run("stt-ctl", &["chat-toggle"]).code, Some(0));
+
+    let said = answer(&stack, "forget what I just said");
+    assert_eq!(said, "Forgotten: \"my pin is zanzibar4471\".");
+    assert_eq!(found("zanzibar4471")["entries"], serde_json::json!([]));
+    assert_eq!(found("forget")["entries"], serde_json::json!([]), "the command is not kept either");
+    // Gone from the chat the model is given next, and from the audit log's words.
+    stack.llm.push(Script::Text("Hello.".into()));
+    let out = stack.sandbox.run("stt-ctl", &["chat-send", "hello"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    stt_testkit::viewer::answered(&stack.seen, "Hello.", DEADLINE);
+    let last = stack.llm.requests().last().cloned().unwrap_or_default();
+    assert!(!last.to_string().contains("zanzibar4471"), "{last}");
+    let record = audited(&stack.sandbox).into_iter().find(|r| r["tool"] == "forget_last");
+    let record = record.expect("the forget is audited");
+    assert_eq!(record["by"], "local");
+    assert!(!record.to_string().contains("zanzibar4471"), "{record}");
+}

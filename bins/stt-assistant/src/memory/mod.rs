@@ -396,6 +396,12 @@ impl Memory {
         .await
     }
 
+    /// Deletes what the person said last, and what followed it ("forget what I just said");
+    /// its words, or `None` when nothing was said.
+    pub async fn forget_last(&self) -> Reply<Option<String>> {
+        self.ask(|store, _| Ok(store.forget_last_said()?)).await
+    }
+
     /// Deletes everything memory holds.
     pub async fn forget_all(&self) -> Reply<String> {
         self.ask(|store, state| {

@@ -94,7 +94,11 @@ impl Owner {
         let _entered = span.enter();
         tracing::info!(intent = %decided.intent, template = %decided.template, "answered without the model");
         self.answered();
-        self.remember(Episode::Command(job), stt_memory::Role::User, None, &text);
+        // "Forget what I just said" is not kept either.
+        let forgets = decided.action == Action::ForgetLast;
+        if !forgets {
+            self.remember(Episode::Command(job), stt_memory::Role::User, None, &text);
+        }
         self.note(format!("answered here, without the model ({})", decided.intent));
         self.intents.running = Some(Running {
             job,
@@ -229,11 +233,13 @@ impl Owner {
 
     /// The answer, in the conversation, aloud with the voice on, and in memory.
     fn reply_here(&mut self, said: String) {
-        let Some(job) = self.intents.running.as_ref().map(|r| r.job) else { return };
+        let Some(running) = self.intents.running.as_ref() else { return };
         if said.trim().is_empty() {
             return;
         }
-        self.remember(Episode::Command(job), stt_memory::Role::Assistant, None, &said);
+        if running.intent != "forget_last" {
+            self.remember(Episode::Command(running.job), stt_memory::Role::Assistant, None, &said);
+        }
         if self.voice_on
             && let Some(voice) = &self.voice
         {
@@ -280,6 +286,7 @@ impl Owner {
             let _ = inputs.send(Input::Local { job, report });
         });
         let env = self.env.clone();
+        let conversation = self.conversation.clone();
         let local = self.intents.local.clone();
         let local_now = self.clock.local(now()).naive_local();
         let today = local_now.date().to_string();
@@ -287,8 +294,8 @@ impl Owner {
             let said = |values: &[(&str, &str)]| {
                 local.as_ref().map(|l| l.answer(&intent, values)).unwrap_or_default()
             };
-            let answer =
-                run_action(&env, action, &text, edited, local_now, &today, &said, &out).await;
+            let here = Here { text: &text, edited, now: local_now, today: &today, conversation };
+            let answer = run_action(&env, action, &here, &said, &out).await;
             out.send(Report::Reply { text: answer, partial: false, stopped: false });
             out.send(Report::Finished(End::Done));
             Helped::Nothing
@@ -320,6 +327,12 @@ impl Owner {
             | Report::Audit(_)) => self.tool_report(report),
             Report::Wake(asked) => self.wake_asked(asked),
             Report::Note(text) => self.note(text),
+            // What was forgotten was the chat's last exchange.
+            Report::Conversation(chat) => {
+                self.session.set_chat(&chat);
+                self.save_session();
+                self.conversation = chat;
+            }
             Report::Finished(_) => self.finished_here(),
             _ => {}
         }
@@ -392,18 +405,25 @@ fn same(label: &str, said: &str) -> bool {
     !words(said).is_empty() && words(label) == words(said)
 }
 
+/// What a command run here was said with, and when.
+struct Here<'a> {
+    text: &'a str,
+    edited: bool,
+    now: chrono::NaiveDateTime,
+    today: &'a str,
+    /// The chat conversation as the command found it.
+    conversation: crate::llm::Chat,
+}
+
 /// Runs `action` through its tool or memory; returns the answer.
-#[allow(clippy::too_many_arguments, reason = "one call site, each argument plain")]
 async fn run_action(
     env: &JobEnv,
     action: Action,
-    text: &str,
-    edited: bool,
-    now: chrono::NaiveDateTime,
-    today: &str,
+    here: &Here<'_>,
     said: &impl Fn(&[(&str, &str)]) -> String,
     out: &Sink<Report>,
 ) -> String {
+    let Here { text, edited, now, today, .. } = *here;
     let call = |name: &str, args: serde_json::Value| stt_llm::ToolCall {
         id: format!("local_{name}"),
         name: name.to_owned(),
@@ -544,9 +564,9 @@ async fn run_action(
             },
             None => "Memory is off ([memory].enabled): there are no reminders.".into(),
         },
-        // Done in the loop ([`Owner::run_here`]), or never decided here (`forget_last`).
-        Action::ForgetLast
-        | Action::Time
+        Action::ForgetLast => forget_last(env, here, said, out).await,
+        // Done in the loop ([`Owner::run_here`]).
+        Action::Time
         | Action::Date
         | Action::TimerList
         | Action::TimerCancel { .. }
@@ -555,6 +575,51 @@ async fn run_action(
         | Action::Dictate(_)
         | Action::Quiet { .. } => String::new(),
     }
+}
+
+/// Forgets what the person said last, and the chat's last exchange when that was it; the
+/// forget is audited (what was forgotten is not written there).
+async fn forget_last(
+    env: &JobEnv,
+    here: &Here<'_>,
+    said: &impl Fn(&[(&str, &str)]) -> String,
+    out: &Sink<Report>,
+) -> String {
+    let Some(memory) = env.memory.as_ref() else {
+        return "Memory is off ([memory].enabled): nothing was kept.".into();
+    };
+    let started = std::time::Instant::now();
+    let forgot = memory.forget_last().await;
+    let (ok, answer) = match &forgot {
+        Ok(Some(words)) => (true, said(&[("forgotten", &format!("Forgotten: \"{words}\"."))])),
+        Ok(None) => (true, said(&[("forgotten", "There is nothing to forget.")])),
+        Err(refusal) => (false, refusal.why().to_owned()),
+    };
+    if let Ok(Some(words)) = &forgot {
+        let turns = &here.conversation.turns;
+        let last_user = turns.iter().rposition(|m| m.role == stt_llm::Role::User);
+        if let Some(at) = last_user.filter(|&at| turns[at].content.trim() == words.trim()) {
+            let mut chat = here.conversation.clone();
+            chat.turns.truncate(at);
+            out.send(Report::Conversation(chat));
+        }
+    }
+    out.send(Report::Audit(Box::new(ActionRecord {
+        ts: stt_tools::audit::timestamp(chrono::Local::now()),
+        mode: "command".into(),
+        text: here.text.to_owned(),
+        edited: here.edited,
+        tool: "forget_last".into(),
+        args: json!({}),
+        side_effect: SideEffect::Destructive,
+        requires_confirmation: false,
+        confirmed: None,
+        ok,
+        result: if ok { "forgot the last thing said".into() } else { answer.clone() },
+        latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        by: By::Local.name().into(),
+    })));
+    answer
 }
 
 #[cfg(test)]
