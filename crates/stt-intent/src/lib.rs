@@ -293,6 +293,22 @@ fn courteous(words: &[Word]) -> &[Word] {
     words
 }
 
+/// The moment to come that `text` names, read at local time `now`: the longest run of its
+/// words that reads as one ("remind me to call the plumber tomorrow at nine" → tomorrow
+/// 09:00), when every run that long reads the same; `None` when it names none, or two.
+pub fn moment_in(text: &str, now: NaiveDateTime) -> Option<NaiveDateTime> {
+    let words = words::words(text);
+    let keys: Vec<&str> = words.iter().map(|w| w.key.as_str()).collect();
+    for len in (1..=keys.len().min(8)).rev() {
+        let found: Vec<NaiveDateTime> =
+            keys.windows(len).filter_map(|run| when::moment(run, now)).collect();
+        if let Some(first) = found.first() {
+            return found.iter().all(|m| m == first).then_some(*first);
+        }
+    }
+    None
+}
+
 /// `answer` with each `{name}` replaced by its value in `values`; a `[…]` part is left out
 /// when a value it names is empty or missing. Braces that name no value stay as written.
 pub fn fill(answer: &str, values: &[(&str, &str)]) -> String {

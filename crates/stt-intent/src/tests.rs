@@ -155,3 +155,14 @@ fn answers_are_filled_and_optional_parts_left_out_when_empty() {
     check("{a} and {b}", &[("a", "x")], "x and ");
     check("keeps {odd one} and [brackets", &[], "keeps {odd one} and [brackets");
 }
+
+#[test]
+fn the_moment_a_sentence_names_is_its_longest_time_phrase() {
+    let at = |d: u32, h: u32, m: u32| {
+        NaiveDate::from_ymd_opt(2026, 12, d).and_then(|d| d.and_hms_opt(h, m, 0))
+    };
+    assert_eq!(moment_in("Remind me to call the plumber tomorrow at nine.", now()), at(8, 9, 0));
+    assert_eq!(moment_in("remind me in ten minutes to stretch", now()), at(7, 14, 30));
+    assert_eq!(moment_in("what is the capital of France", now()), None);
+    assert_eq!(moment_in("at 9 or at 10 tomorrow", now()), at(8, 10, 0), "the longest run");
+}

@@ -129,7 +129,8 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         );
         messages.push(Message::calls(calls.clone()));
         let mut round = Vec::new();
-        for call in calls {
+        for mut call in calls {
+            dated_as_said(&mut call, text, chrono::Local::now().naive_local());
             let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
             round.push((call.clone(), outcome.ok()));
             let result =
@@ -426,6 +427,22 @@ fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<Strin
     Some(said.join(" "))
 }
 
+/// A reminder's due time as the command's own words give it: a small model gets "tomorrow at
+/// nine" wrong (the 1.5B model wrote today 09:00, or 2023-04-12), while the words name one
+/// moment that stt reads itself (`stt_intent::moment_in`). A due time the words do not name
+/// is left as the model wrote it (`add_intention` refuses one passed or a year away).
+fn dated_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
+    if call.name != memory_tools::ADD_INTENTION || call.arguments["due"].as_str().is_none() {
+        return;
+    }
+    let Some(said) = stt_intent::moment_in(text, now) else { return };
+    let said = said.format("%Y-%m-%d %H:%M").to_string();
+    if call.arguments["due"].as_str() != Some(said.as_str()) {
+        tracing::info!(wrote = %call.arguments["due"], said = %said, "the reminder is dated as the command said");
+        call.arguments["due"] = serde_json::Value::String(said);
+    }
+}
+
 /// Whether an answer says the command could not be done.
 fn refuses(answer: &str) -> bool {
     let lower = answer.to_lowercase();
@@ -690,6 +707,25 @@ mod tests {
         assert_eq!(templated(&[(timer, true), (read, true)], now), None, "a read needs words");
         assert!(refuses("I cannot do it."));
         assert!(!refuses("Your timer is set."));
+    }
+
+    #[test]
+    fn a_reminder_is_dated_as_the_command_said_it() {
+        use chrono::NaiveDate;
+        let now = NaiveDate::from_ymd_opt(2026, 12, 7)
+            .and_then(|d| d.and_hms_opt(6, 5, 0))
+            .unwrap_or_default();
+        let mut call = Call {
+            id: "c".into(),
+            name: "add_intention".into(),
+            arguments: serde_json::json!({"text": "call the plumber", "due": "2026-12-07 09:00"}),
+        };
+        dated_as_said(&mut call, "remind me to call the plumber tomorrow at nine", now);
+        assert_eq!(call.arguments["due"], "2026-12-08 09:00");
+        let mut undated = call.clone();
+        undated.arguments["due"] = "2026-12-09 10:00".into();
+        dated_as_said(&mut undated, "remind me to call the plumber", now);
+        assert_eq!(undated.arguments["due"], "2026-12-09 10:00", "the words name no time");
     }
 
     #[test]
