@@ -491,7 +491,8 @@ fn the_model_path_dates_a_reminder_as_the_command_says() {
     model_ready(&sandbox);
 
     let timer = typed_answer(&sandbox, &seen, "set a timer for ten minutes", MODEL_DEADLINE);
-    assert_eq!(timer, "Timer set for 10 minutes.");
+    // The template's answer; the label is the model's own.
+    assert!(timer.starts_with("Timer set for 10 minutes"), "{timer}");
     let timers = status(&sandbox)["timers"].clone();
     let left = timers[0]["remaining_s"].as_f64().unwrap_or_default();
     assert!((540.0..=600.0).contains(&left), "{timers}");
