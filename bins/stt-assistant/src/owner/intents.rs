@@ -393,13 +393,14 @@ impl Owner {
     }
 }
 
-/// Whether a timer's `label` is what a person called it (`said`): the same words, an
-/// article or "timer" aside.
+/// Whether a timer's `label` is what a person called it (`said`): the same words as the
+/// templates read them (numbers as digits, no punctuation), an article or "timer" aside.
 fn same(label: &str, said: &str) -> bool {
     let words = |s: &str| -> Vec<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .map(str::to_lowercase)
-            .filter(|w| !w.is_empty() && !["the", "a", "my", "timer"].contains(&w.as_str()))
+        stt_intent::words::words(s)
+            .into_iter()
+            .map(|w| w.key)
+            .filter(|k| !["the", "a", "my", "timer"].contains(&k.as_str()))
             .collect()
     };
     !words(said).is_empty() && words(label) == words(said)
@@ -632,5 +633,6 @@ mod tests {
         assert!(same("Pasta timer", "pasta"));
         assert!(!same("pasta", "tea"));
         assert!(!same("10 minutes", "the"));
+        assert!(same("10 minutes", "ten minutes"), "numbers as the templates read them");
     }
 }
