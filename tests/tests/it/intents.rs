@@ -227,3 +227,49 @@ fn forget_what_i_just_said_deletes_the_last_turn_from_memory_and_the_chat() {
     assert_eq!(record["by"], "local");
     assert!(!record.to_string().contains("zanzibar4471"), "{record}");
 }
+
+#[test]
+fn a_tool_that_needs_confirmation_asks_first_when_its_sentence_runs_it() {
+    let marks = tempfile::tempdir().unwrap();
+    let tool = format!(
+        "[[tools.command]]\nname = \"wipe\"\ndescription = \"Make a mark\"\n\
+         argv = [\"mkdir\", \"-p\", \"{}/mark-{{what}}\"]\nside_effect = \"destructive\"\n\
+         requires_confirmation = true\nparameters = {{ what = \"What\" }}\n\
+         sentences = [\"wipe the {{what}}\"]\n",
+        marks.path().display()
+    );
+    let stack = start_stack(&tool);
+    let waiting = |stack: &Stack| {
+        expect_within("the call waits for a yes or no", DEADLINE, || {
+            let call = events(&stack.seen).into_iter().rev().find_map(|e| match e {
+                AssistantEvent::ToolCall(c) if c.awaiting_confirmation => Some(c),
+                _ => None,
+            });
+            call.ok_or_else(|| format!("{:?}", events(&stack.seen)))
+        })
+    };
+    for (what, verb, runs) in [("board", "deny", false), ("desk", "confirm", true)] {
+        for args in
+            [&["command-start"][..], &["command-edit", "--text", &format!("wipe the {what}")]]
+        {
+            assert_eq!(stack.sandbox.run("stt-ctl", args).code, Some(0));
+        }
+        assert_eq!(
+            stack.sandbox.run("stt-ctl", &["command-execute", "--wait=20000"]).code,
+            Some(0)
+        );
+        let call = waiting(&stack);
+        assert_eq!(call.tool, "wipe");
+        assert!(!marks.path().join(format!("mark-{what}")).exists(), "ran before a yes");
+        assert_eq!(stack.sandbox.run("stt-ctl", &[verb]).code, Some(0));
+        expect_within("idle again", DEADLINE, || {
+            let s = status(&stack.sandbox);
+            if s["mode"] == "idle" { Ok(()) } else { Err(s.to_string()) }
+        });
+        assert_eq!(marks.path().join(format!("mark-{what}")).is_dir(), runs, "{verb}");
+    }
+    let records = audited(&stack.sandbox);
+    let confirmed: Vec<&Value> = records.iter().map(|r| &r["confirmed"]).collect();
+    assert_eq!(confirmed, [&Value::Bool(false), &Value::Bool(true)], "{records:?}");
+    assert!(!model_asked(&stack, "wipe"));
+}
