@@ -239,13 +239,20 @@ fn a_tool_that_needs_confirmation_asks_first_when_its_sentence_runs_it() {
         marks.path().display()
     );
     let stack = start_stack(&tool);
-    let waiting = |stack: &Stack| {
-        expect_within("the call waits for a yes or no", DEADLINE, || {
-            let call = events(&stack.seen).into_iter().rev().find_map(|e| match e {
+    let calls = |stack: &Stack| -> Vec<stt_proto::ToolCall> {
+        events(&stack.seen)
+            .into_iter()
+            .filter_map(|e| match e {
                 AssistantEvent::ToolCall(c) if c.awaiting_confirmation => Some(c),
                 _ => None,
-            });
-            call.ok_or_else(|| format!("{:?}", events(&stack.seen)))
+            })
+            .collect()
+    };
+    // The call this command makes: one more than before it ran (the last one seen may be
+    // the previous command's, already answered).
+    let waiting = |stack: &Stack, before: usize| {
+        expect_within("the call waits for a yes or no", DEADLINE, || {
+            calls(stack).get(before).cloned().ok_or_else(|| format!("{:?}", events(&stack.seen)))
         })
     };
     for (what, verb, runs) in [("board", "deny", false), ("desk", "confirm", true)] {
@@ -254,11 +261,12 @@ fn a_tool_that_needs_confirmation_asks_first_when_its_sentence_runs_it() {
         {
             assert_eq!(stack.sandbox.run("stt-ctl", args).code, Some(0));
         }
+        let before = calls(&stack).len();
         assert_eq!(
             stack.sandbox.run("stt-ctl", &["command-execute", "--wait=20000"]).code,
             Some(0)
         );
-        let call = waiting(&stack);
+        let call = waiting(&stack, before);
         assert_eq!(call.tool, "wipe");
         assert!(!marks.path().join(format!("mark-{what}")).exists(), "ran before a yes");
         assert_eq!(stack.sandbox.run("stt-ctl", &[verb]).code, Some(0));
