@@ -33,6 +33,19 @@ fn audited(sandbox: &Sandbox) -> Vec<Value> {
     lines
 }
 
+/// The audit log's records once one of `tool` is in (written off the loop, a record may land
+/// a moment after its answer).
+fn audited_with(sandbox: &Sandbox, tool: &str) -> Vec<Value> {
+    expect_within(&format!("a {tool} record in the audit log"), DEADLINE, || {
+        let records = audited(sandbox);
+        if records.iter().any(|r| r["tool"] == tool) {
+            Ok(records)
+        } else {
+            Err(format!("{records:?}"))
+        }
+    })
+}
+
 fn ctl_json(sandbox: &Sandbox, args: &[&str]) -> Value {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
@@ -79,7 +92,7 @@ fn the_time_the_date_and_timers_need_no_model() {
         })
         .collect();
     assert!(notes.iter().any(|n| n == "answered here, without the model (timer_set)"), "{notes:?}");
-    let records = audited(&stack.sandbox);
+    let records = audited_with(&stack.sandbox, "timer_cancel");
     let timer = records.iter().find(|r| r["tool"] == "set_timer").expect("set_timer is audited");
     assert_eq!(timer["by"], "local", "{timer}");
     assert_eq!(timer["args"]["minutes"], 10.0, "{timer}");
@@ -222,7 +235,9 @@ fn forget_what_i_just_said_deletes_the_last_turn_from_memory_and_the_chat() {
     stt_testkit::viewer::answered(&stack.seen, "Hello.", DEADLINE);
     let last = stack.llm.requests().last().cloned().unwrap_or_default();
     assert!(!last.to_string().contains("zanzibar4471"), "{last}");
-    let record = audited(&stack.sandbox).into_iter().find(|r| r["tool"] == "forget_last");
+    let record = audited_with(&stack.sandbox, "forget_last")
+        .into_iter()
+        .find(|r| r["tool"] == "forget_last");
     let record = record.expect("the forget is audited");
     assert_eq!(record["by"], "local");
     assert!(!record.to_string().contains("zanzibar4471"), "{record}");
@@ -276,7 +291,11 @@ fn a_tool_that_needs_confirmation_asks_first_when_its_sentence_runs_it() {
         });
         assert_eq!(marks.path().join(format!("mark-{what}")).is_dir(), runs, "{verb}");
     }
-    let records = audited(&stack.sandbox);
+    // The audit is written off the loop: it may land a moment after the answer.
+    let records = expect_within("both calls audited", DEADLINE, || {
+        let records = audited(&stack.sandbox);
+        if records.len() == 2 { Ok(records) } else { Err(format!("{records:?}")) }
+    });
     let confirmed: Vec<&Value> = records.iter().map(|r| &r["confirmed"]).collect();
     assert_eq!(confirmed, [&Value::Bool(false), &Value::Bool(true)], "{records:?}");
     assert!(!model_asked(&stack, "wipe"));

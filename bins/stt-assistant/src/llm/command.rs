@@ -42,8 +42,14 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner, text);
     // The time goes with the words, not in the system prompt: the prefix the server keeps
     // (system prompt and tools) stays the same from one command to the next.
-    let now = chrono::Local::now();
-    let words = format!("{}\n\n{}", now_line(now), prompt.text);
+    // Only when its words are about time: the line changes every minute, and with it what a
+    // small model writes (the 1.5B model's answer to "what should I do next on my tasks"
+    // went from the first item to "Mark plan done." with the line in).
+    let words = if about_time(text) {
+        format!("{}\n\n{}", now_line(chrono::Local::now()), prompt.text)
+    } else {
+        prompt.text.clone()
+    };
     let mut messages = vec![Message::system(&prompt.system), Message::user(&words)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -165,6 +171,19 @@ pub fn now_line(now: chrono::DateTime<chrono::Local>) -> String {
         now.format("%H:%M"),
         now.format("%:z")
     )
+}
+
+/// Whether a command's words are about time: a day, a date, an hour, a length of time, a
+/// reminder or a timer.
+pub fn about_time(text: &str) -> bool {
+    const WORDS: [&str; 17] = [
+        "time", "date", "day", "week", "month", "year", "when", "remind", "reminder", "timer",
+        "clock", "now", "schedule", "due", "deadline", "calendar", "weekday",
+    ];
+    stt_intent::words::words(text).iter().any(|w| {
+        let key = w.key.trim_end_matches('s');
+        WORDS.contains(&key) || stt_intent::when::of_time(&w.key)
+    })
 }
 
 /// Has the model read the command prefix, the system prompt and the tool list every command
@@ -707,6 +726,26 @@ mod tests {
         assert_eq!(templated(&[(timer, true), (read, true)], now), None, "a read needs words");
         assert!(refuses("I cannot do it."));
         assert!(!refuses("Your timer is set."));
+    }
+
+    #[test]
+    fn only_words_about_time_get_the_time() {
+        for text in [
+            "what time is it",
+            "Remind me to call Sam tomorrow at nine",
+            "set a timer for ten minutes",
+            "help me learn Rust in two weeks",
+            "what day is it",
+        ] {
+            assert!(about_time(text), "{text}");
+        }
+        for text in [
+            "What should I do next on my tasks?",
+            "what is the capital of France",
+            "open example dot org",
+        ] {
+            assert!(!about_time(text), "{text}");
+        }
     }
 
     #[test]
