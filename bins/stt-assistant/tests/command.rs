@@ -52,6 +52,16 @@ fn prefix(request: &Value) -> (Value, Value) {
     (request["messages"][0].clone(), request["tools"].clone())
 }
 
+/// The names of the tools a request offers, in order.
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 /// A lane whose provider is a llama-server (requests name their slot).
 fn llama_lane(server: &LlmServer, settings: Settings) -> llm::JobEnv {
     let client = Provider::new(Endpoint {
@@ -67,29 +77,49 @@ fn llama_lane(server: &LlmServer, settings: Settings) -> llm::JobEnv {
 }
 
 #[tokio::test]
-async fn every_command_sends_the_same_prefix_in_the_command_slot() {
+async fn every_command_starts_with_the_same_prefix_and_is_offered_the_tools_its_words_call_for() {
     let server = LlmServer::start();
-    let env = llama_lane(&server, common::settings());
+    let lights = stt_config::ToolCommand {
+        name: "lights".into(),
+        description: "Turn the lights on or off.".into(),
+        argv: vec!["true".into(), "{state}".into()],
+        side_effect: stt_proto::SideEffect::Local,
+        requires_confirmation: false,
+        parameters: [("state".to_owned(), "on or off".to_owned())].into(),
+        sentences: Vec::new(),
+    };
+    let tools = stt_tools::Registry::new(&[lights]).expect("the tools");
+    let env = llm::JobEnv {
+        tools: std::sync::Arc::new(tools),
+        ..llama_lane(&server, common::settings())
+    };
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Text("It is noon.".into()));
     common::run(&env, command("what time is it", 1)).await;
+    server.push(Script::Text("Paris.".into()));
+    common::run(&env, command("what is the capital of France", 2)).await;
     server.push(Script::Text("I cannot do that.".into()));
-    common::run(&env, command("order a pizza", 2)).await;
+    common::run(&env, command("set a timer and copy it to the clipboard", 3)).await;
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert_eq!(requests.len(), 4, "{requests:?}");
     for request in &requests {
-        assert_eq!(prefix(request), prefix(&requests[0]));
+        assert_eq!(request["messages"][0], requests[0]["messages"][0]);
         assert_eq!(request["id_slot"], json!(SLOT_COMMAND), "{request}");
     }
     assert_eq!(requests[0]["messages"][0]["content"], "You run commands.");
+    // The user's own tool always, first; the built-in ones its words name, in one order.
+    assert_eq!(offered(&requests[0]), ["lights", "get_datetime"]);
+    assert_eq!(offered(&requests[1]), ["lights", "get_datetime"], "the same request again");
+    assert_eq!(offered(&requests[2]), ["lights"]);
+    assert_eq!(offered(&requests[3]), ["lights", "set_timer", "clipboard_copy"]);
 
-    // The warm-up request reads exactly that prefix, and asks for one token.
+    // The warm-up request reads the prefix all of them share, and asks for one token.
     server.push(Script::Text("OK".into()));
     let client = env.client.clone().expect("a client");
     llm::command::warm(&env, &client).await.expect("the warm-up answers");
     let warm = server.requests().pop().expect("the warm-up request");
-    assert_eq!(prefix(&warm), prefix(&requests[0]));
+    assert_eq!(prefix(&warm), prefix(&requests[2]));
     assert_eq!((warm["max_tokens"].clone(), warm["id_slot"].clone()), (json!(1), json!(0)));
 
     // Chat goes to the other slot, and never to a server that has none.
@@ -210,4 +240,54 @@ async fn a_command_with_memory_keeps_the_system_prompt_and_adds_its_context_to_t
     assert_eq!(requests[1]["messages"][0]["content"], "You run commands.");
     let turn = requests[1]["messages"][1]["content"].as_str().unwrap_or_default();
     assert!(turn.contains("recall_memories") && turn.ends_with("about the dentist"), "{turn}");
+}
+
+#[tokio::test]
+async fn a_command_answered_in_words_is_streamed_and_a_call_written_as_text_is_not() {
+    let server = LlmServer::start();
+    let env = common::env(&server, common::settings(), None);
+    let pieces = |reports: &[Report]| -> String {
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Reply { text, partial: true, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    server.push(Script::Text("The capital of France is Paris.".into()));
+    let reports = common::run(&env, command("what is the capital of France", 1)).await;
+    assert_eq!(pieces(&reports), "The capital of France is Paris.");
+    assert_eq!(answer(&reports).as_deref(), Some("The capital of France is Paris."));
+
+    // A call the model writes as text is never shown as it streams; its answer is.
+    server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
+    server.push(Script::Text("It is noon.".into()));
+    let reports = common::run(&env, command("what time is it", 2)).await;
+    assert_eq!(pieces(&reports), "");
+    assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
+}
+
+#[tokio::test]
+async fn a_failed_call_leaves_the_models_i_cannot_as_the_answer() {
+    let server = LlmServer::start();
+    let broken = stt_config::ToolCommand {
+        name: "lights".into(),
+        description: "Turn the lights on or off.".into(),
+        argv: vec!["false".into()],
+        side_effect: stt_proto::SideEffect::Local,
+        requires_confirmation: false,
+        parameters: Default::default(),
+        sentences: Vec::new(),
+    };
+    let tools = stt_tools::Registry::new(&[broken]).expect("the tools");
+    let env = llm::JobEnv {
+        tools: std::sync::Arc::new(tools),
+        ..common::env(&server, common::settings(), None)
+    };
+    server.push(Script::ContentCall(r#"{"name": "lights", "arguments": {}}"#.into()));
+    server.push(Script::Text("I cannot do it.".into()));
+    let reports = common::run(&env, command("turn on the lights", 1)).await;
+    assert_eq!(results(&reports), [("lights".to_owned(), false)]);
+    assert_eq!(answer(&reports).as_deref(), Some("I cannot do it."));
 }

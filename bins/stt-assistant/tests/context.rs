@@ -22,8 +22,8 @@ fn command(text: &str, n: u64) -> Work {
 fn offered(server: &LlmServer, request: usize) -> Vec<String> {
     server.requests()[request]["tools"]
         .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
+        .flatten()
         .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
         .collect()
 }

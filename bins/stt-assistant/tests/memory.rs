@@ -75,11 +75,13 @@ async fn a_command_recalls_what_an_earlier_chat_said() {
         .iter()
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
-    // Those that end an intention only while one is open: none is.
-    for name in memory::tools::ASSISTANT {
-        let ends = name.ends_with("_intention") && name != "add_intention";
-        assert_eq!(offered.contains(&name), !ends, "{name}: {offered:?}");
-    }
+    // Those its words call for: recall's, not a reminder's (nor those that end one, none
+    // being open).
+    assert_eq!(
+        offered,
+        ["recall_memories", "search_recent_conversation", "explore_memory_tree"],
+        "{offered:?}"
+    );
     // Told when to use them before the command's words; the system prompt is the configured
     // one, byte for byte, as on every command (the prefix llama-server keeps cached).
     let first_user = requests[0]["messages"][1]["content"].as_str().unwrap();
@@ -618,9 +620,10 @@ async fn a_tools_result_can_cue_an_intention() {
     let env = env(&server, memory.clone());
     let work = command("what time is it", 1);
     let reports = run(&env, work).await;
-    // With an intention open, the tools that end one are offered.
+    // An intention open is no reason to offer the tools that end one: the words are not
+    // about it (the prefix the server keeps does not change with memory's state).
     let first = server.requests()[0]["tools"].to_string();
-    assert!(first.contains("complete_intention"), "{first}");
+    assert!(!first.contains("complete_intention"), "{first}");
     let second = server.requests()[1]["messages"].to_string();
     assert!(
         second.contains(&format!(

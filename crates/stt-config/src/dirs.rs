@@ -124,6 +124,17 @@ fn xdg_dir(env: &Env, own: &str, xdg: &str, under_home: &str) -> Option<PathBuf>
         .map(|base| base.join("stt"))
 }
 
+/// Where llama-server writes the prompt state of a slot the assistant saves (the command
+/// prompt, read once and restored after a restart): `$XDG_CACHE_HOME/stt/llama-slots` or
+/// `~/.cache/stt/llama-slots`. Not created here: `up` creates it, mode 0700, before it
+/// starts the model.
+pub fn llama_slots_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
+    env.xdg("XDG_CACHE_HOME")
+        .or_else(|| env.home().map(|h| h.join(".cache")))
+        .map(|base| base.join("stt").join("llama-slots"))
+        .ok_or(ConfigError::NoHome { what: "cache", vars: "$XDG_CACHE_HOME nor $HOME" })
+}
+
 /// The state directory, for logs: `$STT_STATE_DIR`, `$XDG_STATE_HOME/stt` or
 /// `~/.local/state/stt`. Not created here.
 pub fn state_dir() -> Result<PathBuf, ConfigError> {

@@ -50,6 +50,15 @@ impl Http {
             .body(body)
     }
 
+    /// A `POST` of `body` (JSON) to `url`, for a whole answer.
+    pub(crate) fn post_to(&self, url: &str, body: Vec<u8>) -> reqwest::RequestBuilder {
+        self.client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(body)
+    }
+
     /// Whether the server answers `request` at all: any HTTP answer counts, even an error
     /// status (the server is up, and a real request will say what it dislikes). Takes at
     /// most the connect timeout.

@@ -27,6 +27,13 @@ pub fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Makes `dir` (and what is missing above it) for its owner only, 0700; one that was there
+/// already is made 0700 too.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 /// Writes `bytes` to `path` for its owner only (0600, its directory made 0700 if missing):
 /// whole to a temporary file beside it, synced, then renamed over the old one, so a crash
 /// leaves the old file or the new one, never half of either.

@@ -30,48 +30,6 @@ pub const WEB_TIMEOUT: Duration = Duration::from_secs(15);
 /// Search results `web_search` lists.
 const RESULTS: usize = 5;
 
-/// Whether a command's words call for context tool `name` (documents, the web): a tool's
-/// schema costs a small model's attention, so these are offered only then. Other tools:
-/// always.
-pub fn asked_for(name: &str, text: &str) -> bool {
-    const DOCUMENTS: [&str; 16] = [
-        "file",
-        "files",
-        "folder",
-        "folders",
-        "directory",
-        "document",
-        "documents",
-        "doc",
-        "docs",
-        "pdf",
-        "docx",
-        "read",
-        "notes",
-        "note",
-        "report",
-        "markdown",
-    ];
-    const WEB: [&str; 16] = [
-        "web", "website", "site", "page", "webpage", "url", "link", "internet", "online", "search",
-        "google", "look", "news", "http", "https", "com",
-    ];
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    const SCREEN: [&str; 8] =
-        ["screen", "window", "display", "see", "showing", "shown", "error", "dialog"];
-    let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    match name {
-        crate::registry::CAPTURE_SCREEN => any(&SCREEN),
-        crate::registry::LIST_DIR | crate::registry::READ_FILE => any(&DOCUMENTS),
-        crate::registry::FETCH_WEB | crate::registry::WEB_SEARCH => any(&WEB),
-        _ => true,
-    }
-}
-
 /// The folders the model may read, as `[tools].document_roots` gives them (`~` is the home
 /// directory); the refusals name the setting.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

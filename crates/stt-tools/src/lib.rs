@@ -6,6 +6,8 @@
 //!   schema, side effect and confirmation rule, and how each runs (never through a shell).
 //! - [`context`]: what the document and web tools read (`list_dir`, `read_file` under
 //!   `[tools].document_roots`; `fetch_web`; `web_search` with `[tools].search_url`), capped.
+//! - [`offer`]: which of the tools a command's words call for (the few a small model is
+//!   shown; the user's own tools always).
 //! - [`screen`]: `capture_screen`, the screen's text: a screenshot by the desktop's own tool,
 //!   read by OCR (`stt-ocr`), with `[tools].screen = true`.
 //! - [`audit`]: the append-only audit log of actions, one JSON line per action in
@@ -19,6 +21,7 @@
 
 pub mod audit;
 pub mod context;
+pub mod offer;
 pub mod registry;
 pub mod screen;
 

@@ -221,7 +221,7 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
     vec![
         (
             spec(
-                "get_datetime",
+                GET_DATETIME,
                 // Worded as an action the model takes: worded as a noun phrase ("The current
                 // local date, time, …"), the 1.5B model wrote it out as its answer, with a
                 // made-up date, instead of calling it (docs/PERFORMANCE.md, bench-llm).
@@ -235,7 +235,7 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
         ),
         (
             spec(
-                "set_timer",
+                SET_TIMER,
                 "Start a timer or reminder that notifies the user when it ends.",
                 json!({"type": "object", "properties": {
                     "minutes": {"type": "number", "description": "Minutes from now (may be fractional)"},
@@ -248,7 +248,7 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
         ),
         (
             spec(
-                "notify",
+                NOTIFY,
                 "Show a desktop notification.",
                 json!({"type": "object", "properties": {
                     "title": {"type": "string"},
@@ -261,7 +261,7 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
         ),
         (
             spec(
-                "clipboard_copy",
+                CLIPBOARD_COPY,
                 "Copy text to the clipboard.",
                 json!({"type": "object", "properties": {
                     "text": {"type": "string"}
@@ -273,7 +273,7 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
         ),
         (
             spec(
-                "open_url",
+                OPEN_URL,
                 "Open a web page or mail link in the user's browser.",
                 json!({"type": "object", "properties": {
                     "url": {"type": "string", "description": "An http, https or mailto URL"}
@@ -286,6 +286,11 @@ fn builtins() -> Vec<(ToolSpec, Action)> {
     ]
 }
 
+pub const GET_DATETIME: &str = "get_datetime";
+pub const SET_TIMER: &str = "set_timer";
+pub const NOTIFY: &str = "notify";
+pub const CLIPBOARD_COPY: &str = "clipboard_copy";
+pub const OPEN_URL: &str = "open_url";
 pub const LIST_DIR: &str = "list_dir";
 pub const READ_FILE: &str = "read_file";
 pub const FETCH_WEB: &str = "fetch_web";
@@ -293,7 +298,7 @@ pub const WEB_SEARCH: &str = "web_search";
 pub const CAPTURE_SCREEN: &str = "capture_screen";
 
 /// The document and web tools ([`context`]), offered to a command whose words call for them
-/// ([`context::asked_for`]).
+/// ([`crate::offer::asked_for`]).
 pub const CONTEXT: [&str; 5] = [LIST_DIR, READ_FILE, FETCH_WEB, WEB_SEARCH, CAPTURE_SCREEN];
 
 fn context_spec(name: &str) -> ToolSpec {

@@ -201,8 +201,9 @@ fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
             .to_owned(),
         format!(
             "\n[up]     starting -m {} --host 127.0.0.1 --port {port} -c 8192 -np 2 --jinja -t {cpus} \
-             -tb {cpus} --poll 0 --cache-ram 256\n",
+             -tb {cpus} --poll 0 --cache-ram 256 --slot-save-path {}\n",
             model.display(),
+            sandbox.root().join(".cache/stt/llama-slots").display(),
             cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         ),
         "\n[up]     error: failed to load model\n".to_owned(),
@@ -315,5 +316,49 @@ fn up_runs_the_local_model_the_assistant_finds_it_and_it_answers_a_turn() {
     assert_eq!(s["llm_provider"], "llamacpp", "{s}");
     assert_eq!(s["chat"]["endpoint"], format!("127.0.0.1:{port}"), "{s}");
     assert_eq!(s["chat"]["loading"], false, "{s}");
+    stop(&mut up, &[daemon, assistant, server.pid]);
+}
+
+/// The command prompt read after the first start is saved (a private file, keyed by the
+/// model and the prompt) and restored by the next `up`, not read again.
+#[test]
+fn the_command_prompt_read_once_is_restored_after_up_starts_again() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    configure(&sandbox, port, &llama_server(), &model());
+    let wav = wav(&sandbox);
+    let slots = sandbox.root().join(".cache/stt/llama-slots");
+    let saved = || -> Vec<PathBuf> {
+        let entries = std::fs::read_dir(&slots).map(|d| d.flatten().map(|e| e.path()).collect());
+        entries.unwrap_or_default()
+    };
+    let ready = |up: &Proc, restored: bool| {
+        expect_within("up says the local model is ready", MODEL_DEADLINE, || {
+            let log = up.log();
+            let said = log.contains("[up] the local model is ready (");
+            let how = log.contains("the command prompt in its cache (restored)") == restored;
+            if said && how && !saved().is_empty() { Ok(()) } else { Err(log) }
+        });
+    };
+
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
+    let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+    ready(&up, false);
+    let files = saved();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("command-") && name.ends_with(".bin"), "{name}");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&slots), mode(&files[0])), (0o700, 0o600));
+    stop(&mut up, &[daemon, assistant, server.pid]);
+
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
+    let server = child_named(up.pid(), "llama-server").unwrap_or_else(|| panic!("{}", up.log()));
+    ready(&up, true);
+    assert_eq!(saved(), files, "the same file, restored, nothing more");
     stop(&mut up, &[daemon, assistant, server.pid]);
 }

@@ -39,7 +39,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let said = super::Said { line: text, words: text, speaker: None };
     let prompt = recall(env, &settings.command_system_prompt, said, episode, true, out).await;
     let planner = crate::memory::plans::asks_about_plans(text);
-    let tools = tools(env, prompt.memory_tools, prompt.intentions > 0, planner, text);
+    let tools = tools(env, prompt.memory_tools, prompt.ends, planner, text);
     // The time goes with the words, not in the system prompt: the prefix the server keeps
     // (system prompt and tools) stays the same from one command to the next.
     // Only when its words are about time: the line changes every minute, and with it what a
@@ -59,6 +59,8 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let mut explored: Vec<serde_json::Value> = Vec::new();
     // Whether the model was told once that a call of its was not run.
     let mut retried = false;
+    // Whether every call that ran went well (then "I cannot do it" denies what was done).
+    let mut all_ok = true;
     for _ in 0..settings.max_tool_iterations.max(1) {
         // Once a tool has run, what comes is the answer (or one more short call): capped, so
         // a model that rambles after its result costs a few seconds, not half a minute.
@@ -72,7 +74,15 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             resume: None,
             slot: Some(SLOT_COMMAND),
         };
-        let reply = match complete(env, client, &request, out, |_| {}).await {
+        // The first reply may be the answer itself ("The capital of France is Paris."):
+        // streamed as chat's is, once it is plainly words and not a call written as text.
+        let mut shown = Shown::new(ran.is_empty() && settings.stream);
+        let streamed = |piece: &str| {
+            if let Some(text) = shown.piece(piece) {
+                out.send(Report::Reply { text, partial: true, stopped: false });
+            }
+        };
+        let reply = match complete(env, client, &request, out, streamed).await {
             Ok(reply) => reply,
             Err(e) => return error(out, ErrorCode::LlmError, env.explain(&e)),
         };
@@ -107,7 +117,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             if !ran.is_empty() && echoes_results(&reply.content) {
                 return report(env, client, text, &ran, out).await;
             }
-            if !ran.is_empty() && refuses(&reply.content) && all_ok(&ran) {
+            if !ran.is_empty() && refuses(&reply.content) && all_ok {
                 tracing::info!(answer = %reply.content, "an answer that denies what was done is not shown");
                 let done: Vec<String> =
                     ran.iter().map(|(tool, result)| format!("{tool}: {result}")).collect();
@@ -139,6 +149,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             dated_as_said(&mut call, text, chrono::Local::now().naive_local());
             let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
             round.push((call.clone(), outcome.ok()));
+            all_ok &= outcome.ok();
             let result =
                 after_tool(env, &call.name, outcome.result().to_owned(), episode, out).await;
             ran.push((call.name.clone(), result.clone()));
@@ -159,6 +170,54 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             settings.max_tool_iterations
         ),
     );
+}
+
+/// What of a command's first reply is streamed to viewers (and the voice): nothing until its
+/// first letter shows it is words; then every piece, until one looks like the start of a call
+/// written as text (`{`, `<`, a code fence). Its whole text still comes as the answer, which
+/// replaces what was streamed.
+#[derive(Debug)]
+struct Shown {
+    /// Text held back until it can be told apart from a call.
+    held: String,
+    state: Gate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    Undecided,
+    Open,
+    Shut,
+}
+
+impl Shown {
+    fn new(stream: bool) -> Self {
+        Self { held: String::new(), state: if stream { Gate::Undecided } else { Gate::Shut } }
+    }
+
+    /// What of `piece` to show now, if anything.
+    fn piece(&mut self, piece: &str) -> Option<String> {
+        let call = |text: &str| text.contains(['{', '<', '`', '[']);
+        match self.state {
+            Gate::Shut => None,
+            Gate::Open if call(piece) => {
+                self.state = Gate::Shut;
+                None
+            }
+            Gate::Open => Some(piece.to_owned()),
+            Gate::Undecided => {
+                self.held.push_str(piece);
+                let first = self.held.trim_start().chars().next()?;
+                if first.is_alphanumeric() && !call(&self.held) {
+                    self.state = Gate::Open;
+                    Some(std::mem::take(&mut self.held))
+                } else {
+                    self.state = Gate::Shut;
+                    None
+                }
+            }
+        }
+    }
 }
 
 /// What a command's words start with: the local date, time and time zone, so that "tomorrow
@@ -186,13 +245,12 @@ pub fn about_time(text: &str) -> bool {
     })
 }
 
-/// Has the model read the command prefix, the system prompt and the tool list every command
-/// starts with (the registry's tools; memory's come after them when a command is offered
-/// them), into its command slot: one request with an empty turn and `max_tokens` 1. The next
-/// command then has only its own words to read. Returns what the request cost.
+/// Has the model read the command prefix, the system prompt and the user's own tools every
+/// command starts with, into its command slot: one request with an empty turn and
+/// `max_tokens` 1. The next command then has only its own words (and the tools they call
+/// for) to read. Returns what the request cost.
 pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt_llm::LlmError> {
-    let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
-    let tools = tools(env, false, false, false, "");
+    let (messages, tools) = warm_prompt(env);
     let request = Request {
         messages: &messages,
         tools: &tools,
@@ -205,18 +263,113 @@ pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt
     client.complete(&request, |_| {}).await.map(|reply| reply.usage.unwrap_or_default())
 }
 
-/// The tools a command may call: the registry's, memory's when it is on and `memory`
-/// (those that end an intention only while one is open), the planner's when it is on and
-/// `planner`, and the document and web tools only when `text` calls for them
-/// ([`stt_tools::context::asked_for`]): every schema costs a small model's attention.
-fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool, text: &str) -> Vec<ToolSpec> {
+/// The warm-up request's messages and tools: the prefix every command shares.
+fn warm_prompt(env: &JobEnv) -> ([Message; 2], Vec<ToolSpec>) {
+    let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
+    (messages, tools(env, false, false, false, ""))
+}
+
+/// How the command prefix came into the command slot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warmed {
+    /// Restored from the file saved after an earlier warm-up: `tokens` of it.
+    Restored { tokens: u64 },
+    /// Read by the model ([`warm`]); `saved`: written out for the next start.
+    Read { usage: stt_llm::Usage, saved: bool },
+}
+
+/// [`warm`], with the slot's state kept across restarts: llama-server (started by `up` with
+/// `--slot-save-path dir`) restores the command prefix from the file an earlier warm-up
+/// saved, in milliseconds instead of the seconds of reading it; else it reads it and saves
+/// it. The file's name is a hash of the model (its path, size and shape, as the server
+/// lists it) and of the prefix (system prompt and tools): another model or another prompt
+/// never gets a state that is not its own. Older files in `dir` are removed; the new one is
+/// made 0600. Any other server, or one without the directory: [`warm`] alone.
+pub async fn warm_saved(
+    env: &JobEnv,
+    client: &Provider,
+    dir: Option<&std::path::Path>,
+) -> Result<Warmed, stt_llm::LlmError> {
+    use stt_llm::openai::SlotAction;
+    let read = |usage, saved| Warmed::Read { usage, saved };
+    let (Provider::OpenAi(server), Some(dir)) = (client, dir) else {
+        return warm(env, client).await.map(|usage| read(usage, false));
+    };
+    let model = match server.model_identity().await {
+        Ok(model) => model,
+        Err(e) => {
+            tracing::debug!("no model identity to key a saved prompt by: {e}");
+            return warm(env, client).await.map(|usage| read(usage, false));
+        }
+    };
+    let (messages, tools) = warm_prompt(env);
+    let file = saved_prompt_name(&model, &messages[0].content, &tools);
+    if dir.join(&file).is_file() {
+        match server.slot(SLOT_COMMAND, SlotAction::Restore, &file).await {
+            Ok(tokens) => return Ok(Warmed::Restored { tokens }),
+            Err(e) => tracing::info!("the saved command prompt was not restored: {e}"),
+        }
+    }
+    let usage = warm(env, client).await?;
+    let saved = match server.slot(SLOT_COMMAND, SlotAction::Save, &file).await {
+        Ok(_) => {
+            keep_only(dir, &file);
+            true
+        }
+        Err(e) => {
+            tracing::debug!("the command prompt was not saved: {e}");
+            false
+        }
+    };
+    Ok(read(usage, saved))
+}
+
+/// `command-<hash>.bin`: FNV-1a (64 bits, written out here for a name that stays the same
+/// from one build to the next) of the model and the prefix.
+fn saved_prompt_name(model: &str, system: &str, tools: &[ToolSpec]) -> String {
+    let tools = serde_json::to_string(
+        &tools.iter().map(|t| (&t.name, &t.description, &t.parameters)).collect::<Vec<_>>(),
+    )
+    .unwrap_or_default();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in [model, "\0", system, "\0", &tools].iter().flat_map(|part| part.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("command-{hash:016x}.bin")
+}
+
+/// Makes `file` in `dir` its owner's only and removes the other saved command prompts (of
+/// another model or prompt: never restored again).
+fn keep_only(dir: &std::path::Path, file: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(file);
+    if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+        tracing::debug!("{}: {e}", path.display());
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != file && name.starts_with("command-") && name.ends_with(".bin") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The tools a command is offered: the user's own (`[[tools.command]]`) always, first; then
+/// those its words call for ([`stt_tools::offer`]): the built-in ones, memory's when it is on
+/// and `memory` ([`memory::called_for`]; those that end an intention when `ends`), the
+/// planner's when it is on and `planner`. Every schema costs a small model's
+/// attention and seconds of reading; "what is the capital of France" is offered none. The
+/// order is fixed, so that what the server keeps of one command's prompt serves the next:
+/// the system prompt and the user's tools always, and as much of the rest as is the same.
+fn tools(env: &JobEnv, memory: bool, ends: bool, planner: bool, text: &str) -> Vec<ToolSpec> {
     let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
+    let ending = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
-        memory
-            && (intentions
-                || ![memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION]
-                    .contains(name))
-            && (tree || *name != memory_tools::EXPLORE_TREE)
+        let called =
+            if ending.contains(name) { ends } else { crate::memory::called_for(name, text, false) };
+        memory && called && (tree || *name != memory_tools::EXPLORE_TREE)
     });
     let plans = crate::memory::plans::PLANNER.iter().copied().filter(|_| planner);
     let offered: Vec<&str> = offered.chain(plans).collect();
@@ -226,9 +379,11 @@ fn tools(env: &JobEnv, memory: bool, intentions: bool, planner: bool, text: &str
         .filter(|_| planner && env.settings.proactive)
         .filter_map(|name| wake::spec(name))
         .collect();
-    env.tools
-        .specs()
-        .filter(|spec| stt_tools::context::asked_for(&spec.name, text))
+    let own = env.tools.specs().filter(|spec| stt_tools::offer::always(&spec.name));
+    let built_in = env.tools.specs().filter(|spec| {
+        !stt_tools::offer::always(&spec.name) && stt_tools::offer::asked_for(&spec.name, text)
+    });
+    own.chain(built_in)
         .chain(memory.iter().flatten())
         .chain(&wakes)
         .map(|spec| ToolSpec {
@@ -479,17 +634,6 @@ fn refuses(answer: &str) -> bool {
     .any(|p| lower.contains(p))
 }
 
-/// Whether every call that ran went well, by its result's words.
-fn all_ok(ran: &[(String, String)]) -> bool {
-    ran.iter().all(|(_, result)| {
-        let r = result.to_lowercase();
-        !(r.starts_with("bad arguments")
-            || r.contains("there is no tool")
-            || r.contains("did not allow")
-            || r.starts_with("error"))
-    })
-}
-
 /// Whether a reply is the tool results echoed back in the chat template's markup.
 fn echoes_results(content: &str) -> bool {
     let content = content.trim_start();
@@ -685,6 +829,44 @@ mod tests {
         let many: Vec<Call> =
             ["a", "b", "c", "d", "e"].iter().enumerate().map(|(i, n)| call(n, i as u32)).collect();
         assert_eq!(batch(many).len(), MAX_CALLS);
+    }
+
+    #[test]
+    fn a_first_reply_in_words_is_streamed_and_a_call_written_as_text_is_not() {
+        let shown = |pieces: &[&str]| {
+            let mut gate = Shown::new(true);
+            pieces.iter().filter_map(|p| gate.piece(p)).collect::<String>()
+        };
+        assert_eq!(
+            shown(&[" ", "The capital", " of France", " is Paris."]),
+            " The capital of France is Paris."
+        );
+        assert_eq!(shown(&["{\"name\"", ": \"set_timer\"}"]), "");
+        assert_eq!(shown(&["<tool_call>", "{}"]), "");
+        assert_eq!(shown(&["```json", "{}"]), "");
+        // Words, then a call: what came before the call only.
+        assert_eq!(shown(&["Sure.", " {\"name\": 1}", " more"]), "Sure.");
+        assert_eq!(Shown::new(false).piece("Paris"), None);
+    }
+
+    #[test]
+    fn a_saved_prompt_is_named_by_its_model_and_prefix_alone() {
+        let tool = |name: &str| ToolSpec {
+            name: name.into(),
+            description: "Turn the lights on.".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let name = saved_prompt_name("q.gguf 1", "You run commands.", &[tool("lights")]);
+        assert_eq!(name, saved_prompt_name("q.gguf 1", "You run commands.", &[tool("lights")]));
+        assert!(name.starts_with("command-") && name.ends_with(".bin") && name.len() == 28);
+        for other in [
+            saved_prompt_name("q.gguf 2", "You run commands.", &[tool("lights")]),
+            saved_prompt_name("q.gguf 1", "You run commands!", &[tool("lights")]),
+            saved_prompt_name("q.gguf 1", "You run commands.", &[tool("lamp")]),
+            saved_prompt_name("q.gguf 1", "You run commands.", &[]),
+        ] {
+            assert_ne!(name, other);
+        }
     }
 
     #[test]

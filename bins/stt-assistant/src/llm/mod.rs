@@ -391,8 +391,9 @@ async fn complete(
 struct Prompt {
     system: String,
     text: String,
-    /// Open intentions memory holds (none: no tool to end one is offered).
-    intentions: usize,
+    /// Whether the tools that end an intention are offered: one is open, and the words speak
+    /// of reminders or of something done, or brought one back.
+    ends: bool,
     /// Whether a command is offered memory's tools: when its words ask about the past or a
     /// reminder, or memory brought something back. Every schema costs a small model's
     /// attention: offered to "what time is it", they made the 0.5B model answer from the
@@ -445,7 +446,7 @@ async fn recall(
     let plain = Prompt {
         system: system.to_owned(),
         text: text.to_owned(),
-        intentions: 0,
+        ends: false,
         memory_tools: false,
     };
     let Some(memory) = &env.memory else { return plain };
@@ -461,10 +462,14 @@ async fn recall(
     if !context.notes.is_empty() {
         out.send(Report::Hinted(context.notes.clone()));
     }
-    let memory_tools = tools
-        && (memory::asks_about_memory(&words)
-            || !context.reminders.is_empty()
-            || context.intentions > 0);
+    // Offered by the words alone (a reminder due is in the words, not a reason to show every
+    // memory tool): a tool list that changed with memory's state would change the prefix
+    // the server keeps, and cost a small model seconds of reading on every command.
+    let open = context.intentions > 0;
+    let ends = open
+        && (!context.reminders.is_empty()
+            || memory::called_for(memory::tools::COMPLETE_INTENTION, &words, open));
+    let memory_tools = tools && (memory::asks_about_memory(&words, open) || ends);
     let discipline = match (tools, memory_tools) {
         (false, _) => Some(DISCIPLINE_CHAT),
         (true, true) => Some(DISCIPLINE_TOOLS),
@@ -488,7 +493,7 @@ async fn recall(
         before.push_str(&format!("(Memory: {})", context.reminders.join("; ")));
     }
     let text = if before.is_empty() { text.to_owned() } else { format!("{before}\n\n{text}") };
-    Prompt { system, text, intentions: context.intentions, memory_tools }
+    Prompt { system, text, ends, memory_tools }
 }
 
 /// Reports an error to viewers (and the log).

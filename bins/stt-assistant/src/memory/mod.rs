@@ -136,15 +136,19 @@ impl DreamRules {
     };
 }
 
-/// Whether a command's words ask about what was said before or for a reminder (then it is
-/// offered memory's tools).
-pub fn asks_about_memory(text: &str) -> bool {
-    const WORDS: [&str; 22] = [
+/// Whether a command's words (`text`) call for memory's tool `name` (`open`: an intention is
+/// open): a reminder's words for adding one (and for ending one, while one is open), words
+/// about what was said before for recall, "dream" for a dream now.
+pub fn called_for(name: &str, text: &str, open: bool) -> bool {
+    use tools::{
+        ADD_INTENTION, CANCEL_INTENTION, COMPLETE_INTENTION, DREAM_NOW, EXPLORE_TREE, RECALL,
+        SEARCH_RECENT,
+    };
+    const REMINDING: [&str; 5] = ["remind", "reminder", "reminders", "intention", "intentions"];
+    const ENDING: [&str; 7] = ["done", "did", "finished", "cancel", "drop", "delete", "remove"];
+    const RECALLING: [&str; 17] = [
         "remember",
         "remembered",
-        "remind",
-        "reminder",
-        "reminders",
         "recall",
         "earlier",
         "before",
@@ -154,16 +158,27 @@ pub fn asks_about_memory(text: &str) -> bool {
         "said",
         "mentioned",
         "mention",
-        "forget",
         "forgot",
         "memory",
         "memories",
-        "dream",
-        "intention",
-        "intentions",
         "again",
+        "talked",
+        "discussed",
     ];
-    stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
+    let words: Vec<String> = stt_memory::text::words(text).collect();
+    let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    match name {
+        ADD_INTENTION => any(&REMINDING),
+        COMPLETE_INTENTION | CANCEL_INTENTION => open && (any(&REMINDING) || any(&ENDING)),
+        RECALL | SEARCH_RECENT | EXPLORE_TREE => any(&RECALLING),
+        DREAM_NOW => any(&["dream"]),
+        _ => false,
+    }
+}
+
+/// Whether a command's words call for any of memory's tools ([`called_for`]).
+pub fn asks_about_memory(text: &str, open: bool) -> bool {
+    tools::ASSISTANT.iter().any(|name| called_for(name, text, open))
 }
 
 /// What a job's prompt gets from memory.

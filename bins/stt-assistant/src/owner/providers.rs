@@ -353,12 +353,21 @@ impl Owner {
             return;
         };
         let env = self.env.clone();
+        // Where `up` has llama-server save and restore slots (none without a home).
+        let dir = stt_config::dirs::llama_slots_dir_with(&stt_config::Env::from_process()).ok();
         self.help(async move {
             let started = tokio::time::Instant::now();
-            match llm::command::warm(&env, &client).await {
-                Ok(usage) => tracing::info!(
+            let ms = || started.elapsed().as_millis();
+            match llm::command::warm_saved(&env, &client, dir.as_deref()).await {
+                Ok(llm::command::Warmed::Restored { tokens }) => tracing::info!(
+                    tokens,
+                    ms = ms(),
+                    "the local model has the command prompt in its cache (restored)"
+                ),
+                Ok(llm::command::Warmed::Read { usage, saved }) => tracing::info!(
                     prompt_tokens = usage.prompt_tokens,
-                    ms = started.elapsed().as_millis(),
+                    saved,
+                    ms = ms(),
                     "the local model has the command prompt in its cache"
                 ),
                 Err(e) => tracing::warn!("warming the local model's prompt cache failed: {e}"),

@@ -459,6 +459,12 @@ fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, Loc
             return None;
         }
     };
+    let mut args = launch.args();
+    // Without it the command prompt is read again after every restart: said, not fatal.
+    match model::slot_args(&env) {
+        Ok(slots) => args.extend(slots),
+        Err(why) => say(&format!("the local model's saved prompts are off: {why}")),
+    }
     say(&format!(
         "starting the local model: {} with '{}' on 127.0.0.1:{}; its log: {}",
         launch.program.display(),
@@ -471,7 +477,7 @@ fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, Loc
             name: model::NAME,
             label: model::LABEL,
             program: launch.program.clone(),
-            args: launch.args(),
+            args,
             terminal: false,
             stdin: false,
             stdout: true,

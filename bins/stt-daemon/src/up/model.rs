@@ -272,6 +272,15 @@ impl Launch {
     }
 }
 
+/// `--slot-save-path DIR`: where the assistant has llama-server save the command prompt it
+/// read, and restore it from after a restart ([`stt_config::dirs::llama_slots_dir_with`]),
+/// created here, mode 0700 (what was said to the model can be in it).
+pub fn slot_args(env: &Env) -> Result<[OsString; 2], String> {
+    let dir = stt_config::dirs::llama_slots_dir_with(env).map_err(|e| e.to_string())?;
+    stt_os::private_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(["--slot-save-path".into(), dir.into_os_string()])
+}
+
 /// The fix for anything missing.
 const FETCH: &str = "run scripts/fetch-llm, which builds llama-server and installs the model";
 
@@ -535,6 +544,18 @@ mod tests {
         let expected = "-m /m/q.gguf --host 127.0.0.1 --port 9931 -c 8192 -np 2 --jinja -t 2 -tb 2 \
                         --poll 0 --cache-ram 256";
         assert_eq!(args.join(" "), expected);
+    }
+
+    #[test]
+    fn the_saved_prompts_go_in_a_private_directory_under_the_cache() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let env = Env::from_vars([("HOME", home.path().as_os_str())]);
+        let [flag, dir] = slot_args(&env).unwrap();
+        let dir = PathBuf::from(dir);
+        assert_eq!(flag, "--slot-save-path");
+        assert_eq!(dir, home.path().join(".cache/stt/llama-slots"));
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
     }
 
     /// An executable file at `path`.

@@ -16,6 +16,13 @@ use crate::conversation::{Reply, Request};
 use crate::http::{Ended, Http};
 use crate::{Endpoint, LlmError, sse};
 
+/// What [`Client::slot`] does with a slot's prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotAction {
+    Save,
+    Restore,
+}
+
 /// A client for one endpoint.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -55,6 +62,46 @@ impl Client {
         let list: wire::ModelList = serde_json::from_str(&text)
             .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
         Ok(list.data.into_iter().map(|m| m.id).collect())
+    }
+
+    /// What tells the model a server serves from any other: llama-server's first model,
+    /// its id (the GGUF's path) and `meta` (size, parameters, vocabulary), as one line; other
+    /// servers' first model id. For a key of saved state that must never be restored into
+    /// another model.
+    pub async fn model_identity(&self) -> Result<String, LlmError> {
+        let url = models_url(&self.endpoint().url);
+        let response = self.http.send(&url, self.auth(self.http.get(&url))).await?;
+        let text = self.http.text(response).await?;
+        let list: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        let first = &list["data"][0];
+        match first["id"].as_str() {
+            Some(id) => Ok(format!("{id} {}", first["meta"])),
+            None => Err(LlmError::Malformed { url, why: "no model listed".into() }),
+        }
+    }
+
+    /// llama-server's `POST /slots/{slot}?action=save|restore` of `file` (a name in the
+    /// directory its `--slot-save-path` gives): the prompt a slot holds, written out or read
+    /// back. Returns the tokens saved or restored. A server started without that directory,
+    /// or any other server, answers with an error status.
+    pub async fn slot(&self, slot: u32, action: SlotAction, file: &str) -> Result<u64, LlmError> {
+        let root = models_url(&self.endpoint().url);
+        let root = root.trim_end_matches("/models").trim_end_matches("/v1");
+        let (name, field) = match action {
+            SlotAction::Save => ("save", "n_saved"),
+            SlotAction::Restore => ("restore", "n_restored"),
+        };
+        let url = format!("{root}/slots/{slot}?action={name}");
+        let body = serde_json::to_vec(&serde_json::json!({ "filename": file }))
+            .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        let response = self.http.send(&url, self.auth(self.http.post_to(&url, body))).await?;
+        let text = self.http.text(response).await?;
+        let answer: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| LlmError::Malformed { url: url.clone(), why: e.to_string() })?;
+        answer[field]
+            .as_u64()
+            .ok_or_else(|| LlmError::Malformed { url, why: format!("no {field} in the answer") })
     }
 
     /// Sends one request. With `request.stream`, `on_text` is called with each piece of
