@@ -15,16 +15,26 @@
 //!    command until three runs have called the tool and answered (at most six; the median of
 //!    those three is reported, and the runs that made the time up or gave no answer are
 //!    counted). After the rest of the battery the
-//!    server is started again, the assistant's warm-up request (`llm::command::warm`: the
-//!    command prefix read into the command slot, which the assistant sends once llama-server
-//!    answers) is sent, and the command once more: the first command a person gives after
-//!    `stt-daemon up`.
-//! 2. **tool choice and arguments.** [`TOOL_CASES`]: spoken commands through the same path,
-//!    scored 1 for the right tool with the right arguments, 0.5 for the right tool with
-//!    others, 0 otherwise; a command no tool does must call none. `open_url` asks for
-//!    confirmation and is answered no (nothing opens); `notify` and `clipboard_copy` may fail
-//!    without a desktop: the call is scored, not its outcome. Tool names the model made up
-//!    and replies that echo the tool schemas are counted.
+//!    server is started again (with `--slot-save-path`, as `up` starts it), the assistant's
+//!    warm-up (`llm::command::warm_saved`: the command prefix read into the command slot and
+//!    saved, which the assistant does once llama-server answers), and the command once more:
+//!    the first command a person gives after `stt-daemon up`; then once more, the saved
+//!    prefix restored instead of read: the first command after the next start.
+//! 2. **everyday commands.** [`EVERYDAY`]: 64 things a person asks on an ordinary day (the
+//!    time and the date, timers, reminders at a time, the planner's tasks, the clipboard,
+//!    notifications, web pages, questions the model answers itself, things no tool does,
+//!    what was said before), in order, through the same path with memory on (a fresh
+//!    memory with the default `memory::Settings`, words only, [`SAID_BEFORE`] in it), so
+//!    that each is offered the tools its words call for as `stt-daemon up` offers them. Each
+//!    is right or wrong by a check of the calls as they ran (their `tool_call` events) and
+//!    the answer, against the local time when it ran and the planner's tasks before and
+//!    after it; a call of a tool that does not exist, or one that acts and was not asked
+//!    for, makes it wrong. `open_url` asks for confirmation and is answered no (nothing
+//!    opens); `notify` and `clipboard_copy` may fail without a desktop: the call is scored,
+//!    not its outcome. Tool names the model made up, replies that echo the tool schemas and
+//!    the prompt tokens of each command's first request are counted, and, before the
+//!    commands, those of one request with every built-in and memory tool offered (as `up`
+//!    offered them before a command's words chose them).
 //! 3. **short facts.** [`FACTS`]: chat turns (`Work::Chat`, the default chat system prompt,
 //!    memory off), right when the answer has one of the expected words.
 //! 4. **summaries.** [`CHATS`]: three made-up chats of 20 turns with names, numbers and dates
@@ -71,6 +81,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use chrono::{Datelike as _, NaiveDate, NaiveDateTime, TimeDelta, Timelike as _, Weekday};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 use tracing::Span;
@@ -80,10 +91,10 @@ use stt_assistant::llm::{self, Chat, JobEnv, Report, Work};
 use stt_assistant::memory::{self, Episode};
 use stt_assistant::turn::ChatTurn;
 use stt_daemon::up::model::Launch;
-use stt_llm::{Endpoint, Provider};
+use stt_llm::{Endpoint, LlmError, Message, Provider, Request, ToolSpec, Usage};
 use stt_memory::Role;
 use stt_memory::tree::TreeRules;
-use stt_proto::AssistantEvent;
+use stt_proto::{AssistantEvent, TaskEntry, TaskRequest};
 
 const START: &str = "<!-- bench-llm:start -->";
 const END: &str = "<!-- bench-llm:end -->";
@@ -107,97 +118,720 @@ const SUMMARY_RULES: TreeRules = TreeRules { raw_max: 41, compress: 40, fanout_m
 // The battery: prompts, expected answers and how each is scored.
 // ---------------------------------------------------------------------------------------
 
-/// A spoken command, the tool it should call, the arguments wanted, in words, and the check
-/// of a call's arguments. `None`: no tool does it, so none should be called, and the answer
-/// should say so ([`refuses`]; 0.5 for no call and an answer that does not).
-struct ToolCase {
+/// An everyday spoken command, what a right outcome is, in words, the tools it may act with
+/// (a read of the time, of memory or of the planner is always allowed; any other call makes
+/// it wrong), and the check of what it did.
+struct Everyday {
     said: &'static str,
-    tool: Option<&'static str>,
     want: &'static str,
-    args: fn(&Value) -> bool,
+    acts: &'static [&'static str],
+    right: fn(&Verdict<'_>) -> bool,
 }
 
-/// The spoken commands, as the daemon's transcripts read.
-const TOOL_CASES: [ToolCase; 13] = [
-    ToolCase {
-        said: "Set a timer for five minutes.",
-        tool: Some("set_timer"),
-        want: "minutes 5",
-        args: |a| minutes(a, 5.0),
-    },
-    ToolCase {
-        said: "Remind me in twenty minutes to check the oven.",
-        tool: Some("set_timer"),
-        want: "minutes 20, a label with \"oven\"",
-        args: |a| minutes(a, 20.0) && says(a, "label", "oven"),
-    },
-    ToolCase {
-        said: "Set a timer for an hour and a half.",
-        tool: Some("set_timer"),
-        want: "minutes 90",
-        args: |a| minutes(a, 90.0),
-    },
-    ToolCase {
-        said: "Start a thirty second timer for the tea.",
-        tool: Some("set_timer"),
-        want: "minutes 0.5",
-        args: |a| minutes(a, 0.5),
-    },
-    ToolCase {
+/// What a command did, for its check: the calls as they ran (their `tool_call` events, in
+/// order), its answer, the local time just before it started and once it ended, and the
+/// planner's tasks before and after it.
+struct Verdict<'a> {
+    calls: Vec<(&'a str, &'a Value)>,
+    answer: String,
+    now: NaiveDateTime,
+    end: NaiveDateTime,
+    tasks: &'a [TaskEntry],
+    after: &'a [TaskEntry],
+}
+
+impl Verdict<'_> {
+    /// The arguments of each call of `tool`.
+    fn called(&self, tool: &str) -> impl Iterator<Item = &Value> {
+        self.calls.iter().filter(move |(t, _)| *t == tool).map(|(_, a)| *a)
+    }
+}
+
+const GET_DATETIME: &str = "get_datetime";
+const SET_TIMER: &str = "set_timer";
+const NOTIFY: &str = "notify";
+const CLIPBOARD_COPY: &str = "clipboard_copy";
+const OPEN_URL: &str = "open_url";
+const ADD_INTENTION: &str = memory::tools::ADD_INTENTION;
+const CREATE_TASK: &str = memory::plans::CREATE_TASK;
+const BREAK_DOWN_TASK: &str = memory::plans::BREAK_DOWN_TASK;
+const MAKE_TASK: &[&str] = &[CREATE_TASK, BREAK_DOWN_TASK];
+const REMIND: &[&str] = &[ADD_INTENTION, SET_TIMER];
+
+/// What a person says to the assistant on an ordinary day, as the daemon's transcripts read,
+/// in the order they run: one memory for all of them, so a reminder set early is open for
+/// the rest, and the planner's tasks made early are the ones asked about later. Each is
+/// worded so that the words the command path looks for ([`stt_tools::offer`],
+/// `memory::called_for`, `memory::plans::asks_about_plans`) offer it the tools that do it.
+const EVERYDAY: [Everyday; 64] = [
+    // The time and the date.
+    Everyday {
         said: "What time is it?",
-        tool: Some("get_datetime"),
-        want: "any (it takes none)",
-        args: |_| true,
+        want: "get_datetime, or the time it is",
+        acts: &[],
+        right: |v| told(v, states_time),
     },
-    ToolCase {
+    Everyday {
+        said: "Can you tell me the time?",
+        want: "get_datetime, or the time it is",
+        acts: &[],
+        right: |v| told(v, states_time),
+    },
+    Everyday {
+        said: "What's the time right now?",
+        want: "get_datetime, or the time it is",
+        acts: &[],
+        right: |v| told(v, states_time),
+    },
+    Everyday {
         said: "What day is it today?",
-        tool: Some("get_datetime"),
-        want: "any (it takes none)",
-        args: |_| true,
+        want: "get_datetime, or today's weekday",
+        acts: &[],
+        right: |v| told(v, states_weekday),
     },
-    ToolCase {
+    Everyday {
+        said: "What's today's date?",
+        want: "get_datetime, or today's date",
+        acts: &[],
+        right: |v| told(v, states_date),
+    },
+    Everyday {
+        said: "What year is it?",
+        want: "get_datetime, or this year",
+        acts: &[],
+        right: |v| told(v, states_year),
+    },
+    // Timers.
+    Everyday {
+        said: "Set a timer for five minutes.",
+        want: "set_timer minutes 5",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 5.0, None),
+    },
+    Everyday {
+        said: "Set a timer for 20 minutes for the pasta.",
+        want: "set_timer minutes 20, a label with \"pasta\"",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 20.0, Some("pasta")),
+    },
+    Everyday {
+        said: "Set a timer for an hour and a half.",
+        want: "set_timer minutes 90",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 90.0, None),
+    },
+    Everyday {
+        said: "Start a thirty second timer for the tea.",
+        want: "set_timer minutes 0.5, a label with \"tea\"",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 0.5, Some("tea")),
+    },
+    Everyday {
+        said: "Timer for 2 minutes, please.",
+        want: "set_timer minutes 2",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 2.0, None),
+    },
+    Everyday {
+        said: "Set a timer for 45 minutes.",
+        want: "set_timer minutes 45",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 45.0, None),
+    },
+    Everyday {
+        said: "Set a timer for a quarter of an hour.",
+        want: "set_timer minutes 15",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 15.0, None),
+    },
+    Everyday {
+        said: "Can you set a 10 minute timer for the eggs?",
+        want: "set_timer minutes 10, a label with \"eggs\"",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 10.0, Some("egg")),
+    },
+    Everyday {
+        said: "Wake me up in 30 minutes.",
+        want: "set_timer minutes 30",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 30.0, None),
+    },
+    Everyday {
+        said: "Set a timer for one hour.",
+        want: "set_timer minutes 60",
+        acts: &[SET_TIMER],
+        right: |v| timer(v, 60.0, None),
+    },
+    // Reminders at a time. No words in common with the commands after them, so that none
+    // of these brings a reminder back into another's prompt by its words.
+    Everyday {
+        said: "Remind me tomorrow at 9 a.m. to make a dentist appointment.",
+        want: "add_intention due tomorrow 09:00, a text with \"dentist\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "dentist", &[day_at(v, 1, 9, 0)]),
+    },
+    Everyday {
+        said: "Remind me on Friday at 5 p.m. to pay the rent.",
+        want: "add_intention due the coming Friday 17:00, a text with \"rent\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "rent", &weekday_at(v, Weekday::Fri, 17, 0)),
+    },
+    Everyday {
+        said: "Remind me in twenty minutes to check the oven.",
+        want: "set_timer minutes 20 with \"oven\" in its label, or add_intention due in 20 \
+               minutes with \"oven\" in its text",
+        acts: REMIND,
+        right: |v| reminder_in(v, "oven", 20),
+    },
+    Everyday {
+        said: "Remind me in two hours to take the laundry out.",
+        want: "set_timer minutes 120 with \"laundry\" in its label, or add_intention due in \
+               2 hours with \"laundry\" in its text",
+        acts: REMIND,
+        right: |v| reminder_in(v, "laundry", 120),
+    },
+    Everyday {
+        said: "Remind me tomorrow morning at 8 to water the plants.",
+        want: "add_intention due tomorrow 08:00, a text with \"plants\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "plant", &[day_at(v, 1, 8, 0)]),
+    },
+    Everyday {
+        said: "Remind me the day after tomorrow at noon to pick up the parcel.",
+        want: "add_intention due in two days at 12:00, a text with \"parcel\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "parcel", &[day_at(v, 2, 12, 0)]),
+    },
+    Everyday {
+        said: "Remind me next Wednesday at 3 p.m. to collect my glasses.",
+        want: "add_intention due the coming Wednesday (or the one after) 15:00, a text with \
+               \"glasses\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "glasses", &next_weekday_at(v, Weekday::Wed, 15, 0)),
+    },
+    Everyday {
+        said: "Remind me tomorrow evening at 7:30 to print the train tickets.",
+        want: "add_intention due tomorrow 19:30, a text with \"tickets\"",
+        acts: &[ADD_INTENTION],
+        right: |v| reminder(v, "ticket", &[day_at(v, 1, 19, 30)]),
+    },
+    // The planner: tasks made first, then asked about, moved and ended.
+    Everyday {
+        said: "Add a task to buy milk.",
+        want: "create_task with \"milk\" in its title",
+        acts: MAKE_TASK,
+        right: |v| made_task(v, "milk"),
+    },
+    Everyday {
+        said: "Create a task to renew the car insurance before the end of the month.",
+        want: "create_task with \"insurance\" in its title",
+        acts: MAKE_TASK,
+        right: |v| made_task(v, "insurance"),
+    },
+    Everyday {
+        said: "I want to learn Spanish in three months, make it one of my goals.",
+        want: "create_task (or break_down_task) with \"spanish\" in its title",
+        acts: MAKE_TASK,
+        right: |v| made_task(v, "spanish"),
+    },
+    Everyday {
+        said: "What should I do next?",
+        want: "get_next_actions or list_tasks",
+        acts: &[],
+        right: |v| asked_planner(v),
+    },
+    Everyday {
+        said: "What's on my task list?",
+        want: "list_tasks or get_next_actions",
+        acts: &[],
+        right: |v| asked_planner(v),
+    },
+    Everyday {
+        said: "Make the insurance task my top priority.",
+        want: "prioritize the insurance task to priority 1",
+        acts: &[memory::plans::PRIORITIZE],
+        right: |v| {
+            let ids = task_ids(v.tasks, "insurance");
+            v.called(memory::plans::PRIORITIZE)
+                .any(|a| of_task(a, &ids) && memory::plans::whole(&a["priority"]) == Some(1))
+        },
+    },
+    Everyday {
+        said: "Push the insurance task back by one week.",
+        want: "reschedule the insurance task by shift_days 7 (or to its due date a week later)",
+        acts: &[memory::plans::RESCHEDULE],
+        right: |v| week_later(v, "insurance"),
+    },
+    Everyday {
+        said: "Mark the milk task as done.",
+        want: "update_task_status of the milk task to done (or mark_plan_done, that leaves it \
+               done)",
+        acts: &[memory::plans::UPDATE_TASK_STATUS, memory::plans::MARK_PLAN_DONE],
+        right: |v| {
+            status_set(v, "milk", "done")
+                || (v.called(memory::plans::MARK_PLAN_DONE).next().is_some()
+                    && v.after.iter().any(|t| has(t, "milk") && t.status == "done"))
+        },
+    },
+    Everyday {
+        said: "Drop the Spanish goal.",
+        want: "update_task_status of the Spanish task to dropped",
+        acts: &[memory::plans::UPDATE_TASK_STATUS],
+        right: |v| status_set(v, "spanish", "dropped"),
+    },
+    // The clipboard.
+    Everyday {
         said: "Copy hello world to the clipboard.",
-        tool: Some("clipboard_copy"),
-        want: "text \"hello world\"",
-        args: |a| words(a["text"].as_str().unwrap_or_default()) == "hello world",
+        want: "clipboard_copy text \"hello world\"",
+        acts: &[CLIPBOARD_COPY],
+        right: |v| copied(v, "hello world"),
     },
-    ToolCase {
+    Everyday {
         said: "Put the word banana on the clipboard.",
-        tool: Some("clipboard_copy"),
-        want: "text \"banana\"",
-        args: |a| words(a["text"].as_str().unwrap_or_default()) == "banana",
+        want: "clipboard_copy text \"banana\"",
+        acts: &[CLIPBOARD_COPY],
+        right: |v| copied(v, "banana"),
     },
-    ToolCase {
+    Everyday {
+        said: "Copy the phone number 555 0123 to the clipboard.",
+        want: "clipboard_copy text \"555 0123\" (its digits, nothing else)",
+        acts: &[CLIPBOARD_COPY],
+        right: |v| {
+            v.called(CLIPBOARD_COPY).any(|a| {
+                let text = a["text"].as_str().unwrap_or_default();
+                !text.chars().any(char::is_alphabetic)
+                    && text.chars().filter(char::is_ascii_digit).collect::<String>() == "5550123"
+            })
+        },
+    },
+    Everyday {
+        said: "Copy thank you very much to the clipboard.",
+        want: "clipboard_copy text \"thank you very much\"",
+        acts: &[CLIPBOARD_COPY],
+        right: |v| copied(v, "thank you very much"),
+    },
+    Everyday {
+        said: "Put 12 Baker Street on the clipboard.",
+        want: "clipboard_copy text \"12 Baker Street\"",
+        acts: &[CLIPBOARD_COPY],
+        right: |v| copied(v, "12 baker street"),
+    },
+    // Notifications.
+    Everyday {
         said: "Show a notification saying backup done.",
-        tool: Some("notify"),
-        want: "\"backup done\" in the title or body",
-        args: |a| says(a, "title", "backup done") || says(a, "body", "backup done"),
+        want: "notify, \"backup done\" in the title or body",
+        acts: &[NOTIFY],
+        right: |v| notified(v, &["backup done"]),
     },
-    ToolCase {
+    Everyday {
         said: "Send me a notification that says the tea is ready.",
-        tool: Some("notify"),
-        want: "\"tea is ready\" in the title or body",
-        args: |a| says(a, "title", "tea is ready") || says(a, "body", "tea is ready"),
+        want: "notify, \"tea is ready\" in the title or body",
+        acts: &[NOTIFY],
+        right: |v| notified(v, &["tea is ready"]),
     },
-    ToolCase {
+    Everyday {
+        said: "Pop up a message saying dinner is served.",
+        want: "notify, \"dinner is served\" in the title or body",
+        acts: &[NOTIFY],
+        right: |v| notified(v, &["dinner is served"]),
+    },
+    Everyday {
+        said: "Notify me with the words stand up and stretch.",
+        want: "notify, \"stand up and stretch\" in the title or body",
+        acts: &[NOTIFY],
+        right: |v| notified(v, &["stand up and stretch"]),
+    },
+    Everyday {
+        said: "Send a notification: the download is complete.",
+        want: "notify, \"download is complete\" (or \"download complete\") in the title or body",
+        acts: &[NOTIFY],
+        right: |v| notified(v, &["download is complete", "download complete"]),
+    },
+    // Web pages.
+    Everyday {
         said: "Open example.org.",
-        tool: Some("open_url"),
-        want: "url http(s)://example.org",
-        args: |a| web_page(a, &["example.org", "www.example.org"]),
+        want: "open_url http(s)://example.org",
+        acts: &[OPEN_URL],
+        right: |v| opened(v, "example.org"),
     },
-    ToolCase {
+    Everyday {
         said: "Open the Rust website.",
-        tool: Some("open_url"),
-        want: "url http(s)://rust-lang.org",
-        args: |a| web_page(a, &["rust-lang.org", "www.rust-lang.org"]),
+        want: "open_url http(s)://rust-lang.org",
+        acts: &[OPEN_URL],
+        right: |v| opened(v, "rust-lang.org"),
     },
-    ToolCase {
+    Everyday {
+        said: "Open Wikipedia.",
+        want: "open_url http(s)://wikipedia.org (any language's)",
+        acts: &[OPEN_URL],
+        right: |v| opened(v, "wikipedia.org"),
+    },
+    Everyday {
+        said: "Go to youtube.com.",
+        want: "open_url http(s)://youtube.com",
+        acts: &[OPEN_URL],
+        right: |v| opened(v, "youtube.com"),
+    },
+    Everyday {
+        said: "Open GitHub.",
+        want: "open_url http(s)://github.com",
+        acts: &[OPEN_URL],
+        right: |v| opened(v, "github.com"),
+    },
+    // Questions the model answers itself.
+    Everyday {
+        said: "What is the capital of France?",
+        want: "no call, \"Paris\"",
+        acts: &[],
+        right: |v| answered(v, &["paris"]),
+    },
+    Everyday {
+        said: "How many legs does a spider have?",
+        want: "no call, \"eight\"",
+        acts: &[],
+        right: |v| answered(v, &["eight", "8"]),
+    },
+    Everyday {
+        said: "Who wrote Romeo and Juliet?",
+        want: "no call, \"Shakespeare\"",
+        acts: &[],
+        right: |v| answered(v, &["shakespeare"]),
+    },
+    Everyday {
+        said: "What's the boiling point of water in Celsius?",
+        want: "no call, \"100\"",
+        acts: &[],
+        right: |v| answered(v, &["100", "one hundred"]),
+    },
+    Everyday {
+        said: "How do you say thank you in Spanish?",
+        want: "no call, \"gracias\"",
+        acts: &[],
+        right: |v| answered(v, &["gracias"]),
+    },
+    Everyday {
+        said: "What's the largest planet in the solar system?",
+        want: "no call, \"Jupiter\"",
+        acts: &[],
+        right: |v| answered(v, &["jupiter"]),
+    },
+    Everyday {
+        said: "Who painted the Mona Lisa?",
+        want: "no call, \"Leonardo da Vinci\"",
+        acts: &[],
+        right: |v| answered(v, &["leonardo", "da vinci"]),
+    },
+    Everyday {
+        said: "What's 15 plus 27?",
+        want: "no call, \"42\"",
+        acts: &[],
+        right: |v| answered(v, &["42", "forty-two", "forty two"]),
+    },
+    // What no tool does: no call (but a read of the time) and an answer that says so.
+    Everyday {
         said: "Turn off the kitchen lights.",
-        tool: None,
-        want: "no call, and an answer that says it cannot",
-        args: |_| true,
+        want: "no call, an answer that says it cannot",
+        acts: &[],
+        right: |v| cannot(v),
+    },
+    Everyday {
+        said: "Order me a pizza.",
+        want: "no call, an answer that says it cannot",
+        acts: &[],
+        right: |v| cannot(v),
+    },
+    Everyday {
+        said: "Call my mother.",
+        want: "no call, an answer that says it cannot",
+        acts: &[],
+        right: |v| cannot(v),
+    },
+    Everyday {
+        said: "Book a table for two tonight.",
+        want: "no call (get_datetime aside), an answer that says it cannot",
+        acts: &[],
+        right: |v| cannot(v),
+    },
+    Everyday {
+        said: "Turn the volume up.",
+        want: "no call, an answer that says it cannot",
+        acts: &[],
+        right: |v| cannot(v),
+    },
+    // What was said before ([`SAID_BEFORE`] is in memory).
+    Everyday {
+        said: "What have I told you about my sister?",
+        want: "recall_memories, search_recent_conversation or explore_memory_tree",
+        acts: &[],
+        right: |v| recalled(v),
+    },
+    Everyday {
+        said: "Do you remember what I said about my new job?",
+        want: "recall_memories, search_recent_conversation or explore_memory_tree",
+        acts: &[],
+        right: |v| recalled(v),
+    },
+    Everyday {
+        said: "What did we talk about earlier?",
+        want: "recall_memories, search_recent_conversation or explore_memory_tree",
+        acts: &[],
+        right: |v| recalled(v),
     },
 ];
+
+/// A chat in memory before the everyday commands run (the user's lines, the assistant's),
+/// for them to recall.
+const SAID_BEFORE: [(&str, &str); 2] = [
+    (
+        "My sister Ana just moved to Porto, she works as a nurse there now.",
+        "That's a big move for Ana! Porto is a lovely city.",
+    ),
+    (
+        "I start my new job at the bakery on the first of next month.",
+        "Congratulations on the new job at the bakery!",
+    ),
+];
+
+/// Whether a call of `tool` reads and changes nothing that a person would notice: the time,
+/// memory or the planner read.
+fn reads(tool: &str) -> bool {
+    tool == GET_DATETIME || memory::tools::is_recall(tool)
+}
+
+/// A question about the time or the date: `get_datetime` called, or no call and an answer
+/// that `says` it.
+fn told(v: &Verdict<'_>, says: fn(&Verdict<'_>) -> bool) -> bool {
+    v.called(GET_DATETIME).next().is_some() || (v.calls.is_empty() && says(v))
+}
+
+/// The minutes from one before the command started to its end.
+fn minutes_of(v: &Verdict<'_>) -> Vec<NaiveDateTime> {
+    let mut at = v.now.with_second(0).unwrap_or(v.now) - TimeDelta::minutes(1);
+    let mut out = Vec::new();
+    while at <= v.end && out.len() < 60 {
+        out.push(at);
+        at += TimeDelta::minutes(1);
+    }
+    out
+}
+
+/// Whether the answer tells the time of one of those minutes: in 24 hours, or in 12 (with
+/// or without a leading zero) and not in the wrong half of the day.
+fn states_time(v: &Verdict<'_>) -> bool {
+    let any =
+        |forms: &[String]| holds(&v.answer, &forms.iter().map(String::as_str).collect::<Vec<_>>());
+    minutes_of(v).iter().any(|at| {
+        let full = ["%H:%M", "%-H:%M"].map(|f| at.format(f).to_string());
+        let half = ["%I:%M", "%-I:%M"].map(|f| at.format(f).to_string());
+        let (this, other) = if at.hour() < 12 {
+            (["am", "a.m"], ["pm", "p.m"])
+        } else {
+            (["pm", "p.m"], ["am", "a.m"])
+        };
+        let with = |marks: [&str; 2]| -> Vec<String> {
+            half.iter()
+                .flat_map(|h| {
+                    marks.iter().flat_map(move |m| [format!("{h}{m}"), format!("{h} {m}")])
+                })
+                .collect()
+        };
+        let said_half = any(&half) || any(&with(this));
+        (any(&full) || said_half) && !any(&with(other))
+    })
+}
+
+/// Whether the answer names today's weekday, and no other.
+fn states_weekday(v: &Verdict<'_>) -> bool {
+    let today: Vec<String> =
+        [v.now, v.end].iter().map(|at| at.format("%A").to_string().to_lowercase()).collect();
+    let named: Vec<&str> =
+        ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+            .into_iter()
+            .filter(|day| holds(&v.answer, &[day]))
+            .collect();
+    !named.is_empty() && named.iter().all(|day| today.iter().any(|t| t == day))
+}
+
+/// Whether the answer gives today's date: its month's name and its day's number, or in
+/// numbers (`YYYY-MM-DD`, or day and month either way round with the year).
+fn states_date(v: &Verdict<'_>) -> bool {
+    [v.now, v.end].iter().any(|at| {
+        let day = at.format("%-d").to_string();
+        let days: Vec<String> = ["", "st", "nd", "rd", "th"].map(|s| format!("{day}{s}")).into();
+        let days: Vec<&str> = days.iter().map(String::as_str).collect();
+        let month = at.format("%B").to_string();
+        let numeric = ["%Y-%m-%d", "%d/%m/%Y", "%-d/%-m/%Y", "%m/%d/%Y", "%-m/%-d/%Y"]
+            .map(|f| at.format(f).to_string());
+        holds(&v.answer, &numeric.each_ref().map(String::as_str))
+            || (holds(&v.answer, &[month.as_str()]) && holds(&v.answer, &days))
+    })
+}
+
+/// Whether the answer gives this year.
+fn states_year(v: &Verdict<'_>) -> bool {
+    [v.now, v.end].iter().any(|at| holds(&v.answer, &[at.format("%Y").to_string().as_str()]))
+}
+
+/// A `set_timer` for `minutes`, its label with `label` when one is asked for.
+fn timer(v: &Verdict<'_>, minutes: f64, label: Option<&str>) -> bool {
+    v.called(SET_TIMER).any(|a| {
+        a["minutes"].as_f64().is_some_and(|m| (m - minutes).abs() < 1e-6)
+            && label.is_none_or(|l| says(a, "label", l))
+    })
+}
+
+/// When an `add_intention`'s reminder falls due, as memory reads its arguments: the earliest
+/// and the latest it can be. `due_in_minutes` counts from when the call ran, some time
+/// between the command's start and its end (a minute either side, for the minute a model
+/// works from); else `due` is that minute (`YYYY-MM-DD HH:MM`, with a `T` too, or a day
+/// alone at 09:00, as memory reads it).
+fn due_of(v: &Verdict<'_>, args: &Value) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    if let Some(m) = args["due_in_minutes"].as_f64().filter(|m| *m > 0.0) {
+        let after = TimeDelta::seconds((m * 60.0).round() as i64);
+        let slack = TimeDelta::minutes(1);
+        return Some((v.now + after - slack, v.end + after + slack));
+    }
+    let due = args["due"].as_str()?.trim();
+    let at = NaiveDateTime::parse_from_str(due, "%Y-%m-%d %H:%M")
+        .or_else(|_| NaiveDateTime::parse_from_str(due, "%Y-%m-%dT%H:%M"))
+        .ok()
+        .or_else(|| NaiveDate::parse_from_str(due, "%Y-%m-%d").ok()?.and_hms_opt(9, 0, 0))?;
+    Some((at, at))
+}
+
+/// An `add_intention` with `key` in its text, due at one of `at`.
+fn reminder(v: &Verdict<'_>, key: &str, at: &[NaiveDateTime]) -> bool {
+    v.called(ADD_INTENTION).any(|a| {
+        says(a, "text", key)
+            && due_of(v, a).is_some_and(|(lo, hi)| at.iter().any(|w| lo <= *w && *w <= hi))
+    })
+}
+
+/// "Remind me in `minutes` minutes to …": a `set_timer` of that length with `key` in its
+/// label, or an `add_intention` with `key` in its text, due that long after the command (a
+/// minute either side).
+fn reminder_in(v: &Verdict<'_>, key: &str, minutes: i64) -> bool {
+    let after = TimeDelta::minutes(minutes);
+    let slack = TimeDelta::minutes(1);
+    let (from, to) = (v.now + after - slack, v.end + after + slack);
+    let timer = timer(v, minutes as f64, Some(key));
+    timer
+        || v.called(ADD_INTENTION).any(|a| {
+            says(a, "text", key) && due_of(v, a).is_some_and(|(lo, hi)| lo <= to && from <= hi)
+        })
+}
+
+/// `days` after the command's day, at `hour:minute`.
+fn day_at(v: &Verdict<'_>, days: i64, hour: u32, minute: u32) -> NaiveDateTime {
+    let day = v.now.date() + TimeDelta::days(days);
+    day.and_hms_opt(hour, minute, 0).unwrap_or_default()
+}
+
+/// "On Friday at five": the next `day` at `hour:minute`; when today is that day and the hour
+/// is still to come, today's too.
+fn weekday_at(v: &Verdict<'_>, day: Weekday, hour: u32, minute: u32) -> Vec<NaiveDateTime> {
+    let today = day_at(v, 0, hour, minute);
+    let mut at = Vec::new();
+    if v.now.weekday() == day && today > v.now {
+        at.push(today);
+    }
+    at.extend((1..=7).map(|n| day_at(v, n, hour, minute)).find(|d| d.weekday() == day));
+    at
+}
+
+/// "Next Wednesday at three": the coming `day` after today, or the one a week after it.
+fn next_weekday_at(v: &Verdict<'_>, day: Weekday, hour: u32, minute: u32) -> Vec<NaiveDateTime> {
+    let coming = (1..=7).map(|n| day_at(v, n, hour, minute)).find(|d| d.weekday() == day);
+    coming.into_iter().flat_map(|d| [d, d + TimeDelta::days(7)]).collect()
+}
+
+/// Whether task `task` has `key` in its title or goal.
+fn has(task: &TaskEntry, key: &str) -> bool {
+    words(&task.title).contains(key) || words(&task.goal).contains(key)
+}
+
+/// The ids of the tasks with `key` in their title or goal.
+fn task_ids(tasks: &[TaskEntry], key: &str) -> Vec<i64> {
+    tasks.iter().filter(|t| has(t, key)).map(|t| t.id).collect()
+}
+
+/// Whether a call's `task_id` is one of `ids` (in any spelling the planner takes).
+fn of_task(args: &Value, ids: &[i64]) -> bool {
+    memory::plans::whole(&args["task_id"]).is_some_and(|id| ids.contains(&id))
+}
+
+/// A task made with `key` in its title: `create_task`, or `break_down_task` with a title
+/// (which makes the task it plans).
+fn made_task(v: &Verdict<'_>, key: &str) -> bool {
+    MAKE_TASK.iter().any(|tool| v.called(tool).any(|a| says(a, "title", key)))
+}
+
+/// The planner asked what there is to do.
+fn asked_planner(v: &Verdict<'_>) -> bool {
+    [memory::plans::GET_NEXT_ACTIONS, memory::plans::LIST_TASKS]
+        .iter()
+        .any(|tool| v.called(tool).next().is_some())
+}
+
+/// An `update_task_status` of a task with `key` (as it was before the command) to `status`.
+fn status_set(v: &Verdict<'_>, key: &str, status: &str) -> bool {
+    let ids = task_ids(v.tasks, key);
+    v.called(memory::plans::UPDATE_TASK_STATUS)
+        .any(|a| of_task(a, &ids) && a["status"].as_str().map(str::trim) == Some(status))
+}
+
+/// A `reschedule` of a task with `key` a week later: `shift_days` 7, or a `due` a week
+/// after the one it had, and neither given otherwise.
+fn week_later(v: &Verdict<'_>, key: &str) -> bool {
+    let ids = task_ids(v.tasks, key);
+    v.called(memory::plans::RESCHEDULE).any(|a| {
+        let Some(id) = memory::plans::whole(&a["task_id"]).filter(|id| ids.contains(id)) else {
+            return false;
+        };
+        let later = v
+            .tasks
+            .iter()
+            .find(|t| t.id == id)
+            .and_then(|t| NaiveDate::parse_from_str(t.due.as_deref()?, "%Y-%m-%d").ok())
+            .map(|d| (d + TimeDelta::days(7)).format("%Y-%m-%d").to_string());
+        let shift = memory::plans::whole(&a["shift_days"]).unwrap_or(0);
+        let due = a["due"].as_str().map(str::trim).filter(|d| !d.is_empty());
+        let due_right = due.is_some() && due == later.as_deref();
+        (shift == 0 || shift == 7) && (due.is_none() || due_right) && (shift == 7 || due_right)
+    })
+}
+
+/// A `clipboard_copy` of `text` (in words: case and punctuation aside).
+fn copied(v: &Verdict<'_>, text: &str) -> bool {
+    v.called(CLIPBOARD_COPY).any(|a| words(a["text"].as_str().unwrap_or_default()) == text)
+}
+
+/// A `notify` with one of `texts` in its title or body.
+fn notified(v: &Verdict<'_>, texts: &[&str]) -> bool {
+    v.called(NOTIFY).any(|a| texts.iter().any(|t| says(a, "title", t) || says(a, "body", t)))
+}
+
+/// An `open_url` of a page of `site`.
+fn opened(v: &Verdict<'_>, site: &str) -> bool {
+    v.called(OPEN_URL).any(|a| web_page(a, site))
+}
+
+/// A question answered without a call, the answer with one of `spellings`.
+fn answered(v: &Verdict<'_>, spellings: &[&str]) -> bool {
+    v.calls.is_empty() && holds(&v.answer, spellings)
+}
+
+/// What no tool does: no call but a read of the time, and an answer that says it cannot.
+fn cannot(v: &Verdict<'_>) -> bool {
+    v.calls.iter().all(|(tool, _)| *tool == GET_DATETIME) && refuses(&v.answer)
+}
+
+/// Memory asked for what was said before.
+fn recalled(v: &Verdict<'_>) -> bool {
+    [memory::tools::RECALL, memory::tools::SEARCH_RECENT, memory::tools::EXPLORE_TREE]
+        .iter()
+        .any(|tool| v.called(tool).next().is_some())
+}
 
 /// Whether an answer says that it cannot do what was asked.
 fn refuses(answer: &str) -> bool {
@@ -220,21 +854,18 @@ fn refuses(answer: &str) -> bool {
     .any(|w| answer.contains(w))
 }
 
-/// Whether the call's `minutes` is `want`.
-fn minutes(args: &Value, want: f64) -> bool {
-    args["minutes"].as_f64().is_some_and(|m| (m - want).abs() < 1e-6)
-}
-
 /// Whether the call's string `key` has the words `want`.
 fn says(args: &Value, key: &str, want: &str) -> bool {
     words(args[key].as_str().unwrap_or_default()).contains(want)
 }
 
-/// Whether the call's `url` is an http(s) link to one of `hosts` (its front page or any).
-fn web_page(args: &Value, hosts: &[&str]) -> bool {
-    let url = args["url"].as_str().unwrap_or_default().to_ascii_lowercase();
+/// Whether the call's `url` is an http(s) link to `site` or a host under it (its front page
+/// or any).
+fn web_page(args: &Value, site: &str) -> bool {
+    let url = args["url"].as_str().unwrap_or_default().trim().to_ascii_lowercase();
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
-    rest.is_some_and(|r| hosts.contains(&r.split('/').next().unwrap_or_default()))
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+    host.is_some_and(|h| h == site || h.strip_suffix(site).is_some_and(|sub| sub.ends_with('.')))
 }
 
 /// `text` lower-cased, its punctuation dropped, its words single-spaced.
@@ -834,6 +1465,8 @@ struct Output {
     max_tokens: Option<u64>,
     /// The request's last message, for inspection.
     asked: String,
+    /// The names of the tools the request offered.
+    offered: Vec<String>,
 }
 
 /// Whether an SSE line carries a piece of text or of a call.
@@ -880,6 +1513,12 @@ impl Output {
             done: exchange.done,
             max_tokens: request["max_tokens"].as_u64(),
             asked,
+            offered: request["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect(),
         };
         if out.streamed {
             for line in text.lines() {
@@ -958,6 +1597,7 @@ impl Output {
         json!({
             "status": self.status,
             "asked": self.asked,
+            "tools": self.offered,
             "max_tokens": self.max_tokens,
             "content": self.content,
             "tool_calls": self.calls.iter().map(|(n, a)| json!({"name": n, "arguments": a})).collect::<Vec<_>>(),
@@ -1021,12 +1661,16 @@ impl Llama {
             .map(|a| a.port())
             .unwrap_or_else(|e| panic!("no free port: {e}"));
         let launch = launch(model, port);
+        let mut args = launch.args();
+        args.extend(["--slot-save-path".into(), Self::slots(dir).into_os_string()]);
         let log = dir.join(format!("{name}.log"));
         let out = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
         let err = out.try_clone().unwrap_or_else(|e| panic!("{}: {e}", log.display()));
         let started = Instant::now();
+        std::fs::create_dir_all(Self::slots(dir))
+            .unwrap_or_else(|e| panic!("{}: {e}", Self::slots(dir).display()));
         let child = Command::new(&launch.program)
-            .args(launch.args())
+            .args(args)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -1053,6 +1697,11 @@ impl Llama {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+    }
+
+    /// Where its slots are saved (`--slot-save-path`, as `up` gives one), under `dir`.
+    fn slots(dir: &Path) -> PathBuf {
+        dir.join("llama-slots")
     }
 
     /// Its peak resident memory so far (VmHWM), in KiB.
@@ -1087,6 +1736,7 @@ fn shown_args() -> String {
         shown.push(if after_port { "PORT".to_owned() } else { arg.clone() });
         after_port = arg == "--port";
     }
+    shown.push("--slot-save-path DIR".to_owned());
     shown.join(" ")
 }
 
@@ -1095,7 +1745,8 @@ fn shown_args() -> String {
 struct Base {
     settings: Arc<llm::Settings>,
     tools: Arc<stt_tools::Registry>,
-    /// The names of the tools a command is offered (memory off).
+    /// The names of every tool a command may call: the registry's, memory's and the
+    /// planner's, and the wake-ups' (any other name is one the model made up).
     offered: Vec<String>,
     connect: Duration,
     idle: Duration,
@@ -1109,7 +1760,12 @@ impl Base {
                 .unwrap_or_else(|e| panic!("the default config's settings: {e:#}"));
         let tools = stt_tools::Registry::configured(&settings.tools, &settings.models)
             .unwrap_or_else(|e| panic!("the default config's tools: {e}"));
-        let offered = tools.specs().map(|s| s.name.clone()).collect();
+        let offered = tools
+            .specs()
+            .map(|s| s.name.clone())
+            .chain(memory::tools::command_tools().map(str::to_owned))
+            .chain(stt_assistant::wake::TOOLS.iter().map(|n| (*n).to_owned()))
+            .collect();
         Self {
             settings: Arc::new(settings.lane),
             tools: Arc::new(tools),
@@ -1293,9 +1949,10 @@ impl Job {
         Self { ran, outputs }
     }
 
-    fn command(runtime: &Runtime, env: &JobEnv, proxy: Option<&Proxy>, said: &str) -> Self {
+    /// `said` as the `n`th command.
+    fn command(runtime: &Runtime, env: &JobEnv, proxy: Option<&Proxy>, said: &str, n: u64) -> Self {
         let work =
-            Work::Command { text: said.to_owned(), edited: false, episode: Episode::Command(1) };
+            Work::Command { text: said.to_owned(), edited: false, episode: Episode::Command(n) };
         Self::run(runtime, env, proxy, work)
     }
 
@@ -1406,16 +2063,18 @@ impl Target {
     }
 }
 
-/// One tool case's outcome.
+/// One everyday command's outcome.
 #[derive(Debug)]
-struct ToolScore {
-    score: f64,
+struct Scored {
+    right: bool,
     /// Tool names the model made up.
     invented: BTreeSet<String>,
     /// Replies that wrote the tool schemas back.
     echoes: usize,
     /// How its first reply wrote a call: "native" (`tool_calls`), "text" or "none".
     written: &'static str,
+    /// The prompt tokens of its first request, as the server counted them.
+    first_prompt: Option<u64>,
     calls: String,
     answer: String,
 }
@@ -1433,7 +2092,17 @@ fn names_in(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn score_tools(case: &ToolCase, job: &Job, offered: &[String]) -> ToolScore {
+/// The moments and the planner's tasks a command's check goes by.
+struct Around<'a> {
+    now: NaiveDateTime,
+    end: NaiveDateTime,
+    tasks: &'a [TaskEntry],
+    after: &'a [TaskEntry],
+}
+
+/// An everyday command judged: its check passed, and it called no tool that does not exist
+/// and none that acts but those it may act with.
+fn score_everyday(case: &Everyday, job: &Job, offered: &[String], around: &Around<'_>) -> Scored {
     let calls: Vec<(&str, &Value)> = job.ran.calls().collect();
     let unknown: Vec<&str> = job
         .ran
@@ -1446,21 +2115,16 @@ fn score_tools(case: &ToolCase, job: &Job, offered: &[String]) -> ToolScore {
             _ => None,
         })
         .collect();
-    let score = match case.tool {
-        None if calls.is_empty() && unknown.is_empty() && refuses(&job.ran.reply()) => 1.0,
-        None if calls.is_empty() && unknown.is_empty() => 0.5,
-        None => 0.0,
-        Some(tool) => {
-            let mine: Vec<&Value> = calls.iter().filter(|(t, _)| *t == tool).map(|c| c.1).collect();
-            if mine.iter().any(|a| (case.args)(a)) {
-                1.0
-            } else if mine.is_empty() {
-                0.0
-            } else {
-                0.5
-            }
-        }
+    let stray = calls.iter().any(|(tool, _)| !reads(tool) && !case.acts.contains(tool));
+    let verdict = Verdict {
+        calls: calls.clone(),
+        answer: job.ran.reply(),
+        now: around.now,
+        end: around.end,
+        tasks: around.tasks,
+        after: around.after,
     };
+    let right = unknown.is_empty() && !stray && (case.right)(&verdict);
     let mut invented: BTreeSet<String> = unknown.iter().map(|t| (*t).to_owned()).collect();
     for output in &job.outputs {
         let names = output.calls.iter().map(|c| c.0.clone()).chain(names_in(&output.content));
@@ -1481,7 +2145,40 @@ fn score_tools(case: &ToolCase, job: &Job, offered: &[String]) -> ToolScore {
     } else {
         calls.iter().map(|(t, a)| format!("{t} {a}")).collect::<Vec<_>>().join(", ")
     };
-    ToolScore { score, invented, echoes, written, calls, answer: job.ran.reply() }
+    let first_prompt = job.outputs.first().map(|o| o.prompt_tokens).filter(|n| *n > 0);
+    Scored { right, invented, echoes, written, first_prompt, calls, answer: verdict.answer }
+}
+
+/// One request as `up` made a command's before the tools were chosen by its words: the
+/// command system prompt, every built-in tool and every one of memory's
+/// (`memory::tools::ASSISTANT`), a question no tool answers, and `max_tokens` 1 (as
+/// `command::warm` sends its request): what its prompt costs.
+async fn every_tool(env: &JobEnv, client: &Provider) -> Result<Usage, LlmError> {
+    let memory = memory::tools::specs(&memory::tools::ASSISTANT);
+    let tools: Vec<ToolSpec> = env
+        .tools
+        .specs()
+        .chain(&memory)
+        .map(|spec| ToolSpec {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters: spec.parameters.clone(),
+        })
+        .collect();
+    let messages = [
+        Message::system(&env.settings.command_system_prompt),
+        Message::user("What is the capital of France?"),
+    ];
+    let request = Request {
+        messages: &messages,
+        tools: &tools,
+        stream: false,
+        max_tokens: 1,
+        temperature: 0.0,
+        resume: None,
+        slot: Some(llm::SLOT_COMMAND),
+    };
+    client.complete(&request, |_| {}).await.map(|reply| reply.usage.unwrap_or_default())
 }
 
 /// One summary's outcome.
@@ -1571,8 +2268,12 @@ struct Figures {
     /// After a restart: the warm-up request's time, then the first command.
     warm_up_ms: Option<f64>,
     after_warm_up: Option<Timed>,
-    tools: Vec<ToolScore>,
+    /// After the next restart: the saved prefix restored (ms), then the first command.
+    restored: Option<(f64, Timed)>,
+    everyday: Vec<Scored>,
     tool_ends: Vec<f64>,
+    /// The prompt tokens of one request with every built-in and memory tool offered.
+    every_tool_prompt: Option<u64>,
     facts: Vec<(bool, String)>,
     chat_first: Vec<f64>,
     chat_ends: Vec<f64>,
@@ -1612,7 +2313,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
 
     // 1. The first command, then the same again.
     eprintln!("bench-llm: {label}: cold and warm commands…");
-    let cold = Job::command(runtime, &env, proxy, TIMED);
+    let cold = Job::command(runtime, &env, proxy, TIMED, 1);
     figures.timings.extend(cold.outputs.iter().filter_map(|o| o.timings));
     if server.is_some() {
         figures.cold = Some(cold.timed());
@@ -1622,7 +2323,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     while figures.warm.iter().filter(|t| t.valid()).count() < WARM_RUNS
         && figures.warm.len() < MAX_WARM_RUNS
     {
-        let job = Job::command(runtime, &env, proxy, TIMED);
+        let job = Job::command(runtime, &env, proxy, TIMED, 1);
         figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
         figures.warm.push(job.timed());
         warm_log.push(job.json());
@@ -1630,23 +2331,63 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     log["cold"] = cold.json();
     log["warm"] = json!(warm_log);
 
-    // 2. Tool choice and arguments.
-    let mut tools_log = Vec::new();
-    for case in &TOOL_CASES {
-        eprintln!("bench-llm: {label}: command {:?}…", case.said);
-        let job = Job::command(runtime, &env, proxy, case.said);
-        figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
-        let score = score_tools(case, &job, &base.offered);
-        eprintln!("  → {} ({})", score.calls, score.score);
-        figures.tool_ends.push(job.ran.end_ms());
-        tools_log.push(json!({
-            "said": case.said, "tool": case.tool, "want": case.want, "score": score.score,
-            "invented": score.invented, "schema_echoes": score.echoes, "written": score.written,
-            "run": job.json(),
-        }));
-        figures.tools.push(score);
+    // 2. Everyday commands, memory on: the tools offered as `up` offers them.
+    let memory = memory::spawn(
+        memory::Settings::new(dir.join(format!("{label}-everyday.db"))),
+        Sink::new(|_| {}),
+    )
+    .unwrap_or_else(|e| panic!("cannot start memory: {e}"));
+    for (user, assistant) in SAID_BEFORE {
+        memory.turn(Episode::Chat(1), Role::User, Some(SPEAKER), "chat", user);
+        memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", assistant);
     }
-    log["tools"] = json!(tools_log);
+    let everyday_env = base.env(&lane_url, slots, Some(memory.clone()));
+    let client = everyday_env.client.clone().unwrap_or_else(|| panic!("the env has a client"));
+    let started = Instant::now();
+    let usage = runtime.block_on(every_tool(&everyday_env, &client));
+    let outputs = proxy.map(Proxy::take).unwrap_or_default();
+    figures.timings.extend(outputs.iter().filter_map(|o| o.timings));
+    figures.every_tool_prompt = match (outputs.first(), &usage) {
+        (Some(o), _) if o.prompt_tokens > 0 => Some(o.prompt_tokens),
+        (_, Ok(usage)) if usage.prompt_tokens > 0 => Some(u64::from(usage.prompt_tokens)),
+        _ => None,
+    };
+    if let Err(e) = &usage {
+        eprintln!("bench-llm: {label}: the request with every tool failed: {e}");
+    }
+    log["every_tool"] = json!({
+        "prompt_tokens": figures.every_tool_prompt,
+        "outputs": outputs.iter().map(|o| o.json(started)).collect::<Vec<_>>(),
+    });
+    let tasks = |memory: &memory::Memory| {
+        runtime
+            .block_on(memory.plans(TaskRequest::List { status: None }))
+            .map(|answer| answer.tasks)
+            .unwrap_or_default()
+    };
+    let mut everyday_log = Vec::new();
+    for (n, case) in (1..).zip(&EVERYDAY) {
+        eprintln!("bench-llm: {label}: command {:?}…", case.said);
+        let before = tasks(&memory);
+        let now = chrono::Local::now().naive_local();
+        let job = Job::command(runtime, &everyday_env, proxy, case.said, n);
+        let end = chrono::Local::now().naive_local();
+        let after = tasks(&memory);
+        figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
+        let around = Around { now, end, tasks: &before, after: &after };
+        let score = score_everyday(case, &job, &base.offered, &around);
+        eprintln!("  → {} ({})", score.calls, if score.right { "right" } else { "wrong" });
+        figures.tool_ends.push(job.ran.end_ms());
+        everyday_log.push(json!({
+            "said": case.said, "want": case.want, "right": score.right,
+            "at": now.format("%Y-%m-%d %H:%M:%S").to_string(),
+            "invented": score.invented, "schema_echoes": score.echoes, "written": score.written,
+            "first_prompt_tokens": score.first_prompt, "run": job.json(),
+        }));
+        figures.everyday.push(score);
+    }
+    log["everyday"] = json!(everyday_log);
+    runtime.block_on(memory.stop());
 
     // 3. Short facts.
     let mut facts_log = Vec::new();
@@ -1776,22 +2517,36 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     }
     drop(server);
 
-    // 1, again: the first command after a restart and the assistant's warm-up request.
+    // 1, again: the first command after a restart and the assistant's warm-up request, as
+    // `up` has them: the prefix read and saved (the first start), then restored (the next).
     if let Target::Gguf { path, .. } = target {
-        eprintln!("bench-llm: {label}: restart, warm-up request, first command…");
-        let server = Llama::start(path, dir, &format!("{label}-again"));
-        let proxy = Proxy::start(&server.url());
-        let env = base.env(&proxy.url, true, None);
-        let client = env.client.clone().unwrap_or_else(|| panic!("the env has a client"));
-        let started = Instant::now();
-        if let Err(e) = runtime.block_on(llm::command::warm(&env, &client)) {
-            eprintln!("bench-llm: {label}: the warm-up request failed: {e}");
+        let mut runs = Vec::new();
+        for (n, how) in ["read", "restored"].into_iter().enumerate() {
+            eprintln!("bench-llm: {label}: restart, warm-up ({how}), first command…");
+            let server = Llama::start(path, dir, &format!("{label}-again-{n}"));
+            let proxy = Proxy::start(&server.url());
+            let env = base.env(&proxy.url, true, None);
+            let client = env.client.clone().unwrap_or_else(|| panic!("the env has a client"));
+            let started = Instant::now();
+            let slots = Llama::slots(dir);
+            let warmed = runtime.block_on(llm::command::warm_saved(&env, &client, Some(&slots)));
+            let warm_ms = ms_between(started, Instant::now());
+            let restored = matches!(warmed, Ok(llm::command::Warmed::Restored { .. }));
+            if let Err(e) = &warmed {
+                eprintln!("bench-llm: {label}: the warm-up request failed: {e}");
+            }
+            let warm_up: Vec<Value> = proxy.take().iter().map(|o| o.json(started)).collect();
+            let job = Job::command(runtime, &env, Some(&proxy), TIMED, 1);
+            runs.push(json!({"warm_up": warm_up, "warmed": format!("{warmed:?}"),
+                "first_command": job.json()}));
+            if restored {
+                figures.restored = Some((warm_ms, job.timed()));
+            } else {
+                figures.warm_up_ms = Some(warm_ms);
+                figures.after_warm_up = Some(job.timed());
+            }
         }
-        figures.warm_up_ms = Some(ms_between(started, Instant::now()));
-        let warm_up: Vec<Value> = proxy.take().iter().map(|o| o.json(started)).collect();
-        let job = Job::command(runtime, &env, Some(&proxy), TIMED);
-        figures.after_warm_up = Some(job.timed());
-        log["after_warm_up"] = json!({"warm_up": warm_up, "first_command": job.json()});
+        log["after_warm_up"] = json!(runs);
     }
     figures.wall_s = began.elapsed().as_secs_f64();
     let file = saved.join(format!("{label}.json"));
@@ -1870,16 +2625,38 @@ fn table(targets: &[Target], all: &[Figures]) -> String {
     let mut row = |name: &str, cell: &dyn Fn(&Figures) -> String| {
         rows.push((name.to_owned(), all.iter().map(cell).collect()));
     };
-    row("tool choice: right tool and arguments (invented tool names / schema echoes)", &|f| {
-        let score: f64 = f.tools.iter().map(|t| t.score).sum();
-        let invented: BTreeSet<&String> = f.tools.iter().flat_map(|t| &t.invented).collect();
-        let echoes: usize = f.tools.iter().map(|t| t.echoes).sum();
-        format!("**{score}/{}** ({} / {echoes})", f.tools.len(), invented.len())
-    });
+    row(
+        &format!(
+            "everyday commands right (model path alone, {} commands) (invented tool names / \
+             schema echoes)",
+            EVERYDAY.len()
+        ),
+        &|f| {
+            let right = f.everyday.iter().filter(|t| t.right).count();
+            let of = f.everyday.len();
+            let invented: BTreeSet<&String> = f.everyday.iter().flat_map(|t| &t.invented).collect();
+            let echoes: usize = f.everyday.iter().map(|t| t.echoes).sum();
+            let share = if of > 0 { right as f64 * 100.0 / of as f64 } else { 0.0 };
+            format!("**{right}/{of} ({share:.0}%)** ({} / {echoes})", invented.len())
+        },
+    );
     row("its first reply wrote a call as `tool_calls` / in the text / none", &|f| {
-        let count = |w: &str| f.tools.iter().filter(|t| t.written == w).count();
+        let count = |w: &str| f.everyday.iter().filter(|t| t.written == w).count();
         format!("{} / {} / {}", count("native"), count("text"), count("none"))
     });
+    row("a command's prompt: median prompt tokens of its first request (min–max)", &|f| {
+        let tokens: Vec<u64> = f.everyday.iter().filter_map(|t| t.first_prompt).collect();
+        let median = median(tokens.iter().map(|n| *n as f64).collect());
+        match (median, tokens.iter().min(), tokens.iter().max()) {
+            (Some(m), Some(lo), Some(hi)) => format!("{m:.0} ({lo}–{hi})"),
+            _ => "—".to_owned(),
+        }
+    });
+    row(
+        "before: every tool offered (as up offered a command before tools were chosen by its \
+         words)",
+        &|f| f.every_tool_prompt.map_or_else(|| "—".to_owned(), |n| format!("{n} prompt tokens")),
+    );
     row("short facts (chat)", &|f| {
         format!("**{}/{}**", f.facts.iter().filter(|(right, _)| *right).count(), f.facts.len())
     });
@@ -1946,13 +2723,20 @@ fn table(targets: &[Target], all: &[Figures]) -> String {
         tokens(f.warm.iter().find(|t| t.valid()).or(f.warm.first()))
     });
     row(
-        "after a restart: the warm-up request, then the first command (the same three)",
+        "after a restart: the warm-up request reads the prefix (and saves it), then the first command (the same three)",
         &|f| match (f.warm_up_ms, &f.after_warm_up) {
             (Some(w), Some(t)) => format!("{}, then {}", secs(Some(w)), first_and_end(Some(t))),
             _ => "—".to_owned(),
         },
     );
-    row("the 13 commands of the tool part: median end (slowest)", &|f| {
+    row(
+        "after the next restart: the saved prefix restored, then the first command (the same three)",
+        &|f| match &f.restored {
+            Some((w, t)) => format!("{}, then {}", secs(Some(*w)), first_and_end(Some(t))),
+            None => "— (not restored)".to_owned(),
+        },
+    );
+    row(&format!("the {} everyday commands: median end (slowest)", EVERYDAY.len()), &|f| {
         let slowest = f
             .tool_ends
             .iter()
@@ -2020,29 +2804,23 @@ fn misses(targets: &[Target], all: &[Figures]) -> String {
                 answers.join(", ")
             ));
         }
-        let tools: Vec<String> = TOOL_CASES
+        let everyday: Vec<String> = EVERYDAY
             .iter()
-            .zip(&f.tools)
-            .filter(|(_, s)| s.score < 1.0)
+            .zip(&f.everyday)
+            .filter(|(_, s)| !s.right)
             .map(|(case, s)| {
-                let answer = if s.calls == "no call" && !s.answer.is_empty() {
-                    format!(": \"{}\"", short(&s.answer, 70))
-                } else {
+                let answer = if s.answer.is_empty() {
                     String::new()
+                } else {
+                    format!(": \"{}\"", short(&s.answer, 70))
                 };
-                format!(
-                    "\"{}\" (want {}) → {}{answer} [{}]",
-                    case.said,
-                    case.want,
-                    short(&s.calls, 90),
-                    s.score
-                )
+                format!("\"{}\" (want {}) → {}{answer}", case.said, case.want, short(&s.calls, 90))
             })
             .collect();
-        if !tools.is_empty() {
-            parts.push(format!("*tools*: {}", tools.join("; ")));
+        if !everyday.is_empty() {
+            parts.push(format!("*everyday commands*: {}", everyday.join("; ")));
         }
-        let invented: BTreeSet<&String> = f.tools.iter().flat_map(|t| &t.invented).collect();
+        let invented: BTreeSet<&String> = f.everyday.iter().flat_map(|t| &t.invented).collect();
         if !invented.is_empty() {
             let names: Vec<String> = invented.iter().map(|n| format!("`{n}`")).collect();
             parts.push(format!("*made-up tool names*: {}", names.join(", ")));
@@ -2131,13 +2909,28 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          chat at temperature 0.2 (commands, summaries and the dream's check greedy), `max_tokens` 512, `command_answer_max_tokens` 64, the default system \
          prompts), `id_slot` sent as to llama-server. The model's raw outputs are in \
          `target/bench-llm/<model>.json`.\n\n\
-         - **tool choice**: {} spoken commands through the tool loop (`Work::Command`, the 5 \
-         built-in tools, memory off, so no memory tools are offered): 1 for the right tool with \
-         the right arguments, 0.5 for the right tool with others, 0 otherwise (\"Turn off the \
-         kitchen lights\" must call nothing and say it cannot: 0.5 for no call and an answer \
-         that does not). `open_url` is answered no. An invented name is a \
-         tool the model called or wrote that does not exist; a schema echo, a reply with the \
-         schemas' `properties` or `parameters` in its text.\n\
+         - **everyday commands**: {} things a person asks of the assistant on an ordinary \
+         day (the time and the date, timers, reminders at a time, the planner's tasks, the \
+         clipboard, notifications, web pages, questions the model answers itself, things no \
+         tool does, what was said before), through the tool loop (`Work::Command`, the model \
+         path alone: no local intents) with memory on (a fresh memory, the default `[memory]` \
+         settings but words only, with a short chat in it to recall), in order, so reminders \
+         and tasks made early are there for the rest. Each command is offered the tools its \
+         words call for, as `stt-daemon up` offers them: the built-in ones, memory's and the \
+         planner's. Each is right or wrong: the tool called and its arguments as they ran (a \
+         reminder's due time as memory reads it, against the moment asked, worked out when \
+         the command ran; \"in twenty minutes\" may be a timer too); a question, no call and \
+         an expected word in the answer; what no tool does, no call (`get_datetime` aside) \
+         and an answer that says it cannot; the time or the date, `get_datetime` or an answer \
+         that gives it. Any call of a tool that does not exist, or that acts and was not asked \
+         for (reading the time, memory or the planner aside), makes it wrong. `open_url` is \
+         answered no; `notify` and `clipboard_copy` may fail without a desktop: the call is \
+         scored, not its outcome. An invented name is a tool the model called or wrote that \
+         does not exist; a schema echo, a reply with the schemas' `properties` or \
+         `parameters` in its text. A command's prompt: the prompt tokens of its first \
+         request; before: one request (`max_tokens` 1) with the command system prompt, every \
+         built-in tool and every one of memory's, and \"What is the capital of France?\", as \
+         `up` offered a command every tool before they were chosen by its words.\n\
          - **short facts**: {} chat questions (`Work::Chat`, memory off), right when the answer \
          has an expected word.\n\
          - **summaries**: 3 made-up chats of 20 turns ({} planted names, numbers and dates, two \
@@ -2152,10 +2945,11 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
          the old; {} more pairs whose fact changes nothing must keep the note.\n\
          - **times**: \"What time is it?\" through the same path (get_datetime, then the \
          answer): the first after llama-server started (nothing in its cache), then more until 3 \
-         have called the tool and answered, at most 6 (the median of those 3). After the battery the server is started again and sent the assistant's \
-         warm-up request (`command::warm`: the command prefix into its slot, as the assistant \
-         does once llama-server answers), then the command: the first command after `stt-daemon \
-         up`. First token: the first piece of text or of a call of any of the command's \
+         have called the tool and answered, at most 6 (the median of those 3). After the battery the server is started again and the assistant \
+         warms it (`command::warm_saved`: the command prefix read into its slot and saved, as the \
+         assistant does once llama-server answers), then the command: the first command after \
+         `stt-daemon up`; then started once more, the saved prefix restored instead of read, and \
+         the command again. First token: the first piece of text or of a call of any of the command's \
          requests reaching a recording proxy between the env and the server (a model that \
          writes its call as text streams it, though nobody sees it); tool call shown: the \
          `tool_call` event, which a viewer shows; end: the answer, the job's end. A command \
@@ -2166,7 +2960,7 @@ fn section(targets: &[Target], all: &[Figures], command: &str, loads: (&str, &st
         loads.0,
         loads.1,
         shown_args(),
-        TOOL_CASES.len(),
+        EVERYDAY.len(),
         FACTS.len(),
         CHATS.iter().map(|c| c.facts.len()).sum::<usize>(),
         REWRITES.iter().filter(|r| r.corrects).count(),

@@ -69,11 +69,13 @@ pub enum Report {
     Failed { why: String },
 }
 
-/// A piece of a reply to say, and the interrupt count when it was asked for.
+/// A piece of a reply to say, and the interrupt count when it was asked for; or, with
+/// `ahead`, one to synthesize now and keep for when it is said ([`Voice::prepare`]).
 #[derive(Debug)]
 struct Job {
     epoch: u64,
     text: String,
+    ahead: bool,
 }
 
 /// The handle the owner keeps.
@@ -92,8 +94,21 @@ impl Voice {
         if text.trim().is_empty() {
             return;
         }
-        let job = Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned() };
+        let job =
+            Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: false };
         // The thread is gone only once the voice is off, which the owner was told.
+        let _ = self.jobs.send(job);
+    }
+
+    /// Synthesizes `text` now, to be played at once when [`say`](Self::say) asks for the
+    /// same words: an answer known before it is due (a command's, while its last words are
+    /// still being transcribed). Plays nothing; one such text is kept, the latest.
+    pub fn prepare(&self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let job =
+            Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: true };
         let _ = self.jobs.send(job);
     }
 
@@ -165,11 +180,23 @@ fn run(
     // When what is queued on the output ends, and the interrupt count it was queued under (a
     // stop empties the queue).
     let (mut busy_until, mut busy_epoch) = (Instant::now(), 0);
+    // What was synthesized ahead, and its audio.
+    let mut ready: Option<(String, Vec<f32>)> = None;
     for job in jobs {
+        if job.ahead {
+            if ready.as_ref().is_none_or(|(text, _)| *text != job.text) {
+                // A failure is told when the words are said, if they are.
+                ready = voice.synthesize(&job.text).ok().map(|audio| (job.text, audio));
+                tracing::debug!(ready = ready.is_some(), "voice: synthesized ahead");
+            }
+            continue;
+        }
         if job.epoch != epoch.load(Ordering::SeqCst) {
             continue;
         }
-        let audio = match voice.synthesize(&job.text) {
+        let ahead = ready.take_if(|(text, _)| *text == job.text).map(|(_, audio)| audio);
+        let prepared = ahead.is_some();
+        let audio = match ahead.map_or_else(|| voice.synthesize(&job.text), Ok) {
             Ok(audio) => audio,
             Err(e) => {
                 reports.send(Report::Failed { why: format!("the voice could not say it: {e}") });
@@ -188,7 +215,12 @@ fn run(
                 let to = from + Duration::from_secs_f64(audio.len() as f64 / f64::from(rate));
                 (busy_until, busy_epoch) = (to, job.epoch);
                 // The length only: what is said is not logged.
-                tracing::debug!(bytes = job.text.len(), samples = audio.len(), "voice: said");
+                tracing::debug!(
+                    bytes = job.text.len(),
+                    samples = audio.len(),
+                    prepared,
+                    "voice: said"
+                );
                 // A file is heard by no microphone: only a device's sound can come back.
                 if matches!(out, Out::Device(_)) {
                     let levels = crate::talk::levels(&audio, rate);

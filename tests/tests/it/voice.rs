@@ -194,3 +194,67 @@ fn without_its_voice_the_assistant_speaks_with_espeak_ng_and_says_the_fix_once()
     );
     hears_back(&sandbox, wav.to_str().unwrap(), &replies.join(" "));
 }
+
+/// A spoken command a template takes whole: its answer is synthesized from the partial, while
+/// the final is still to come, and played as the final runs it (`voice: said … prepared`);
+/// what the final changes is synthesized then.
+#[test]
+fn a_spoken_commands_answer_is_ready_before_its_final_comes() {
+    use stt_proto::{DaemonEvent, SegmentDone, SpeechStart, SpeechStop, TranscriptPartial};
+    use stt_testkit::daemon::HandWrittenDaemon;
+    use stt_testkit::{msg, wait_for};
+    if !have_voice() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let wav = sandbox.root().join("spoken.wav");
+    let config = format!(
+        "[llm]\nenabled = false\n[voice]\nenabled = true\ndevice = \"wav:{}\"\n",
+        wav.display()
+    );
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let daemon = HandWrittenDaemon::start(&sandbox.daemon_socket());
+    let assistant = sandbox.spawn_with_env("stt-assistant", &[], &[("STT_LOG", "debug")]);
+    wait_for("the assistant to follow the daemon", DEADLINE, || {
+        (daemon.subscribers() > 0).then_some(())
+    });
+    daemon.publish(&msg::heartbeat(1));
+    let _seen = watch_attached(&sandbox, DEADLINE);
+    let said = |seg: u64, partial: &str, last: &str| {
+        // The daemon is alive: commands arm.
+        daemon.publish(&msg::heartbeat(seg + 1));
+        let out = sandbox.run("stt-ctl", &["command-start"]);
+        assert_eq!(out.code, Some(0), "{out:?}");
+        daemon.publish(&DaemonEvent::SpeechStart(SpeechStart { seg_id: seg, start: 0.0 }));
+        let words = TranscriptPartial { seg_id: seg, text: partial.into(), committed_len: 0 };
+        daemon.publish(&DaemonEvent::TranscriptPartial(words));
+        daemon.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id: seg, end: 1.5 }));
+        // Held as push to talk holds it, from the end of the words.
+        let mut held = sandbox.command("stt-ctl");
+        let mut held = held.args(["command-execute", "--wait=20000"]).spawn().unwrap();
+        // The voice has what the partial foresaw before the final comes.
+        expect_within("the answer synthesized ahead", DEADLINE, || {
+            let log = assistant.log();
+            let asked = log.matches("synthesized ahead").count();
+            if asked >= usize::try_from(seg).unwrap() { Ok(()) } else { Err(log) }
+        });
+        daemon.publish(&DaemonEvent::Transcript(msg::transcript(seg, last)));
+        daemon.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: seg }));
+        assert!(held.wait().unwrap().success());
+        expect_within("the answer said", DEADLINE, || {
+            let log = assistant.log();
+            let said: Vec<&str> = log.lines().filter(|l| l.contains("voice: said")).collect();
+            if said.len() >= usize::try_from(seg).unwrap() {
+                Ok(said.last().map(|l| l.contains("prepared=true")))
+            } else {
+                Err(log)
+            }
+        })
+    };
+    assert_eq!(said(1, "set a timer for ten minutes", "set a timer for ten minutes"), Some(true));
+    // The final says another length: the answer foreseen is not the one said.
+    assert_eq!(
+        said(2, "set a timer for five minutes", "set a timer for nine minutes"),
+        Some(false)
+    );
+}

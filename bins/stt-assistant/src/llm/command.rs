@@ -45,11 +45,13 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     // Only when its words are about time: the line changes every minute, and with it what a
     // small model writes (the 1.5B model's answer to "what should I do next on my tasks"
     // went from the first item to "Mark plan done." with the line in).
-    let words = if about_time(text) {
-        format!("{}\n\n{}", now_line(chrono::Local::now()), prompt.text)
-    } else {
-        prompt.text.clone()
-    };
+    let mut words = prompt.text.clone();
+    if planner && let Some(tasks) = open_tasks(env).await {
+        words = format!("{tasks}\n\n{words}");
+    }
+    if about_time(text) {
+        words = format!("{}\n\n{words}", now_line(chrono::Local::now()));
+    }
     let mut messages = vec![Message::system(&prompt.system), Message::user(&words)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
@@ -146,7 +148,10 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         messages.push(Message::calls(calls.clone()));
         let mut round = Vec::new();
         for mut call in calls {
-            dated_as_said(&mut call, text, chrono::Local::now().naive_local());
+            let now = chrono::Local::now().naive_local();
+            dated_as_said(&mut call, text, now);
+            timed_as_said(&mut call, text, now);
+            worded_as_said(&mut call, text, now);
             let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
             round.push((call.clone(), outcome.ok()));
             all_ok &= outcome.ok();
@@ -219,6 +224,25 @@ impl Shown {
         }
     }
 }
+
+/// The open tasks, by id, for a command about plans: without them the 1.5B model guessed
+/// ids ("make the insurance task my top priority" → task 1, the milk). `None` without memory
+/// or tasks. At most [`TASKS_SHOWN`], most urgent first.
+async fn open_tasks(env: &JobEnv) -> Option<String> {
+    let memory = env.memory.as_ref()?;
+    let list = stt_proto::TaskRequest::List { status: None };
+    let tasks = memory.plans(list).await.ok()?.tasks;
+    let open: Vec<String> = tasks
+        .iter()
+        .filter(|t| t.status == "open" || t.status == "active")
+        .take(TASKS_SHOWN)
+        .map(|t| format!("[{}] {}", t.id, t.title))
+        .collect();
+    (!open.is_empty()).then(|| format!("(Tasks: {}.)", open.join("; ")))
+}
+
+/// Open tasks a command about plans is shown at most.
+const TASKS_SHOWN: usize = 10;
 
 /// What a command's words start with: the local date, time and time zone, so that "tomorrow
 /// at nine" or "in an hour" can be worked out. Without it the 1.5B model dated a reminder
@@ -606,14 +630,78 @@ fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<Strin
 /// moment that stt reads itself (`stt_intent::moment_in`). A due time the words do not name
 /// is left as the model wrote it (`add_intention` refuses one passed or a year away).
 fn dated_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
-    if call.name != memory_tools::ADD_INTENTION || call.arguments["due"].as_str().is_none() {
+    let dated = call.arguments["due"].as_str().is_some()
+        || call.arguments["due_in_minutes"].as_f64().is_some();
+    if call.name != memory_tools::ADD_INTENTION || !dated {
         return;
     }
     let Some(said) = stt_intent::moment_in(text, now) else { return };
     let said = said.format("%Y-%m-%d %H:%M").to_string();
-    if call.arguments["due"].as_str() != Some(said.as_str()) {
-        tracing::info!(wrote = %call.arguments["due"], said = %said, "the reminder is dated as the command said");
+    // Minutes from now, beside the due time, would win over it: the words' time is the one.
+    let minutes = call.arguments.as_object_mut().and_then(|args| args.remove("due_in_minutes"));
+    if call.arguments["due"].as_str() != Some(said.as_str()) || minutes.is_some() {
+        tracing::info!(wrote = %call.arguments["due"], ?minutes, said = %said, "the reminder is dated as the command said");
         call.arguments["due"] = serde_json::Value::String(said);
+    }
+}
+
+/// How the built-in sentences read `text`, when one reads it whole and only one way.
+fn read_as_said(text: &str, now: chrono::NaiveDateTime) -> Option<stt_intent::Match> {
+    static BUILTIN: std::sync::OnceLock<Option<stt_intent::Intents>> = std::sync::OnceLock::new();
+    let intents = BUILTIN.get_or_init(|| stt_intent::Intents::builtin().ok()).as_ref()?;
+    match intents.decide(text, now) {
+        stt_intent::Decision::Matched(said) => Some(said),
+        _ => None,
+    }
+}
+
+/// What a reminder is to say, as the command's words say it, when a reminder sentence reads
+/// them whole: the 1.5B model wrote "I need to take the laundry out.", and the answer said
+/// "I'll remind you to I need to take the laundry out."
+fn worded_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
+    if call.name != memory_tools::ADD_INTENTION {
+        return;
+    }
+    let Some(said) = read_as_said(text, now).filter(|m| m.intent == "reminder_add") else { return };
+    if let Some(what) = said.text("text")
+        && call.arguments["text"].as_str() != Some(what)
+    {
+        tracing::info!(wrote = %call.arguments["text"], said = %what, "the reminder says what the command said");
+        call.arguments["text"] = serde_json::Value::String(what.to_owned());
+    }
+}
+
+/// A timer's length and label as the command's words give them, when the built-in timer or
+/// reminder sentences read them whole ("set a timer for 20 minutes for the pasta", "remind me
+/// in twenty minutes to check the oven"): the 1.5B model wrote 30 minutes for "a thirty
+/// second timer", 1 for "one hour", and left the pasta out. Words no sentence reads leave
+/// the call as the model wrote it.
+fn timed_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
+    if call.name != stt_tools::registry::SET_TIMER {
+        return;
+    }
+    let Some(said) = read_as_said(text, now) else { return };
+    let (seconds, label) =
+        match (said.intent.as_str(), said.slots.get("duration"), said.slots.get("time")) {
+            ("timer_set", Some(stt_intent::slot::Value::Duration(seconds)), _) => {
+                (*seconds, said.text("label"))
+            }
+            ("reminder_add", _, Some(stt_intent::slot::Value::Time(due))) => {
+                ((*due - now).num_seconds() as f64, said.text("text"))
+            }
+            _ => return,
+        };
+    let minutes = (seconds / 60.0 * 100.0).round() / 100.0;
+    let wrote = call.arguments.clone();
+    if call.arguments["minutes"].as_f64().is_none_or(|m| (m - minutes).abs() > 0.01) {
+        call.arguments["minutes"] = serde_json::json!(minutes);
+    }
+    let unlabelled = call.arguments["label"].as_str().is_none_or(|l| l.trim().is_empty());
+    if let (true, Some(label)) = (unlabelled, label) {
+        call.arguments["label"] = serde_json::Value::String(label.to_owned());
+    }
+    if call.arguments != wrote {
+        tracing::info!(%wrote, said = %call.arguments, "the timer is set as the command said");
     }
 }
 
@@ -947,6 +1035,70 @@ mod tests {
         undated.arguments["due"] = "2026-12-09 10:00".into();
         dated_as_said(&mut undated, "remind me to call the plumber", now);
         assert_eq!(undated.arguments["due"], "2026-12-09 10:00", "the words name no time");
+    }
+
+    #[test]
+    fn a_timer_is_set_as_the_command_said_it() {
+        use chrono::NaiveDate;
+        let now = NaiveDate::from_ymd_opt(2026, 12, 7)
+            .and_then(|d| d.and_hms_opt(6, 5, 0))
+            .unwrap_or_default();
+        let timer = |args: serde_json::Value, text: &str| {
+            let mut call = Call { id: "c".into(), name: "set_timer".into(), arguments: args };
+            timed_as_said(&mut call, text, now);
+            call.arguments
+        };
+        assert_eq!(
+            timer(serde_json::json!({"minutes": 30}), "Start a thirty second timer for the tea."),
+            serde_json::json!({"minutes": 0.5, "label": "tea"})
+        );
+        assert_eq!(
+            timer(serde_json::json!({"minutes": 1}), "Set a timer for one hour."),
+            serde_json::json!({"minutes": 60.0})
+        );
+        assert_eq!(
+            timer(serde_json::json!({"minutes": 20}), "Set a timer for 20 minutes for the pasta."),
+            serde_json::json!({"minutes": 20, "label": "pasta"})
+        );
+        assert_eq!(
+            timer(
+                serde_json::json!({"minutes": 20}),
+                "Remind me in twenty minutes to check the oven."
+            ),
+            serde_json::json!({"minutes": 20, "label": "check the oven"})
+        );
+        // A label the model gave is kept; words no sentence reads leave the call alone.
+        assert_eq!(
+            timer(
+                serde_json::json!({"minutes": 5, "label": "Tea"}),
+                "Set a timer for five minutes for the tea."
+            ),
+            serde_json::json!({"minutes": 5, "label": "Tea"})
+        );
+        assert_eq!(
+            timer(serde_json::json!({"minutes": 7}), "Ping me when the tea is ready."),
+            serde_json::json!({"minutes": 7})
+        );
+    }
+
+    #[test]
+    fn minutes_beside_a_due_time_give_way_to_the_time_the_words_say() {
+        use chrono::NaiveDate;
+        let now = NaiveDate::from_ymd_opt(2026, 12, 7)
+            .and_then(|d| d.and_hms_opt(7, 59, 0))
+            .unwrap_or_default();
+        let mut call = Call {
+            id: "c".into(),
+            name: "add_intention".into(),
+            arguments: serde_json::json!({"text": "laundry", "due": "2026-12-07 09:59", "due_in_minutes": 720}),
+        };
+        dated_as_said(&mut call, "Remind me in two hours to take the laundry out.", now);
+        assert_eq!(
+            call.arguments,
+            serde_json::json!({"text": "laundry", "due": "2026-12-07 09:59"})
+        );
+        worded_as_said(&mut call, "Remind me in two hours to take the laundry out.", now);
+        assert_eq!(call.arguments["text"], "take the laundry out");
     }
 
     #[test]

@@ -475,7 +475,11 @@ async fn recall(
         (true, true) => Some(DISCIPLINE_TOOLS),
         (true, false) => None,
     };
-    let sections = Some(context.sections.as_str()).filter(|s| !s.is_empty());
+    // A command whose words are not about memory gets none of it (what it knows, the open
+    // intentions): seven open reminders before "open example.org" had the 1.5B model explain
+    // how to call open_url instead of calling it, and cost it 300 tokens of reading.
+    let sections =
+        Some(context.sections.as_str()).filter(|s| !s.is_empty() && (!tools || memory_tools));
     let added = discipline.into_iter().chain(sections);
     let mut system = system.to_owned();
     let mut before = String::new();

@@ -170,7 +170,10 @@ pub fn called_for(name: &str, text: &str, open: bool) -> bool {
     match name {
         ADD_INTENTION => any(&REMINDING),
         COMPLETE_INTENTION | CANCEL_INTENTION => open && (any(&REMINDING) || any(&ENDING)),
-        RECALL | SEARCH_RECENT | EXPLORE_TREE => any(&RECALLING),
+        // "Tell" alone is no question about the past ("tell me a joke").
+        RECALL | SEARCH_RECENT | EXPLORE_TREE => {
+            any(&RECALLING) || words.windows(3).any(|w| w == ["i", "tell", "you"])
+        }
         DREAM_NOW => any(&["dream"]),
         _ => false,
     }
@@ -1187,6 +1190,29 @@ mod tests {
         let seen: Arc<Mutex<Vec<Report>>> = Arc::default();
         let keep = Arc::clone(&seen);
         (Sink::new(move |r| keep.lock().unwrap().push(r)), seen)
+    }
+
+    #[test]
+    fn a_command_is_offered_the_memory_tools_its_words_call_for() {
+        let offered = |text: &str, open: bool| -> Vec<&str> {
+            tools::ASSISTANT.into_iter().filter(|name| called_for(name, text, open)).collect()
+        };
+        let recall = [tools::RECALL, tools::SEARCH_RECENT, tools::EXPLORE_TREE];
+        assert_eq!(offered("What is the capital of France?", true), Vec::<&str>::new());
+        assert_eq!(offered("Tell me a joke.", false), Vec::<&str>::new());
+        assert_eq!(offered("What did I tell you about my sister?", false), recall);
+        assert_eq!(offered("Do you remember where my sister lives?", false), recall);
+        assert_eq!(offered("Remind me to call mum tomorrow.", false), [tools::ADD_INTENTION]);
+        assert_eq!(
+            offered("Cancel the reminder about mum.", true),
+            [tools::ADD_INTENTION, tools::COMPLETE_INTENTION, tools::CANCEL_INTENTION]
+        );
+        assert_eq!(offered("I'm done with the plants.", false), Vec::<&str>::new());
+        assert_eq!(
+            offered("I'm done with the plants.", true),
+            [tools::COMPLETE_INTENTION, tools::CANCEL_INTENTION]
+        );
+        assert_eq!(offered("Dream now.", false), [tools::DREAM_NOW]);
     }
 
     #[tokio::test]

@@ -37,7 +37,9 @@ pub const PLANNER: [&str; 9] = [
 /// Whether a command's words are about goals, tasks or plans (then it is offered the
 /// planner's tools: every schema costs a small model's attention, as memory's do).
 pub fn asks_about_plans(text: &str) -> bool {
-    const WORDS: [&str; 34] = [
+    const WORDS: [&str; 36] = [
+        "list",
+        "lists",
         "plan",
         "plans",
         "planning",
@@ -73,7 +75,10 @@ pub fn asks_about_plans(text: &str) -> bool {
         "habit",
         "postpone",
     ];
+    // "to-do" and "to do list" are read as two words.
+    let lower = text.to_lowercase();
     stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
+        || ["to-do", "to do list", "todo"].iter().any(|p| lower.contains(p))
 }
 
 /// Next actions a call lists at most.
@@ -540,9 +545,13 @@ mod tests {
 
     #[test]
     fn plans_are_offered_when_the_words_are_about_them() {
-        for text in
-            ["help me learn Rust in two weeks", "what should I do next", "I'm done with item 3"]
-        {
+        for text in [
+            "help me learn Rust in two weeks",
+            "what should I do next",
+            "I'm done with item 3",
+            "what's on my to-do list",
+            "add buy milk to my list",
+        ] {
             assert!(asks_about_plans(text), "{text}");
         }
         for text in ["what time is it", "turn on the lights", "set a timer for ten minutes"] {

@@ -81,6 +81,44 @@ impl Owner {
         AssistantEvent::IntentOutput { text: said, intent: Some(decided.intent) }
     }
 
+    /// A spoken command's words so far, its last segment's final still to come: when a
+    /// template takes them whole and its answer is known before it runs, the voice
+    /// synthesizes it now, to say at once when the final comes and the command runs (the
+    /// words the final brings are decided again; other words are synthesized then).
+    pub(super) fn foresee(&mut self, partial: &str) {
+        let (Some(voice), true) = (&self.voice, self.voice_on) else { return };
+        let (buffer, edited) = self.core.buffer();
+        if self.core.mode() != stt_proto::Mode::CommandArmed || edited || partial.trim().is_empty()
+        {
+            return;
+        }
+        let text = format!("{buffer} {}", partial.trim());
+        if let Some(answer) = self.decided_here(text.trim()).and_then(|d| self.foreseen(&d)) {
+            voice.prepare(&answer);
+        }
+    }
+
+    /// The answer a command decided here will have, when it can be known before it runs:
+    /// the time, the date, a timer set, a reminder or task kept (their templates, as they
+    /// are said once done).
+    fn foreseen(&self, decided: &Decided) -> Option<String> {
+        let local = self.intents.local.as_ref()?;
+        let local_now = self.clock.local(now()).naive_local();
+        let said = |values: &[(&str, &str)]| local.answer(&decided.intent, values);
+        Some(match &decided.action {
+            Action::Time => said(&[("time", &intents::clock(local_now))]),
+            Action::Date => said(&[("date", &intents::day(local_now))]),
+            Action::TimerSet { seconds, label } => {
+                said(&[("duration", &intents::duration(*seconds)), ("label", label)])
+            }
+            Action::ReminderAdd { text, due } => {
+                said(&[("text", text), ("when", &intents::when(*due, local_now))])
+            }
+            Action::TaskAdd { title } => said(&[("title", title)]),
+            _ => return None,
+        })
+    }
+
     /// Whether the armed command would be answered here.
     pub(super) fn armed_here(&self) -> bool {
         self.core.mode() == stt_proto::Mode::CommandArmed
@@ -118,14 +156,8 @@ impl Owner {
                 .unwrap_or_default()
         };
         match decided.action {
-            Action::Time => {
-                let time = intents::clock(local_now);
-                let said = answer(self, &[("time", &time)]);
-                self.done_here(said, "get_datetime", json!({}), SideEffect::ReadOnly, true);
-            }
-            Action::Date => {
-                let date = intents::day(local_now);
-                let said = answer(self, &[("date", &date)]);
+            Action::Time | Action::Date => {
+                let said = self.foreseen(&decided).unwrap_or_default();
                 self.done_here(said, "get_datetime", json!({}), SideEffect::ReadOnly, true);
             }
             Action::TimerList => {

@@ -411,11 +411,13 @@ impl Owner {
                 if seg.is_some() {
                     tracing::debug!(kind = event.kind(), "from the daemon");
                 }
+                let mut partial = None;
                 match &event {
                     DaemonEvent::Transcript(t) => {
                         self.capture_ambient(t);
                         self.activity();
                     }
+                    DaemonEvent::TranscriptPartial(p) => partial = Some(p.text.clone()),
                     // Someone speaks: background work that yields to it gives the model back
                     // at once (a command armed or chat on: a person will want it).
                     DaemonEvent::SpeechStart(_) => self.interrupt(match self.core.mode() {
@@ -427,6 +429,9 @@ impl Owner {
                 }
                 let effects = self.core.daemon_event(event, now());
                 self.apply(effects);
+                if let Some(words) = partial {
+                    self.foresee(&words);
+                }
             }
         }
     }
