@@ -98,7 +98,7 @@ use stt_proto::{AssistantEvent, TaskEntry, TaskRequest};
 
 const START: &str = "<!-- bench-llm:start -->";
 const END: &str = "<!-- bench-llm:end -->";
-const USAGE: &str = "usage: scripts/bench-llm [--model PATH.gguf]... [--url CHAT_COMPLETIONS_URL [--name LABEL]]...";
+const USAGE: &str = "usage: scripts/bench-llm [--everyday] [--model PATH.gguf]... [--url CHAT_COMPLETIONS_URL [--name LABEL]]...\n  --everyday: the everyday commands alone, scored and printed, nothing written (to try a prompt in a few minutes)";
 /// The command timed cold and warm.
 const TIMED: &str = "What time is it?";
 /// Warm runs of it that called the tool; their median is reported.
@@ -2288,6 +2288,36 @@ struct Figures {
 }
 
 /// Runs the battery on `target`; its outputs go to `saved` as JSON.
+/// 1. The first command, then the same again.
+fn cold_and_warm(
+    label: &str,
+    runtime: &Runtime,
+    env: &JobEnv,
+    proxy: Option<&Proxy>,
+    local: bool,
+    figures: &mut Figures,
+    log: &mut Value,
+) {
+    eprintln!("bench-llm: {label}: cold and warm commands…");
+    let cold = Job::command(runtime, env, proxy, TIMED, 1);
+    figures.timings.extend(cold.outputs.iter().filter_map(|o| o.timings));
+    if local {
+        figures.cold = Some(cold.timed());
+    }
+    let mut warm_log = Vec::new();
+    // Runs that made the time up (or gave no answer) do not count towards the three.
+    while figures.warm.iter().filter(|t| t.valid()).count() < WARM_RUNS
+        && figures.warm.len() < MAX_WARM_RUNS
+    {
+        let job = Job::command(runtime, env, proxy, TIMED, 1);
+        figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
+        figures.warm.push(job.timed());
+        warm_log.push(job.json());
+    }
+    log["cold"] = cold.json();
+    log["warm"] = json!(warm_log);
+}
+
 fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Path) -> Figures {
     let began = Instant::now();
     let busy_before = machine_busy();
@@ -2311,25 +2341,9 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     let env = base.env(&lane_url, slots, None);
     let proxy = proxy.as_ref();
 
-    // 1. The first command, then the same again.
-    eprintln!("bench-llm: {label}: cold and warm commands…");
-    let cold = Job::command(runtime, &env, proxy, TIMED, 1);
-    figures.timings.extend(cold.outputs.iter().filter_map(|o| o.timings));
-    if server.is_some() {
-        figures.cold = Some(cold.timed());
+    if !everyday_only() {
+        cold_and_warm(&label, runtime, &env, proxy, server.is_some(), &mut figures, &mut log);
     }
-    let mut warm_log = Vec::new();
-    // Runs that made the time up (or gave no answer) do not count towards the three.
-    while figures.warm.iter().filter(|t| t.valid()).count() < WARM_RUNS
-        && figures.warm.len() < MAX_WARM_RUNS
-    {
-        let job = Job::command(runtime, &env, proxy, TIMED, 1);
-        figures.timings.extend(job.outputs.iter().filter_map(|o| o.timings));
-        figures.warm.push(job.timed());
-        warm_log.push(job.json());
-    }
-    log["cold"] = cold.json();
-    log["warm"] = json!(warm_log);
 
     // 2. Everyday commands, memory on: the tools offered as `up` offers them.
     let memory = memory::spawn(
@@ -2388,6 +2402,12 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
     }
     log["everyday"] = json!(everyday_log);
     runtime.block_on(memory.stop());
+    if everyday_only() {
+        let right = figures.everyday.iter().filter(|s| s.right).count();
+        eprintln!("bench-llm: {label}: everyday commands right: {right}/{}", EVERYDAY.len());
+        save(&log, saved, &label);
+        return figures;
+    }
 
     // 3. Short facts.
     let mut facts_log = Vec::new();
@@ -2549,13 +2569,18 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
         log["after_warm_up"] = json!(runs);
     }
     figures.wall_s = began.elapsed().as_secs_f64();
+    save(&log, saved, &label);
+    figures
+}
+
+/// Writes a model's outputs to `saved/<label>.json`.
+fn save(log: &Value, saved: &Path, label: &str) {
     let file = saved.join(format!("{label}.json"));
-    let text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    let text = serde_json::to_string_pretty(log).unwrap_or_default();
     match std::fs::create_dir_all(saved).and_then(|()| std::fs::write(&file, text)) {
         Ok(()) => eprintln!("bench-llm: {label}: outputs in {}", file.display()),
         Err(e) => eprintln!("bench-llm: cannot write {}: {e}", file.display()),
     }
-    figures
 }
 
 // ---------------------------------------------------------------------------------------
@@ -3022,6 +3047,7 @@ fn targets(root: &Path, args: &[String]) -> Result<Vec<Target>, String> {
                     _ => return Err("--name names the --url before it".into()),
                 }
             }
+            "--everyday" => {}
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -3033,6 +3059,11 @@ fn targets(root: &Path, args: &[String]) -> Result<Vec<Target>, String> {
         return Err("no model installed: run scripts/fetch-llm --model all".into());
     }
     Ok(targets)
+}
+
+/// Whether `--everyday` was given: the everyday commands alone, nothing written.
+fn everyday_only() -> bool {
+    std::env::args().any(|a| a == "--everyday")
 }
 
 fn main() -> ExitCode {
@@ -3060,6 +3091,9 @@ fn main() -> ExitCode {
     let load_before = load_average();
     let all: Vec<Figures> =
         targets.iter().map(|t| bench(&runtime, &base, t, dir.path(), &saved)).collect();
+    if everyday_only() {
+        return ExitCode::SUCCESS;
+    }
     let section = section(&targets, &all, &command, (&load_before, &load_average()));
     println!("{section}");
     if let Ok(target) = std::env::var("STT_BENCH_WRITE") {

@@ -42,6 +42,21 @@ pub const SET_DO_NOT_DISTURB: &str = "set_do_not_disturb";
 /// The tools that change the wake-ups, as commands and proactive turns get them.
 pub const TOOLS: [&str; 2] = [HEARTBEAT, SET_DO_NOT_DISTURB];
 
+/// Whether a command's words, about plans, call for wake-up tool `name`: looking again
+/// later ("check on my progress tomorrow") or quiet hours ("don't disturb me tonight").
+pub fn called_for(name: &str, text: &str) -> bool {
+    const AGAIN: [&str; 8] =
+        ["check", "again", "later", "follow", "nudge", "ping", "remind", "progress"];
+    const QUIET: [&str; 5] = ["disturb", "quiet", "silence", "mute", "interrupt"];
+    let words: Vec<String> = stt_memory::text::words(text).collect();
+    let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    match name {
+        HEARTBEAT => any(&AGAIN),
+        SET_DO_NOT_DISTURB => any(&QUIET),
+        _ => false,
+    }
+}
+
 /// Wake-ups as the config asks for them.
 #[derive(Debug, Clone)]
 pub struct Settings {

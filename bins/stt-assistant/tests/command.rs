@@ -107,7 +107,8 @@ async fn every_command_starts_with_the_same_prefix_and_is_offered_the_tools_its_
         assert_eq!(request["messages"][0], requests[0]["messages"][0]);
         assert_eq!(request["id_slot"], json!(SLOT_COMMAND), "{request}");
     }
-    assert_eq!(requests[0]["messages"][0]["content"], "You run commands.");
+    let with_tools = format!("You run commands. {}", llm::command::WITH_TOOLS);
+    assert_eq!(requests[0]["messages"][0]["content"], with_tools.as_str());
     // The user's own tool always, first; the built-in ones its words name, in one order.
     assert_eq!(offered(&requests[0]), ["lights", "get_datetime"]);
     assert_eq!(offered(&requests[1]), ["lights", "get_datetime"], "the same request again");
@@ -237,7 +238,8 @@ async fn a_command_with_memory_keeps_the_system_prompt_and_adds_its_context_to_t
     common::run(&env, command("do you remember what I said about the dentist", 2)).await;
     let requests = server.requests();
     assert_eq!(requests[0]["messages"][0], requests[1]["messages"][0]);
-    assert_eq!(requests[1]["messages"][0]["content"], "You run commands.");
+    let with_tools = format!("You run commands. {}", llm::command::WITH_TOOLS);
+    assert_eq!(requests[1]["messages"][0]["content"], with_tools.as_str());
     let turn = requests[1]["messages"][1]["content"].as_str().unwrap_or_default();
     assert!(turn.contains("recall_memories") && turn.ends_with("about the dentist"), "{turn}");
 }
@@ -259,6 +261,11 @@ async fn a_command_answered_in_words_is_streamed_and_a_call_written_as_text_is_n
     let reports = common::run(&env, command("what is the capital of France", 1)).await;
     assert_eq!(pieces(&reports), "The capital of France is Paris.");
     assert_eq!(answer(&reports).as_deref(), Some("The capital of France is Paris."));
+    // Offered no tool, and told so after the configured prompt.
+    let asked = server.requests().pop().expect("the request");
+    let without = format!("You run commands. {}", llm::command::WITHOUT_TOOLS);
+    assert_eq!(asked["messages"][0]["content"], without.as_str());
+    assert!(asked.get("tools").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)), "{asked}");
 
     // A call the model writes as text is never shown as it streams; its answer is.
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
@@ -290,4 +297,40 @@ async fn a_failed_call_leaves_the_models_i_cannot_as_the_answer() {
     let reports = common::run(&env, command("turn on the lights", 1)).await;
     assert_eq!(results(&reports), [("lights".to_owned(), false)]);
     assert_eq!(answer(&reports).as_deref(), Some("I cannot do it."));
+}
+
+#[tokio::test]
+async fn a_call_described_instead_of_made_is_asked_for_once_and_an_invented_tool_is_refused() {
+    let server = LlmServer::start();
+    let env = common::env(&server, common::settings(), None);
+    // "To set a timer, call `set_timer`…": asked once to make the call, which then runs.
+    server.push(Script::Text(
+        "To set a timer, you can call the `set_timer` function with minutes 10.".into(),
+    ));
+    server.push(Script::ToolCalls(vec![("set_timer".into(), json!({"minutes": 10}))]));
+    let reports = common::run(&env, command("set a timer for ten minutes", 1)).await;
+    assert_eq!(results(&reports), [("set_timer".to_owned(), true)]);
+    let said = answer(&reports).unwrap_or_default();
+    assert!(said.contains("10 minutes"), "{said}");
+    let asked = server.requests().pop().expect("the second request");
+    let messages = asked["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], llm::command::DO_IT);
+    // Asked once: described again, the words are the answer.
+    for text in ["Call `set_timer` to set it.", "You can use set timer for that."] {
+        server.push(Script::Text(text.into()));
+    }
+    let reports = common::run(&env, command("set a timer for ten minutes", 2)).await;
+    assert!(results(&reports).is_empty());
+    assert_eq!(answer(&reports).as_deref(), Some("You can use set timer for that."));
+
+    // A call of a tool that does not exist runs nothing and is not shown as JSON.
+    let before = server.requests().len();
+    server.push(Script::ContentCall(
+        r#"{"name": "book_table", "arguments": {"people": 2, "time": "tonight"}}"#.into(),
+    ));
+    let reports = common::run(&env, command("book a table for two tonight", 3)).await;
+    assert!(results(&reports).is_empty());
+    let said = answer(&reports).unwrap_or_default();
+    assert!(said.starts_with("I can't do that") && !said.contains('{'), "{said}");
+    assert_eq!(server.requests().len(), before + 1, "the model is not asked again");
 }

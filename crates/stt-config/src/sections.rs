@@ -205,10 +205,8 @@ the keyboard. Answer briefly and plainly: replies are read on a small panel.";
 /// The default system prompt for command mode.
 pub const DEFAULT_COMMAND_SYSTEM_PROMPT: &str = "You are the voice assistant on the user's \
 Linux desktop. The user's words are transcribed speech and may contain recognition mistakes. \
-When a tool provided does what the user asks, call it. When the user asks a question no tool \
-answers, answer it from what you know. When the user asks for an action no tool provided does, \
-say that you cannot do it; never claim to have done what no tool did. Speak to the user as you, \
-in one or two short sentences. You do not know the date or the time: call get_datetime for them.";
+Speak to the user as you, in one or two short sentences, and never claim to have done what no \
+tool did. You do not know the date or the time: call get_datetime for them.";
 
 /// The default system prompt for summarising old chat turns.
 pub const DEFAULT_COMPACTION_SYSTEM_PROMPT: &str = "Summarise the conversation so far for your \

@@ -30,6 +30,9 @@ pub struct Found {
     /// The calls to known tools that were not run, in the order written: the model is told
     /// why, so it can call again.
     pub refused: Vec<Refused>,
+    /// The names of tools that do not exist that the text calls, in the order written (a
+    /// small model offered no tool for "book a table" wrote `{"name": "book_table", …}`).
+    pub unknown: Vec<String>,
 }
 
 /// A call to a known tool that was not run because it was not wholly understood.
@@ -49,9 +52,18 @@ pub fn find_calls<'s>(content: &str, schema_of: impl Fn(&str) -> Option<&'s Valu
     let mut found = Found::default();
     for written in written_calls(content) {
         let Some(schema) = schema_of(&written.name) else {
+            found.unknown.push(written.name);
             continue;
         };
         let arguments = without_schema_words(schema, written.arguments);
+        // A tool that takes nothing runs with nothing: the 1.5B model called
+        // `get_next_actions` with `{"tasks": ["Buy milk."]}`, twice, after being told.
+        let takes_none = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(serde_json::Map::is_empty);
+        let arguments =
+            if takes_none && arguments.is_object() { Value::Object(Map::new()) } else { arguments };
         let checked = if written.cut_off {
             Err("the call was cut off before it ended".to_owned())
         } else {
@@ -695,6 +707,15 @@ mod tests {
             assert_eq!(find(content), (vec![], vec![]), "{content:?}");
         }
         check(r#"{"name": "set_timer", "arguments": "not json"}"#, &[]);
+        // A tool that does not exist is named as such, never run.
+        let found = find_calls(r#"{"name": "book_table", "arguments": {"people": 2}}"#, schema_of);
+        assert_eq!((found.calls.len(), found.unknown), (0, vec!["book_table".to_owned()]));
+    }
+
+    #[test]
+    fn a_tool_that_takes_nothing_runs_with_nothing_whatever_it_is_given() {
+        let content = r#"{"name": "get_datetime", "arguments": {"tasks": ["Buy milk."]}}"#;
+        assert_eq!(find(content), (vec![("get_datetime".to_owned(), json!({}))], vec![]));
     }
 
     #[test]

@@ -318,10 +318,11 @@ fn after_a_restart_new_replies_get_new_ids_and_the_tui_keeps_the_old_lines() {
     stt_testkit::viewer::answered(&seen, "The second answer.", DEADLINE);
 
     let events = events(&seen);
+    // Each line once: a streamed answer's pieces share the id of the line they build.
     let ids: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
-            AssistantEvent::ChatMessage(m) => Some(m.id),
+            AssistantEvent::ChatMessage(m) if !m.partial => Some(m.id),
             _ => None,
         })
         .collect();

@@ -218,7 +218,11 @@ fn the_local_model_answers_from_a_local_file_and_a_local_web_page() {
     // sends the list as a notification, which this sandbox has no notify-send to show).
     let answer = answers.last().cloned().unwrap_or_default();
     let after = format!("{answer} {}", calls[read + 1..].join(" ")).to_lowercase();
-    assert!(["eggs", "flour", "lemons"].iter().any(|w| after.contains(w)), "{after}");
+    assert!(
+        ["eggs", "flour", "lemons"].iter().any(|w| after.contains(w)),
+        "{after}\n{}",
+        assistant.log()
+    );
 
     command(
         &sandbox,

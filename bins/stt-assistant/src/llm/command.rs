@@ -46,19 +46,25 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     // small model writes (the 1.5B model's answer to "what should I do next on my tasks"
     // went from the first item to "Mark plan done." with the line in).
     let mut words = prompt.text.clone();
-    if planner && let Some(tasks) = open_tasks(env).await {
-        words = format!("{tasks}\n\n{words}");
+    let tasks = if planner { open_tasks(env).await } else { Vec::new() };
+    if !tasks.is_empty() {
+        let shown: Vec<String> =
+            tasks.iter().map(|(id, title)| format!("[{id}] {title}")).collect();
+        words = format!("(Tasks: {}.)\n\n{words}", shown.join("; "));
     }
     if about_time(text) {
         words = format!("{}\n\n{words}", now_line(chrono::Local::now()));
     }
-    let mut messages = vec![Message::system(&prompt.system), Message::user(&words)];
+    let system = with_tail(&prompt.system, !tools.is_empty());
+    let mut messages = vec![Message::system(&system), Message::user(&words)];
     // The calls that ran, as (tool, result), for a report.
     let mut ran: Vec<(String, String)> = Vec::new();
     // Intentions this command added (it may not end them too).
     let mut added: Vec<i64> = Vec::new();
     // The nodes of the memory tree explored so far (going down to another is progress).
     let mut explored: Vec<serde_json::Value> = Vec::new();
+    // Every call that ran, with whether it went well.
+    let mut tried: Vec<(Call, bool)> = Vec::new();
     // Whether the model was told once that a call of its was not run.
     let mut retried = false;
     // Whether every call that ran went well (then "I cannot do it" denies what was done).
@@ -78,7 +84,9 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         };
         // The first reply may be the answer itself ("The capital of France is Paris."):
         // streamed as chat's is, once it is plainly words and not a call written as text.
-        let mut shown = Shown::new(ran.is_empty() && settings.stream);
+        // Only when no tool is offered: words beside offered tools may be a call described
+        // instead of made, asked again below, which the voice must not have begun to say.
+        let mut shown = Shown::new(ran.is_empty() && tools.is_empty() && settings.stream);
         let streamed = |piece: &str| {
             if let Some(text) = shown.piece(piece) {
                 out.send(Report::Reply { text, partial: true, stopped: false });
@@ -93,6 +101,12 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             tracing::info!(tool = %refused.name, "{}", refused.reason);
         }
         let calls = batch(found.calls);
+        if calls.is_empty() && !found.refused.is_empty() && !ran.is_empty() {
+            // A tool has run and the model answers with a call it did not finish (the 1.5B
+            // model began a `list_dir` after `read_file` and ran into the answer's cap): the
+            // outcome of what ran is what is left to say, asked for in words.
+            return report(env, client, text, &ran, out).await;
+        }
         if calls.is_empty() && !found.refused.is_empty() {
             // A call it did not write whole, or with arguments the tool does not take: run
             // nothing, say why, and let it try again, once.
@@ -112,11 +126,37 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             )));
             continue;
         }
+        if calls.is_empty() && ran.is_empty() && !found.unknown.is_empty() {
+            // A call written for a tool that does not exist ("book a table for two tonight",
+            // offered none, got `{"name": "book_table", …}`): nothing ran, and the user is
+            // told so in words, not shown the JSON.
+            tracing::info!(invented = ?found.unknown, "the model called a tool that does not exist");
+            let said = "I can't do that: no tool of mine does it.".to_owned();
+            out.send(Report::Reply { text: said, partial: false, stopped: false });
+            return;
+        }
+        if calls.is_empty()
+            && ran.is_empty()
+            && !retried
+            && !tools.is_empty()
+            && let Some(how) = describes_a_call(&reply.content, &tools)
+        {
+            // It told the user how to call a tool it was offered instead of calling it ("To
+            // list your tasks, you can call the `list_tasks` function…"), or wrote an empty
+            // call (`<tools></tools>`, the 1.5B model's answer to "what time is it" at
+            // times): asked once to do it, or to answer in words.
+            tracing::info!(%how, answer = %reply.content, "a call described, not made");
+            retried = true;
+            messages.push(Message::assistant(&reply.content));
+            messages.push(Message::user(DO_IT));
+            continue;
+        }
         if calls.is_empty() {
             // The 1.5B model at times answers with the tool results it was given, markup and
-            // all ("<tool_response> task 1 made: …"): that is no answer to say; the outcome is
-            // asked for in words instead.
-            if !ran.is_empty() && echoes_results(&reply.content) {
+            // all ("<tool_response> task 1 made: …"), or with the start of a call cut off by
+            // the cap ("<tools>"): that is no answer to say; the outcome is asked for in words
+            // instead.
+            if !ran.is_empty() && markup(&reply.content) {
                 return report(env, client, text, &ran, out).await;
             }
             if !ran.is_empty() && refuses(&reply.content) && all_ok {
@@ -132,9 +172,13 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         // Calling again a tool whose result is already in view is a loop (small local
         // models do it instead of answering): run nothing more, ask for the outcome. Going
         // down the memory tree to a node not seen yet is not.
+        // A call that failed, made again with other arguments, is a correction, not a loop
+        // (the 1.5B model fixed a due date `create_task` refused).
         let again = |call: &stt_llm::ToolCall| {
-            ran.iter().any(|(tool, _)| *tool == call.name)
-                && (call.name != memory_tools::EXPLORE_TREE || explored.contains(&call.arguments))
+            let tried = tried.iter().any(|(made, ok): &(Call, bool)| {
+                made.name == call.name && (*ok || made.arguments == call.arguments)
+            });
+            tried && (call.name != memory_tools::EXPLORE_TREE || explored.contains(&call.arguments))
         };
         if calls.iter().any(again) {
             return report(env, client, text, &ran, out).await;
@@ -152,8 +196,11 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             dated_as_said(&mut call, text, now);
             timed_as_said(&mut call, text, now);
             worded_as_said(&mut call, text, now);
+            task_as_said(&mut call, text, &tasks);
+            task_dated_as_said(&mut call, text);
             let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
             round.push((call.clone(), outcome.ok()));
+            tried.push((call.clone(), outcome.ok()));
             all_ok &= outcome.ok();
             let result =
                 after_tool(env, &call.name, outcome.result().to_owned(), episode, out).await;
@@ -225,20 +272,73 @@ impl Shown {
     }
 }
 
-/// The open tasks, by id, for a command about plans: without them the 1.5B model guessed
-/// ids ("make the insurance task my top priority" → task 1, the milk). `None` without memory
-/// or tasks. At most [`TASKS_SHOWN`], most urgent first.
-async fn open_tasks(env: &JobEnv) -> Option<String> {
-    let memory = env.memory.as_ref()?;
+/// The open tasks, (id, title), for a command about plans: shown before its words, since
+/// without them the 1.5B model guessed ids ("make the insurance task my top priority" → task
+/// 1, the milk). None without memory. At most [`TASKS_SHOWN`], most urgent first.
+async fn open_tasks(env: &JobEnv) -> Vec<(i64, String)> {
+    let Some(memory) = env.memory.as_ref() else { return Vec::new() };
     let list = stt_proto::TaskRequest::List { status: None };
-    let tasks = memory.plans(list).await.ok()?.tasks;
-    let open: Vec<String> = tasks
-        .iter()
+    let tasks = memory.plans(list).await.map(|answer| answer.tasks).unwrap_or_default();
+    tasks
+        .into_iter()
         .filter(|t| t.status == "open" || t.status == "active")
         .take(TASKS_SHOWN)
-        .map(|t| format!("[{}] {}", t.id, t.title))
+        .map(|t| (t.id, t.title))
+        .collect()
+}
+
+/// A new task's due date as the command's words give it: none when they name no time (the
+/// 1.5B model gave "add a task to buy milk" a due date of 2023-04-15), and a date, not a
+/// date and a time ("2026-12-31 09:00", which the tool refuses), when they do.
+fn task_dated_as_said(call: &mut Call, text: &str) {
+    if call.name != crate::memory::plans::CREATE_TASK {
+        return;
+    }
+    let Some(due) = call.arguments.get("due").and_then(serde_json::Value::as_str) else { return };
+    let wrote = due.to_owned();
+    if !about_time(text) {
+        call.arguments.as_object_mut().map(|args| args.remove("due"));
+    } else if let Some((day, _)) = due.split_once([' ', 'T']) {
+        call.arguments["due"] = serde_json::json!(day);
+    } else {
+        return;
+    }
+    tracing::info!(%wrote, said = %call.arguments, "the task is dated as the command said");
+}
+
+/// The task a planner call is about, as the command's words name it: the one open task whose
+/// title shares a word with them ("push the insurance task back" → "Renew car insurance"),
+/// and "top" or "highest" priority as 1 (the 1.5B model gave task 1 and priority 5 for
+/// "make the insurance task my top priority"). Words that name no task, or two, leave the
+/// call as the model wrote it.
+fn task_as_said(call: &mut Call, text: &str, tasks: &[(i64, String)]) {
+    if call.arguments.get("task_id").is_none() {
+        return;
+    }
+    let said = stt_memory::text::content_words(text);
+    let named: Vec<i64> = tasks
+        .iter()
+        .filter(|(_, title)| {
+            stt_memory::text::content_words(title).iter().any(|w| w != "task" && said.contains(w))
+        })
+        .map(|(id, _)| *id)
         .collect();
-    (!open.is_empty()).then(|| format!("(Tasks: {}.)", open.join("; ")))
+    let wrote = call.arguments.clone();
+    if let [id] = named[..] {
+        call.arguments["task_id"] = serde_json::json!(id);
+    }
+    if call.name == crate::memory::plans::PRIORITIZE {
+        let words: Vec<String> = stt_memory::text::words(text).collect();
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        if has(&["top", "highest", "first", "most"]) {
+            call.arguments["priority"] = serde_json::json!(1);
+        } else if has(&["lowest", "bottom", "least"]) {
+            call.arguments["priority"] = serde_json::json!(5);
+        }
+    }
+    if call.arguments != wrote {
+        tracing::info!(%wrote, said = %call.arguments, "the task is the one the command named");
+    }
 }
 
 /// Open tasks a command about plans is shown at most.
@@ -289,8 +389,28 @@ pub async fn warm(env: &JobEnv, client: &Provider) -> Result<stt_llm::Usage, stt
 
 /// The warm-up request's messages and tools: the prefix every command shares.
 fn warm_prompt(env: &JobEnv) -> ([Message; 2], Vec<ToolSpec>) {
-    let messages = [Message::system(&env.settings.command_system_prompt), Message::user("")];
-    (messages, tools(env, false, false, false, ""))
+    let tools = tools(env, false, false, false, "");
+    let system = with_tail(&env.settings.command_system_prompt, !tools.is_empty());
+    ([Message::system(system), Message::user("")], tools)
+}
+
+/// What ends a command's system prompt when it is offered tools: the 1.5B model explained
+/// how to call a tool ("you can use the `read_file` function…") in one command of five
+/// unless told to answer with the call alone.
+pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with only the \
+    call of that tool. When the user asks a question no tool answers, answer it from what you \
+    know.";
+
+/// What ends it when none is: told to answer with calls, the same model made one up for
+/// "what is the capital of France" ("get_capital").
+pub const WITHOUT_TOOLS: &str = "No tool is provided for these words: answer a question from \
+    what you know; when the user asks for an action, say that you cannot do it.";
+
+/// The configured command system prompt, then [`WITH_TOOLS`] or [`WITHOUT_TOOLS`]: the
+/// configured part is the prefix every command shares (the server keeps it), the end a few
+/// tokens read again when it changes.
+fn with_tail(system: &str, tools: bool) -> String {
+    format!("{system} {}", if tools { WITH_TOOLS } else { WITHOUT_TOOLS })
 }
 
 /// How the command prefix came into the command slot.
@@ -316,7 +436,9 @@ pub async fn warm_saved(
 ) -> Result<Warmed, stt_llm::LlmError> {
     use stt_llm::openai::SlotAction;
     let read = |usage, saved| Warmed::Read { usage, saved };
-    let (Provider::OpenAi(server), Some(dir)) = (client, dir) else {
+    // The directory is there when `up` started the server with it: any other server is
+    // asked for nothing more than the warm-up.
+    let (Provider::OpenAi(server), Some(dir)) = (client, dir.filter(|d| d.is_dir())) else {
         return warm(env, client).await.map(|usage| read(usage, false));
     };
     let model = match server.model_identity().await {
@@ -390,17 +512,23 @@ fn keep_only(dir: &std::path::Path, file: &str) {
 fn tools(env: &JobEnv, memory: bool, ends: bool, planner: bool, text: &str) -> Vec<ToolSpec> {
     let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
     let ending = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
+    // "Mark the milk task as done" ends a task, not a reminder: offered both, the 1.5B model
+    // cancelled reminder 1.
+    let ends = ends && !(planner && crate::memory::plans::names_a_task(text));
     let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
         let called =
             if ending.contains(name) { ends } else { crate::memory::called_for(name, text, false) };
         memory && called && (tree || *name != memory_tools::EXPLORE_TREE)
     });
-    let plans = crate::memory::plans::PLANNER.iter().copied().filter(|_| planner);
+    let plans = crate::memory::plans::PLANNER
+        .iter()
+        .copied()
+        .filter(|name| planner && crate::memory::plans::called_for(name, text));
     let offered: Vec<&str> = offered.chain(plans).collect();
     let memory = env.memory.as_ref().map(|_| memory_tools::specs(&offered));
     let wakes: Vec<_> = wake::TOOLS
         .iter()
-        .filter(|_| planner && env.settings.proactive)
+        .filter(|name| planner && env.settings.proactive && wake::called_for(name, text))
         .filter_map(|name| wake::spec(name))
         .collect();
     let own = env.tools.specs().filter(|spec| stt_tools::offer::always(&spec.name));
@@ -498,7 +626,8 @@ async fn report(
         prompt.push_str(&format!("{tool} → {result}\n"));
     }
     prompt.push_str(
-        "\nNow tell the user the outcome in one or two short spoken sentences. Plain words \
+        "\nNow tell the user the outcome in one or two short spoken sentences, as the results \
+         say it: a result that says something was not done means it was not done. Plain words \
          only, no JSON, no tool calls.",
     );
     let messages = [Message::system(&env.settings.command_system_prompt), Message::user(prompt)];
@@ -722,17 +851,50 @@ fn refuses(answer: &str) -> bool {
     .any(|p| lower.contains(p))
 }
 
-/// Whether a reply is the tool results echoed back in the chat template's markup.
-fn echoes_results(content: &str) -> bool {
-    let content = content.trim_start();
-    ["<tool_response>", "<tool_call>", "<|im_start|>"].iter().any(|m| content.starts_with(m))
+/// What a command is told when it described a call instead of making one.
+pub const DO_IT: &str = "Do not explain how to call a tool: reply with only the call of the tool \
+    that does what I asked, or, if none does, answer me in words.";
+
+/// How a reply that made no call describes one instead: markup with no call in it
+/// (`<tools></tools>`), or an offered tool named by its name (`list_tasks`) or by its words
+/// with at most one word between them ("create a task", "mark plan done").
+fn describes_a_call<'t>(content: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
+    if markup(content) {
+        return Some("markup with no call in it");
+    }
+    let lower = content.to_lowercase();
+    let words: Vec<&str> =
+        lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let says = |name: &str| {
+        let parts: Vec<&str> = name.split('_').collect();
+        (0..words.len()).any(|start| {
+            let mut at = start;
+            parts.iter().enumerate().all(|(n, part)| {
+                let window = if n == 0 { 1 } else { 2 };
+                let found = (at..(at + window).min(words.len())).find(|&i| words[i] == *part);
+                found.map(|i| at = i + 1).is_some()
+            })
+        })
+    };
+    tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        // Names of one word ("notify", "reschedule") are words a plain answer uses too.
+        .filter(|name| name.contains('_'))
+        .find(|name| lower.contains(name) || says(name))
+}
+
+/// Whether a reply after a tool's result is markup, not words: the results echoed back in
+/// the chat template's tags, or a call begun as text (`<tools>`, `{"name": …`, a code fence).
+fn markup(content: &str) -> bool {
+    content.trim_start().starts_with(['<', '{', '[', '`'])
 }
 
 /// The calls in a reply: the provider's, or else JSON calls in the text, those it did not
 /// write whole or with arguments its tool takes refused (never run).
 fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
     if !reply.tool_calls.is_empty() {
-        return stt_llm::Found { calls: reply.tool_calls.clone(), refused: Vec::new() };
+        return stt_llm::Found { calls: reply.tool_calls.clone(), ..Default::default() };
     }
     let names: Vec<&str> = memory_tools::command_tools().collect();
     let memory = env.memory.as_ref().map(|_| memory_tools::specs(&names));
@@ -1082,6 +1244,46 @@ mod tests {
     }
 
     #[test]
+    fn a_planner_call_is_about_the_task_the_words_name() {
+        let tasks = [(1, "Buy milk".to_owned()), (2, "Renew car insurance".to_owned())];
+        let call = |name: &str, args: serde_json::Value, text: &str| {
+            let mut call = Call { id: "c".into(), name: name.into(), arguments: args };
+            task_as_said(&mut call, text, &tasks);
+            task_dated_as_said(&mut call, text);
+            call.arguments
+        };
+        assert_eq!(
+            call(
+                "prioritize",
+                serde_json::json!({"task_id": 1, "priority": 5}),
+                "Make the insurance task my top priority."
+            ),
+            serde_json::json!({"task_id": 2, "priority": 1})
+        );
+        assert_eq!(
+            call(
+                "reschedule",
+                serde_json::json!({"task_id": 1, "shift_days": 7}),
+                "Push the insurance task back by one week."
+            ),
+            serde_json::json!({"task_id": 2, "shift_days": 7})
+        );
+        // No task named, or a call that names none: as written.
+        assert_eq!(
+            call(
+                "update_task_status",
+                serde_json::json!({"task_id": 2, "status": "done"}),
+                "Mark that task as done."
+            ),
+            serde_json::json!({"task_id": 2, "status": "done"})
+        );
+        assert_eq!(
+            call("create_task", serde_json::json!({"title": "milk"}), "Add a task to buy milk."),
+            serde_json::json!({"title": "milk"})
+        );
+    }
+
+    #[test]
     fn minutes_beside_a_due_time_give_way_to_the_time_the_words_say() {
         use chrono::NaiveDate;
         let now = NaiveDate::from_ymd_opt(2026, 12, 7)
@@ -1102,10 +1304,54 @@ mod tests {
     }
 
     #[test]
+    fn a_call_described_in_words_or_empty_markup_is_told_from_an_answer() {
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+        };
+        let tools = [spec("create_task"), spec("list_tasks"), spec("notify")];
+        let described = |text: &str| describes_a_call(text, &tools);
+        assert_eq!(described("<tools></tools>"), Some("markup with no call in it"));
+        assert_eq!(described("You can call `list_tasks` to see them."), Some("list_tasks"));
+        assert_eq!(
+            described("To learn Spanish, you can create a task with the title…"),
+            Some("create_task")
+        );
+        assert_eq!(described("Your tasks are listed below."), None);
+        assert_eq!(described("I will notify you when it is done."), None);
+        assert_eq!(described("The capital of France is Paris."), None);
+    }
+
+    #[test]
+    fn a_new_task_is_dated_only_when_its_words_name_a_time() {
+        let dated = |args: serde_json::Value, text: &str| {
+            let mut call = Call { id: "c".into(), name: "create_task".into(), arguments: args };
+            task_dated_as_said(&mut call, text);
+            call.arguments
+        };
+        assert_eq!(
+            dated(
+                serde_json::json!({"title": "Buy milk", "due": "2023-04-15"}),
+                "Add a task to buy milk."
+            ),
+            serde_json::json!({"title": "Buy milk"})
+        );
+        assert_eq!(
+            dated(
+                serde_json::json!({"title": "Renew car insurance", "due": "2026-12-31 09:00"}),
+                "Create a task to renew the car insurance before the end of the month."
+            ),
+            serde_json::json!({"title": "Renew car insurance", "due": "2026-12-31"})
+        );
+    }
+
+    #[test]
     fn results_echoed_in_template_markup_are_no_answer() {
-        assert!(echoes_results("<tool_response>\ntask 1 made: Rust\n</tool_response>"));
-        assert!(echoes_results("  <tool_call>{}</tool_call>"));
-        assert!(!echoes_results("Your plan is ready."));
-        assert!(!echoes_results("It says <tool_response> in the log."));
+        assert!(markup("<tool_response>\ntask 1 made: Rust\n</tool_response>"));
+        assert!(markup("  <tool_call>{}</tool_call>"));
+        assert!(markup("<tools>\n{\"name\": \"list_dir\", \"arguments\": {\"pa"));
+        assert!(!markup("Your plan is ready."));
+        assert!(!markup("It says <tool_response> in the log."));
     }
 }

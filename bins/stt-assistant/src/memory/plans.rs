@@ -81,6 +81,88 @@ pub fn asks_about_plans(text: &str) -> bool {
         || ["to-do", "to do list", "todo"].iter().any(|p| lower.contains(p))
 }
 
+/// Whether a command's words, about plans ([`asks_about_plans`]), call for planner tool
+/// `name`: adding for "add" or a goal, the next actions for "next", status for "done" or
+/// "drop", and so on; words about plans that name none of them get the list and the next
+/// actions. Nine schemas and their 1 900 tokens had the 1.5B model answer in words instead.
+pub fn called_for(name: &str, text: &str) -> bool {
+    const ADDING: [&str; 13] = [
+        "add", "create", "new", "make", "want", "goal", "goals", "learn", "learning", "study",
+        "practice", "habit", "project",
+    ];
+    const BREAKING: [&str; 11] = [
+        "plan", "planning", "break", "steps", "learn", "learning", "study", "practice", "habit",
+        "project", "goal",
+    ];
+    const LISTING: [&str; 7] = ["list", "lists", "tasks", "todo", "show", "open", "all"];
+    const SHOWING: [&str; 4] = ["details", "detail", "about", "plan"];
+    const NEXT: [&str; 4] = ["next", "should", "now", "today"];
+    const STATUS: [&str; 17] = [
+        "done",
+        "finished",
+        "finish",
+        "completed",
+        "complete",
+        "mark",
+        "did",
+        "drop",
+        "dropped",
+        "cancel",
+        "remove",
+        "delete",
+        "stop",
+        "abandon",
+        "start",
+        "started",
+        "active",
+    ];
+    const MOVING: [&str; 13] = [
+        "reschedule",
+        "postpone",
+        "push",
+        "move",
+        "delay",
+        "later",
+        "back",
+        "due",
+        "deadline",
+        "week",
+        "weeks",
+        "days",
+        "tomorrow",
+    ];
+    const STEPS: [&str; 9] =
+        ["step", "steps", "item", "items", "lesson", "lessons", "phase", "part", "session"];
+    const RANKING: [&str; 6] = ["priority", "prioritize", "important", "urgent", "top", "first"];
+    if !asks_about_plans(text) {
+        return false;
+    }
+    let words: Vec<String> = stt_memory::text::words(text).collect();
+    let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    let named = [&ADDING[..], &LISTING, &NEXT, &STATUS, &MOVING, &RANKING].iter().any(|l| any(l));
+    match name {
+        // "Make the insurance task my top priority" ranks a task, it makes none.
+        CREATE_TASK => any(&ADDING) && !any(&RANKING),
+        BREAK_DOWN_TASK => any(&BREAKING),
+        LIST_TASKS => any(&LISTING) || !named,
+        GET_TASK => any(&SHOWING),
+        GET_NEXT_ACTIONS => any(&NEXT) || !named,
+        // A step of a plan is named as one; "mark the milk task as done" is about the task.
+        MARK_PLAN_DONE => any(&STATUS) && any(&STEPS),
+        UPDATE_TASK_STATUS => any(&STATUS),
+        RESCHEDULE => any(&MOVING),
+        PRIORITIZE => any(&RANKING),
+        _ => false,
+    }
+}
+
+/// Whether `text` names a task, a goal or a plan: then "done" or "drop" is about it, not
+/// about a reminder.
+pub fn names_a_task(text: &str) -> bool {
+    const WORDS: [&str; 6] = ["task", "tasks", "goal", "goals", "plan", "plans"];
+    stt_memory::text::words(text).any(|w| WORDS.contains(&w.as_str()))
+}
+
 /// Next actions a call lists at most.
 const NEXT_ACTIONS: usize = 8;
 
@@ -557,6 +639,26 @@ mod tests {
         for text in ["what time is it", "turn on the lights", "set a timer for ten minutes"] {
             assert!(!asks_about_plans(text), "{text}");
         }
+    }
+
+    #[test]
+    fn a_command_about_plans_is_offered_the_planner_tools_its_words_call_for() {
+        let offered = |text: &str| -> Vec<&str> {
+            PLANNER.into_iter().filter(|name| called_for(name, text)).collect()
+        };
+        assert_eq!(offered("what time is it"), Vec::<&str>::new());
+        assert_eq!(offered("Add a task to buy milk."), [CREATE_TASK]);
+        assert_eq!(offered("What should I do next?"), [GET_NEXT_ACTIONS]);
+        assert_eq!(offered("What's on my task list?"), [LIST_TASKS]);
+        assert_eq!(offered("Mark the milk task as done."), [UPDATE_TASK_STATUS]);
+        assert!(offered("I finished step 3 of my Rust plan.").contains(&MARK_PLAN_DONE));
+        assert_eq!(offered("Make the insurance task my top priority."), [PRIORITIZE]);
+        assert_eq!(offered("Push the insurance task back by one week."), [RESCHEDULE]);
+        assert_eq!(
+            offered("help me learn Rust in two weeks"),
+            [CREATE_TASK, BREAK_DOWN_TASK, RESCHEDULE]
+        );
+        assert_eq!(offered("how are my plans"), [LIST_TASKS, GET_NEXT_ACTIONS]);
     }
 
     #[test]
