@@ -323,12 +323,27 @@ async fn a_call_described_instead_of_made_is_asked_for_once_and_an_invented_tool
     assert!(results(&reports).is_empty());
     assert_eq!(answer(&reports).as_deref(), Some("You can use set timer for that."));
 
+    // An empty call where one tool that needs nothing is offered: that tool runs.
+    server.push(Script::Text("<tools></tools>".into()));
+    server.push(Script::Text("It is noon.".into()));
+    let reports = common::run(&env, command("what time is it", 3)).await;
+    assert_eq!(results(&reports), [("get_datetime".to_owned(), true)]);
+    assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
+    // Where two are offered it is asked for once; still empty, the markup is never shown.
+    for _ in 0..2 {
+        server.push(Script::Text("<tools></tools>".into()));
+    }
+    let reports = common::run(&env, command("set a timer and copy it to the clipboard", 4)).await;
+    assert!(results(&reports).is_empty());
+    let said = answer(&reports).unwrap_or_default();
+    assert!(said.starts_with("I could not tell which of my tools"), "{said}");
+
     // A call of a tool that does not exist runs nothing and is not shown as JSON.
     let before = server.requests().len();
     server.push(Script::ContentCall(
         r#"{"name": "book_table", "arguments": {"people": 2, "time": "tonight"}}"#.into(),
     ));
-    let reports = common::run(&env, command("book a table for two tonight", 3)).await;
+    let reports = common::run(&env, command("book a table for two tonight", 5)).await;
     assert!(results(&reports).is_empty());
     let said = answer(&reports).unwrap_or_default();
     assert!(said.starts_with("I can't do that") && !said.contains('{'), "{said}");

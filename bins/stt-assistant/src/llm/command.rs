@@ -100,7 +100,15 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         for refused in &found.refused {
             tracing::info!(tool = %refused.name, "{}", refused.reason);
         }
-        let calls = batch(found.calls);
+        let mut calls = batch(found.calls);
+        if let Some(only) = empty_call_of(&reply.content, &tools).filter(|_| calls.is_empty()) {
+            // An empty call (`<tools></tools>`) where one tool is offered and it needs
+            // nothing: that tool is the one meant ("what should I do next", offered
+            // `get_next_actions`).
+            tracing::info!(tool = %only, "an empty call, of the one tool offered");
+            let arguments = serde_json::json!({});
+            calls.push(Call { id: "call_0".into(), name: only.to_owned(), arguments });
+        }
         if calls.is_empty() && !found.refused.is_empty() && !ran.is_empty() {
             // A tool has run and the model answers with a call it did not finish (the 1.5B
             // model began a `list_dir` after `read_file` and ran into the answer's cap): the
@@ -158,6 +166,14 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             // instead.
             if !ran.is_empty() && markup(&reply.content) {
                 return report(env, client, text, &ran, out).await;
+            }
+            if ran.is_empty() && markup(&reply.content) {
+                // Asked once already, and still no call in it: never the markup as the answer.
+                tracing::info!(answer = %reply.content, "no call in the model's markup");
+                let said =
+                    "I could not tell which of my tools you meant: say it another way.".to_owned();
+                out.send(Report::Reply { text: said, partial: false, stopped: false });
+                return;
             }
             if !ran.is_empty() && refuses(&reply.content) && all_ok {
                 tracing::info!(answer = %reply.content, "an answer that denies what was done is not shown");
@@ -336,6 +352,15 @@ fn task_as_said(call: &mut Call, text: &str, tasks: &[(i64, String)]) {
             call.arguments["priority"] = serde_json::json!(5);
         }
     }
+    if call.name == crate::memory::plans::RESCHEDULE && call.arguments.get("shift_days").is_some() {
+        // "Push it back by one week": the 1.5B model wrote `shift_days` 7 and a due date a
+        // week from today beside it, which the tool takes first.
+        let words: Vec<String> = stt_memory::text::words(text).collect();
+        let shifts = ["back", "forward", "by", "later", "postpone", "delay", "push"];
+        if words.iter().any(|w| shifts.contains(&w.as_str())) {
+            call.arguments.as_object_mut().map(|args| args.remove("due"));
+        }
+    }
     if call.arguments != wrote {
         tracing::info!(%wrote, said = %call.arguments, "the task is the one the command named");
     }
@@ -396,10 +421,11 @@ fn warm_prompt(env: &JobEnv) -> ([Message; 2], Vec<ToolSpec>) {
 
 /// What ends a command's system prompt when it is offered tools: the 1.5B model explained
 /// how to call a tool ("you can use the `read_file` function…") in one command of five
-/// unless told to answer with the call alone.
-pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with only the \
-    call of that tool. When the user asks a question no tool answers, answer it from what you \
-    know.";
+/// unless told to answer with the call; told to answer with "only the call", it wrote an
+/// empty one (`<tools></tools>`) for "what day is it today" and "what should I do next".
+pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with that \
+    tool's call, written whole. When the user asks a question no tool answers, answer it from \
+    what you know.";
 
 /// What ends it when none is: told to answer with calls, the same model made one up for
 /// "what is the capital of France" ("get_capital").
@@ -849,6 +875,14 @@ fn refuses(answer: &str) -> bool {
     ]
     .iter()
     .any(|p| lower.contains(p))
+}
+
+/// The tool an empty call means: the reply is markup with no call in it, one tool is
+/// offered, and it requires no argument.
+fn empty_call_of<'t>(content: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
+    let [only] = tools else { return None };
+    let required = only.parameters["required"].as_array().is_some_and(|r| !r.is_empty());
+    (markup(content) && !content.contains('{') && !required).then_some(only.name.as_str())
 }
 
 /// What a command is told when it described a call instead of making one.

@@ -131,6 +131,19 @@ pub fn called_for(name: &str, text: &str) -> bool {
         "days",
         "tomorrow",
     ];
+    const ENDING: [&str; 10] = [
+        "done",
+        "finished",
+        "completed",
+        "drop",
+        "dropped",
+        "cancel",
+        "remove",
+        "delete",
+        "abandon",
+        "stop",
+    ];
+    const MAKING: [&str; 6] = ["add", "create", "new", "plan", "break", "steps"];
     const STEPS: [&str; 9] =
         ["step", "steps", "item", "items", "lesson", "lessons", "phase", "part", "session"];
     const RANKING: [&str; 6] = ["priority", "prioritize", "important", "urgent", "top", "first"];
@@ -139,11 +152,15 @@ pub fn called_for(name: &str, text: &str) -> bool {
     }
     let words: Vec<String> = stt_memory::text::words(text).collect();
     let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    // Words that end a task make none, unless they say so too ("add a task: finish…").
+    let makes = any(&MAKING) || !any(&ENDING);
     let named = [&ADDING[..], &LISTING, &NEXT, &STATUS, &MOVING, &RANKING].iter().any(|l| any(l));
     match name {
-        // "Make the insurance task my top priority" ranks a task, it makes none.
-        CREATE_TASK => any(&ADDING) && !any(&RANKING),
-        BREAK_DOWN_TASK => any(&BREAKING),
+        // "Make the insurance task my top priority" ranks a task and "drop the Spanish goal"
+        // ends one: neither makes or plans one (offered `break_down_task` for the second,
+        // the 1.5B model planned the goal it was asked to drop).
+        CREATE_TASK => any(&ADDING) && !any(&RANKING) && makes,
+        BREAK_DOWN_TASK => any(&BREAKING) && makes,
         LIST_TASKS => any(&LISTING) || !named,
         GET_TASK => any(&SHOWING),
         GET_NEXT_ACTIONS => any(&NEXT) || !named,
@@ -653,6 +670,11 @@ mod tests {
         assert_eq!(offered("Mark the milk task as done."), [UPDATE_TASK_STATUS]);
         assert!(offered("I finished step 3 of my Rust plan.").contains(&MARK_PLAN_DONE));
         assert_eq!(offered("Make the insurance task my top priority."), [PRIORITIZE]);
+        assert_eq!(offered("Drop the Spanish goal."), [UPDATE_TASK_STATUS]);
+        assert_eq!(
+            offered("Add a new task: finish the report."),
+            [CREATE_TASK, UPDATE_TASK_STATUS]
+        );
         assert_eq!(offered("Push the insurance task back by one week."), [RESCHEDULE]);
         assert_eq!(
             offered("help me learn Rust in two weeks"),
