@@ -338,6 +338,18 @@ async fn a_call_described_instead_of_made_is_asked_for_once_and_an_invented_tool
     let said = answer(&reports).unwrap_or_default();
     assert!(said.starts_with("I could not tell which of my tools"), "{said}");
 
+    // Told why its call was not run, it says that back: an error, not an answer.
+    server.push(Script::ContentCall(r#"{"name": "set_timer", "arguments": {"minutes": "#.into()));
+    server.push(Script::Text(
+        "The call was cut off before it ended. Call the tool again with arguments it takes, or \
+         answer in words."
+            .into(),
+    ));
+    let reports = common::run(&env, command("set a timer for ten minutes", 6)).await;
+    assert!(results(&reports).is_empty());
+    assert_eq!(answer(&reports), None);
+    assert_eq!(errors(&reports), [ErrorCode::ToolError]);
+
     // A call of a tool that does not exist runs nothing and is not shown as JSON.
     let before = server.requests().len();
     server.push(Script::ContentCall(

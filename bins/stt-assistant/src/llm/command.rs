@@ -128,10 +128,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             }
             retried = true;
             messages.push(Message::assistant(&reply.content));
-            messages.push(Message::user(format!(
-                "{}. Call the tool again with arguments it takes, or answer in words.",
-                reasons.join("; ")
-            )));
+            messages.push(Message::user(format!("{}. {CALL_AGAIN}", reasons.join("; "))));
             continue;
         }
         if calls.is_empty() && ran.is_empty() && !found.unknown.is_empty() {
@@ -166,6 +163,16 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             // instead.
             if !ran.is_empty() && markup(&reply.content) {
                 return report(env, client, text, &ran, out).await;
+            }
+            if retried && (reply.content.contains(CALL_AGAIN) || reply.content.contains(DO_IT)) {
+                // Asked again, it said back what it was told ("The call was cut off before it
+                // ended. Call the tool again…"): that is no answer to show.
+                tracing::info!(answer = %reply.content, "the model repeated what it was told");
+                return error(
+                    out,
+                    ErrorCode::ToolError,
+                    "the model could not make the call: say it another way",
+                );
             }
             if ran.is_empty() && markup(&reply.content) {
                 // Asked once already, and still no call in it: never the markup as the answer.
@@ -884,6 +891,9 @@ fn empty_call_of<'t>(content: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
     let required = only.parameters["required"].as_array().is_some_and(|r| !r.is_empty());
     (markup(content) && !content.contains('{') && !required).then_some(only.name.as_str())
 }
+
+/// What a command is told, after why, when its call was not run.
+const CALL_AGAIN: &str = "Call the tool again with arguments it takes, or answer in words.";
 
 /// What a command is told when it described a call instead of making one.
 pub const DO_IT: &str = "Do not explain how to call a tool: reply with only the call of the tool \
