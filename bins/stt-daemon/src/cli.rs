@@ -104,6 +104,9 @@ pub enum Command {
         /// to this machine; another address lets anyone who reaches it send audio
         #[arg(long, value_name = "URI", default_value = "tcp://127.0.0.1:10300")]
         listen: String,
+        /// Seconds a client may send nothing (mid-event or between events) before it is closed
+        #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+        quiet_s: u64,
     },
     /// Start the daemon and the assistant (and the TUI, and a local model) as supervised
     /// children

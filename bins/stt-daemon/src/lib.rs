@@ -39,7 +39,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Devices) => devices(),
         Some(Command::Transcribe { file }) => transcribe::run(&config, &cli, file),
-        Some(Command::Wyoming { listen }) => wyoming::run(&config, &cli, listen),
+        Some(Command::Wyoming { listen, quiet_s }) => {
+            wyoming::run(&config, &cli, listen, std::time::Duration::from_secs(*quiet_s))
+        }
         Some(Command::Up(up)) => {
             let misplaced = cli.daemon_flags_given();
             if !misplaced.is_empty() {

@@ -18,7 +18,14 @@ const WYOMING_PY: &str = "wyoming-1.10.2";
 
 /// The service on a free port of the loopback address, and that address.
 fn service(sandbox: &Sandbox) -> (Proc, String) {
-    let proc = sandbox.spawn("stt-daemon", &["wyoming", "--listen", "tcp://127.0.0.1:0"]);
+    service_with(sandbox, &[])
+}
+
+/// The same, with more arguments.
+fn service_with(sandbox: &Sandbox, more: &[&str]) -> (Proc, String) {
+    let mut args = vec!["wyoming", "--listen", "tcp://127.0.0.1:0"];
+    args.extend(more);
+    let proc = sandbox.spawn("stt-daemon", &args);
     let addr = wait_for("the service to listen", DEADLINE, || {
         let log = proc.log();
         log.split("answering Wyoming on tcp://")
@@ -57,6 +64,14 @@ impl Client {
 
     fn send_raw(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).unwrap();
+    }
+
+    /// `describe`, and the kind of event that answers it; `None` when the service closed the
+    /// connection (before the question was written, too).
+    fn describe(&mut self) -> Option<String> {
+        let header = b"{\"type\": \"describe\", \"data_length\": 0}\n";
+        self.writer.write_all(header).ok()?;
+        self.recv().map(|(kind, _)| kind)
     }
 
     /// The next event's type and data; `None` when the service closed the connection.
@@ -260,4 +275,38 @@ asyncio.run(main(*sys.argv[1:]))
     let text = stdout.lines().find_map(|l| l.strip_prefix("text ")).unwrap_or_default();
     let wer = real_speech::spoken_wer(&clip.text, text);
     assert!(wer < 0.5, "{:?} heard as {text:?}", clip.text);
+}
+
+/// More clients than the service serves at once: the one over is told so and closed, the
+/// others are served; a client that stalls mid-event holds no one up and is closed once it
+/// has been quiet for `--quiet-s`; a place given back is taken by the next client.
+#[test]
+fn more_clients_than_its_places_and_one_that_stalls_mid_event() {
+    use stt_daemon::wyoming::CONNECTIONS;
+    let sandbox = Sandbox::new();
+    let (proc, addr) = service_with(&sandbox, &["--quiet-s", "3"]);
+    let mut clients: Vec<Client> = (0..CONNECTIONS).map(|_| Client::connect(&addr)).collect();
+    for client in &mut clients {
+        assert_eq!(client.describe().as_deref(), Some("info"));
+    }
+    let mut over = Client::connect(&addr);
+    let (kind, data) = over.recv().expect("an answer");
+    assert_eq!((kind.as_str(), data["code"].as_str()), ("error", Some("busy")), "{data}");
+    assert!(data["text"].as_str().unwrap().contains(&CONNECTIONS.to_string()), "{data}");
+    assert!(over.recv().is_none(), "the client over the limit is closed");
+
+    // One stalls in the middle of an event: its header says 40 bytes of data, 5 come.
+    let mut stalled = clients.pop().unwrap();
+    stalled.send_raw(b"{\"type\": \"describe\", \"data_length\": 40}\n{\"a\":");
+    // Another goes; its place is taken by a new client, served while the stalled one waits.
+    drop(clients.pop());
+    let mut next = wait_for("a place for a new client", DEADLINE, || {
+        let mut client = Client::connect(&addr);
+        (client.describe().as_deref() == Some("info")).then_some(client)
+    });
+    assert_eq!(next.describe().as_deref(), Some("info"));
+    let (kind, data) = stalled.recv().expect("the stalled client is told");
+    assert_eq!((kind.as_str(), data["code"].as_str()), ("error", Some("timeout")), "{data}");
+    assert!(stalled.recv().is_none(), "the stalled client is closed");
+    assert!(proc.log().contains("sent nothing for"), "{}", proc.log());
 }

@@ -428,11 +428,13 @@ fn warm_prompt(env: &JobEnv) -> ([Message; 2], Vec<ToolSpec>) {
 
 /// What ends a command's system prompt when it is offered tools: the 1.5B model explained
 /// how to call a tool ("you can use the `read_file` function…") in one command of five
-/// unless told to answer with the call; told to answer with "only the call", it wrote an
-/// empty one (`<tools></tools>`) for "what day is it today" and "what should I do next".
-pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with that \
-    tool's call, written whole. When the user asks a question no tool answers, answer it from \
-    what you know.";
+/// unless told to answer with the call alone. So told, it writes an empty call
+/// (`<tools></tools>`) at times, for "what day is it today" or "what should I do next": the
+/// one tool offered runs then ([`empty_call_of`]). Told instead to reply with "that tool's
+/// call, written whole", it stopped after `create_task` where it had gone on to plan.
+pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with only the \
+    call of that tool. When the user asks a question no tool answers, answer it from what you \
+    know.";
 
 /// What ends it when none is: told to answer with calls, the same model made one up for
 /// "what is the capital of France" ("get_capital").

@@ -17,8 +17,6 @@ pub struct Side {
     /// `None` when `[triage]` is off, or the lane went off.
     lane: Option<crate::triage::Triage>,
     threshold: f32,
-    /// The next window's id.
-    next_id: u64,
 }
 
 impl Side {
@@ -34,7 +32,7 @@ impl Side {
             let _ = inputs.send(Input::Triage(report));
         });
         match crate::triage::spawn(settings, reports) {
-            Ok(lane) => Self { lane: Some(lane), threshold, next_id: 1 },
+            Ok(lane) => Self { lane: Some(lane), threshold },
             Err(e) => {
                 tracing::error!("triage is off: cannot start its thread: {e}");
                 Self::default()
@@ -85,8 +83,9 @@ impl Owner {
 
     /// A window's signals: published, and escalated when one reaches the threshold.
     fn triage_signals(&mut self, found: Signals) {
-        let id = self.triage.next_id;
-        self.triage.next_id += 1;
+        // From the one allocator, unique across restarts: the TUI drops a window whose id is
+        // below the one it shows, so ids from 1 again after a restart froze its panel.
+        let id = self.core.next_id();
         let top = found.top().map(|(category, p)| (category.to_owned(), p));
         tracing::debug!(id, top = ?top, "triage: signals");
         self.publish(&AssistantEvent::Triage(Triage {

@@ -11,6 +11,12 @@
 //! ignored, as the protocol asks. A request that cannot be served gets an `error` event and
 //! the connection stays; a frame that cannot be read ends the connection.
 //!
+//! At most [`CONNECTIONS`] clients are served at once: one more is sent an `error` event
+//! saying so and closed. A client that goes quiet for `--quiet-s` (60 s; mid-frame or
+//! between events) is sent an `error` and closed, so a stalled one cannot hold a place for ever. A failed `accept` (out
+//! of file descriptors, say) is logged and the service goes on accepting. At shutdown every
+//! connection is ended.
+//!
 //! It binds to the loopback address unless `--listen` names another: anyone who can reach
 //! the port can have their audio transcribed and read what is said.
 
@@ -35,6 +41,14 @@ use wire::Event;
 
 /// Requests that may wait for the worker at once; one more is refused.
 pub const WAITING: usize = 4;
+
+/// Clients served at once; one more is refused with an `error` event. Home Assistant opens
+/// one connection per pipeline run.
+pub const CONNECTIONS: usize = 16;
+
+/// How long the service waits before accepting again after `accept` failed (so a lack of
+/// file descriptors is not a busy loop).
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The longest audio one request may send (Home Assistant sends one command at a time).
 const MAX_AUDIO_S: usize = 30;
@@ -65,7 +79,12 @@ impl Listen {
 }
 
 /// Runs the service until SIGINT or SIGTERM.
-pub fn run(config: &stt_config::Config, cli: &Cli, listen: &str) -> anyhow::Result<()> {
+pub fn run(
+    config: &stt_config::Config,
+    cli: &Cli,
+    listen: &str,
+    quiet: std::time::Duration,
+) -> anyhow::Result<()> {
     let listen = Listen::parse(listen)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -76,7 +95,7 @@ pub fn run(config: &stt_config::Config, cli: &Cli, listen: &str) -> anyhow::Resu
         let mut terminate = stt_app::signals::Terminate::catch()?;
         let shutdown = CancellationToken::new();
         let service = Service::start(config, cli)?;
-        let served = serve(listen, service, shutdown.clone());
+        let served = serve(listen, service, quiet, shutdown.clone());
         tokio::select! {
             result = served => result,
             () = terminate.recv() => {
@@ -197,8 +216,10 @@ impl Service {
 async fn serve(
     listen: Listen,
     service: Arc<Service>,
+    quiet: std::time::Duration,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let mut clients = Clients::new(quiet);
     match listen {
         Listen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
@@ -212,13 +233,18 @@ async fn serve(
             }
             tracing::info!(model = %service.model, "answering Wyoming on tcp://{bound}");
             loop {
-                let (stream, peer) = tokio::select! {
-                    accepted = listener.accept() => accepted?,
-                    () = shutdown.cancelled() => return Ok(()),
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    () = shutdown.cancelled() => break,
                 };
-                let _ = stream.set_nodelay(true);
-                let (read, write) = stream.into_split();
-                tokio::spawn(connection(read, write, Arc::clone(&service), peer.to_string()));
+                match accepted {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        let (read, write) = stream.into_split();
+                        clients.serve(read, write, &service, peer.to_string());
+                    }
+                    Err(e) => accept_failed(&e).await,
+                }
             }
         }
         Listen::Unix(path) => {
@@ -228,22 +254,86 @@ async fn serve(
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on unix://{}", path.display()))?;
             tracing::info!(model = %service.model, "answering Wyoming on unix://{}", path.display());
-            let result = loop {
+            loop {
                 let accepted = tokio::select! {
                     accepted = listener.accept() => accepted,
-                    () = shutdown.cancelled() => break Ok(()),
+                    () = shutdown.cancelled() => break,
                 };
                 match accepted {
                     Ok((stream, _)) => {
                         let (read, write) = stream.into_split();
-                        tokio::spawn(connection(read, write, Arc::clone(&service), "unix".into()));
+                        clients.serve(read, write, &service, "unix".into());
                     }
-                    Err(e) => break Err(e.into()),
+                    Err(e) => accept_failed(&e).await,
                 }
-            };
+            }
             let _ = std::fs::remove_file(&path);
-            result
         }
+    }
+    clients.end().await;
+    Ok(())
+}
+
+/// A failed `accept` is logged, and accepting goes on after a moment.
+async fn accept_failed(e: &std::io::Error) {
+    tracing::warn!("a Wyoming connection could not be accepted: {e}; accepting again");
+    tokio::time::sleep(ACCEPT_BACKOFF).await;
+}
+
+/// The connections being served: at most [`CONNECTIONS`], each holding a place, all ended
+/// at shutdown.
+struct Clients {
+    places: Arc<tokio::sync::Semaphore>,
+    tasks: tokio::task::JoinSet<()>,
+    /// How long a client may send nothing.
+    quiet: std::time::Duration,
+}
+
+impl Clients {
+    fn new(quiet: std::time::Duration) -> Self {
+        Self {
+            places: Arc::new(tokio::sync::Semaphore::new(CONNECTIONS)),
+            tasks: tokio::task::JoinSet::new(),
+            quiet,
+        }
+    }
+
+    /// Serves a new connection, or tells it there is no place and closes it.
+    fn serve<R, W>(&mut self, read: R, mut write: W, service: &Arc<Service>, peer: String)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        // Finished connections are collected as new ones come.
+        while self.tasks.try_join_next().is_some() {}
+        let service = Arc::clone(service);
+        let quiet = self.quiet;
+        match Arc::clone(&self.places).try_acquire_owned() {
+            Ok(place) => {
+                self.tasks.spawn(async move {
+                    connection(read, write, service, peer, quiet).await;
+                    drop(place);
+                });
+            }
+            Err(_) => {
+                tracing::warn!(%peer, "a Wyoming client was refused: {CONNECTIONS} are connected");
+                let refused = error(
+                    &format!(
+                        "stt is serving {CONNECTIONS} connections, its most: close one and try again"
+                    ),
+                    "busy",
+                );
+                self.tasks.spawn(async move {
+                    let _ = send(&mut write, &refused).await;
+                });
+            }
+        }
+    }
+
+    /// Ends every connection.
+    async fn end(mut self) {
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
     }
 }
 
@@ -329,12 +419,19 @@ async fn connection(
     mut write: impl AsyncWrite + Unpin,
     service: Arc<Service>,
     peer: String,
+    quiet: std::time::Duration,
 ) {
     let mut reader = BufReader::new(read);
     let mut audio: Option<Audio> = None;
     let mut language: Option<String> = None;
     loop {
-        let event = match wire::read(&mut reader).await {
+        let Ok(read) = tokio::time::timeout(quiet, wire::read(&mut reader)).await else {
+            tracing::info!(%peer, "a Wyoming client sent nothing for {quiet:?}: closed");
+            let why = format!("nothing came for {} s: the connection is closed", quiet.as_secs());
+            let _ = send(&mut write, &error(&why, "timeout")).await;
+            return;
+        };
+        let event = match read {
             Ok(Some(event)) => event,
             Ok(None) => return,
             Err(e) => {
