@@ -337,14 +337,21 @@ enum Failure {
     PasteKey,
 }
 
+/// wtype's arguments: the text from standard input, after a pause of 40 ms (`-s`, taken
+/// after the keymap is sent): the first key right after wtype's new keymap was lost at times,
+/// "Ask Zoë" typed as "sk Zoë" into foot under sway.
+const WTYPE_ARGS: [&str; 3] = ["-s", "40", "-"];
+
 /// Types or erases with a keyboard tool.
 fn keyboard(method: Method, tool: &Path, edit: &Edit) -> Result<(), Failure> {
     match (method, edit) {
-        (Method::Wtype, Edit::Type(text)) => run(tool, &["-"], Some(text.as_bytes())),
+        (Method::Wtype, Edit::Type(text)) => run(tool, &WTYPE_ARGS, Some(text.as_bytes())),
         // As text too: backspace characters are typed as the BackSpace key. `-k BackSpace`
         // is not used: a key named on the command line came first after wtype's new keymap,
         // and foot under sway lost it about one time in three (a real compositor, tested).
-        (Method::Wtype, Edit::Erase(n)) => run(tool, &["-"], Some("\u{8}".repeat(*n).as_bytes())),
+        (Method::Wtype, Edit::Erase(n)) => {
+            run(tool, &WTYPE_ARGS, Some("\u{8}".repeat(*n).as_bytes()))
+        }
         (Method::Ydotool, Edit::Type(text)) => {
             run(tool, &["type", "--file", "-"], Some(text.as_bytes()))
         }
@@ -526,6 +533,14 @@ mod tests {
 
     /// A fake tool in `dir` that appends its arguments and its input to `log` and exits
     /// with `code` (printing `says` on stderr when it fails).
+    /// The tests that write fake programs and run them, one at a time: a program written
+    /// while another test's thread forks can be held open by that child until it execs, and
+    /// then running it fails ("Text file busy"): the clipboard test lost its `wl-paste`.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn fake(dir: &Path, name: &str, code: i32, says: &str) {
         let log = dir.join("log");
         let script = format!(
@@ -564,6 +579,7 @@ mod tests {
 
     #[test]
     fn x11_types_with_xdotool_without_a_delay_for_ascii() {
+        let _one = one_at_a_time();
         let dir = tempfile::tempdir().unwrap();
         fake(dir.path(), "xdotool", 0, "");
         let mut typist = typist(dir.path(), Some(Session::X11), None);
@@ -580,6 +596,7 @@ mod tests {
 
     #[test]
     fn wayland_falls_back_from_a_failing_wtype_and_remembers_what_worked() {
+        let _one = one_at_a_time();
         let dir = tempfile::tempdir().unwrap();
         fake(dir.path(), "wtype", 1, "Compositor does not support the virtual keyboard protocol");
         fake(dir.path(), "dotool", 0, "");
@@ -589,12 +606,13 @@ mod tests {
         assert_eq!(typist.edits(&[Edit::Erase(1)]).unwrap(), Method::Dotool);
         assert_eq!(
             log(dir.path()),
-            "wtype - <one\ntwo\ndotool <type one\nkey enter\ntype two\ndotool <key backspace\n"
+            "wtype -s 40 - <one\ntwo\ndotool <type one\nkey enter\ntype two\ndotool <key backspace\n"
         );
     }
 
     #[test]
     fn the_clipboard_pastes_with_the_key_tool_and_puts_the_old_text_back() {
+        let _one = one_at_a_time();
         let dir = tempfile::tempdir().unwrap();
         fake(dir.path(), "wl-copy", 0, "");
         fake(dir.path(), "wl-paste", 0, "");
@@ -612,6 +630,7 @@ mod tests {
 
     #[test]
     fn failures_name_what_to_install_for_the_session() {
+        let _one = one_at_a_time();
         let dir = tempfile::tempdir().unwrap();
         let mut none = typist(dir.path(), None, None);
         let err = none.edits(&[Edit::Type("x".into())]).unwrap_err().to_string();
