@@ -337,6 +337,12 @@ async fn a_call_described_instead_of_made_is_asked_for_once_and_an_invented_tool
     assert!(results(&reports).is_empty());
     let said = answer(&reports).unwrap_or_default();
     assert!(said.starts_with("I could not tell which of my tools"), "{said}");
+    // Asked again in other words (not in the command slot), its empty reply left out.
+    let again = server.requests().pop().expect("the second request");
+    let system = again["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.ends_with(llm::command::WRITTEN_WHOLE), "{system}");
+    assert_ne!(again["id_slot"], json!(SLOT_COMMAND));
+    assert_eq!(again["messages"].as_array().map(Vec::len), Some(2), "{again}");
 
     // Told why its call was not run, it says that back: an error, not an answer.
     server.push(Script::ContentCall(r#"{"name": "set_timer", "arguments": {"minutes": "#.into()));

@@ -67,20 +67,30 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let mut tried: Vec<(Call, bool)> = Vec::new();
     // Whether the model was told once that a call of its was not run.
     let mut retried = false;
+    // Whether the next request asks for the call in [`WRITTEN_WHOLE`]'s words.
+    let mut reworded = false;
     // Whether every call that ran went well (then "I cannot do it" denies what was done).
     let mut all_ok = true;
     for _ in 0..settings.max_tool_iterations.max(1) {
         // Once a tool has run, what comes is the answer (or one more short call): capped, so
         // a model that rambles after its result costs a few seconds, not half a minute.
         let cap = if ran.is_empty() { Cap::Reply } else { Cap::Answer };
+        // Once, after an empty call: the same request with the other way of asking for the
+        // call, in the other slot (its system prompt would push the command prefix out).
+        let worded = reworded.then(|| {
+            let mut again = messages.clone();
+            again[0] = Message::system(format!("{} {WRITTEN_WHOLE}", prompt.system));
+            again
+        });
+        reworded = false;
         let request = Request {
-            messages: &messages,
+            messages: worded.as_deref().unwrap_or(&messages),
             tools: &tools,
             stream: settings.stream,
             max_tokens: cap.tokens(settings),
             temperature: COMMAND_TEMPERATURE,
             resume: None,
-            slot: Some(SLOT_COMMAND),
+            slot: Some(if worded.is_some() { SLOT_OTHER } else { SLOT_COMMAND }),
         };
         // The first reply may be the answer itself ("The capital of France is Paris."):
         // streamed as chat's is, once it is plainly words and not a call written as text.
@@ -139,6 +149,21 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             let said = "I can't do that: no tool of mine does it.".to_owned();
             out.send(Report::Reply { text: said, partial: false, stopped: false });
             return;
+        }
+        if calls.is_empty()
+            && ran.is_empty()
+            && !retried
+            && !tools.is_empty()
+            && markup(&reply.content)
+        {
+            // An empty call (`<tools></tools>`) where several tools are offered: asked again,
+            // once, in other words, which the 1.5B model answered with the call ("help me
+            // learn Rust in two weeks: make a task…" got `create_task`). Told "do it" after
+            // its empty reply instead, it wrote the same again.
+            tracing::info!(answer = %reply.content, "an empty call: asked again in other words");
+            retried = true;
+            reworded = true;
+            continue;
         }
         if calls.is_empty()
             && ran.is_empty()
@@ -435,6 +460,13 @@ fn warm_prompt(env: &JobEnv) -> ([Message; 2], Vec<ToolSpec>) {
 pub const WITH_TOOLS: &str = "When a tool provided does what the user asks, reply with only the \
     call of that tool. When the user asks a question no tool answers, answer it from what you \
     know.";
+
+/// What ends it, once, after an empty call: the same model, told this, wrote the call
+/// where "only the call" got `<tools></tools>`; told this every time, it stopped after
+/// `create_task` where it had gone on to plan.
+pub const WRITTEN_WHOLE: &str = "When a tool provided does what the user asks, reply with that \
+    tool's call, written whole. When the user asks a question no tool answers, answer it from \
+    what you know.";
 
 /// What ends it when none is: told to answer with calls, the same model made one up for
 /// "what is the capital of France" ("get_capital").
