@@ -239,6 +239,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         );
         messages.push(Message::calls(calls.clone()));
         let mut round = Vec::new();
+        let mut hinted = false;
         for mut call in calls {
             let now = chrono::Local::now().naive_local();
             dated_as_said(&mut call, text, now);
@@ -252,12 +253,15 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             all_ok &= outcome.ok();
             let result =
                 after_tool(env, &call.name, outcome.result().to_owned(), episode, out).await;
+            hinted |= result != outcome.result();
             ran.push((call.name.clone(), result.clone()));
             messages.push(Message::tool(call.id.clone(), result));
         }
         // A timer set, a reminder or a task kept: the answer is the intent's own, at once;
-        // no second request, and no "I cannot do it" after it was done.
-        if let Some(said) = templated(&round, chrono::Local::now().naive_local()) {
+        // no second request, and no "I cannot do it" after it was done. A result that
+        // brought a memory up (`after_tool`) is the model's to word, so the answer tells it.
+        let said = (!hinted).then(|| templated(&round, text, chrono::Local::now().naive_local()));
+        if let Some(said) = said.flatten() {
             out.send(Report::Reply { text: said, partial: false, stopped: false });
             return;
         }
@@ -775,7 +779,7 @@ const MAX_CALLS: usize = 4;
 /// The answer a round of calls gets without asking the model again: when each call ran well
 /// and is a timer set or a reminder kept, the answers their intents give
 /// (`stt_intent::BUILTIN`).
-fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<String> {
+fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> Option<String> {
     static BUILTIN: std::sync::OnceLock<Option<stt_intent::Intents>> = std::sync::OnceLock::new();
     let intents = BUILTIN.get_or_init(|| stt_intent::Intents::builtin().ok()).as_ref()?;
     if round.is_empty() {
@@ -786,11 +790,22 @@ fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<Strin
         if !ok {
             return None;
         }
-        let text = |key: &str| call.arguments[key].as_str().unwrap_or_default().trim().to_owned();
+        let arg = |key: &str| call.arguments[key].as_str().unwrap_or_default().trim().to_owned();
         let (intent, values): (&str, Vec<(&str, String)>) = match call.name.as_str() {
+            // The clock read for words the time or date templates take whole ("what's the
+            // time"); any other question of time ("how long until Friday") is the model's.
+            "get_datetime" => match intents.decide(text, now) {
+                stt_intent::Decision::Matched(m) if m.intent == "get_time" => {
+                    ("get_time", vec![("time", crate::intents::clock(now))])
+                }
+                stt_intent::Decision::Matched(m) if m.intent == "get_date" => {
+                    ("get_date", vec![("date", crate::intents::day(now))])
+                }
+                _ => return None,
+            },
             "set_timer" => {
                 let seconds = call.arguments["minutes"].as_f64()? * 60.0;
-                let label = text("label");
+                let label = arg("label");
                 // A label that only says it is a timer, or its length, says nothing.
                 let says = !label.is_empty()
                     && !["timer", "reminder"].contains(&label.to_lowercase().as_str())
@@ -803,10 +818,10 @@ fn templated(round: &[(Call, bool)], now: chrono::NaiveDateTime) -> Option<Strin
             }
             memory_tools::ADD_INTENTION => {
                 let due =
-                    chrono::NaiveDateTime::parse_from_str(&text("due"), "%Y-%m-%d %H:%M").ok()?;
+                    chrono::NaiveDateTime::parse_from_str(&arg("due"), "%Y-%m-%d %H:%M").ok()?;
                 (
                     "reminder_add",
-                    vec![("text", text("text")), ("when", crate::intents::when(due, now))],
+                    vec![("text", arg("text")), ("when", crate::intents::when(due, now))],
                 )
             }
             // A task made is often planned next (break_down_task): the model goes on.
@@ -1218,22 +1233,41 @@ mod tests {
         };
         let timer = with("set_timer", serde_json::json!({"minutes": 10, "label": "timer"}));
         assert_eq!(
-            templated(&[(timer.clone(), true)], now).as_deref(),
+            templated(&[(timer.clone(), true)], "set a timer for ten minutes", now).as_deref(),
             Some("Timer set for 10 minutes.")
         );
-        assert_eq!(templated(&[(timer.clone(), false)], now), None, "a call that failed");
+        assert_eq!(
+            templated(&[(timer.clone(), false)], "set a timer", now),
+            None,
+            "a call that failed"
+        );
         let reminder = with(
             "add_intention",
             serde_json::json!({"text": "call the plumber", "due": "2026-12-08 09:00"}),
         );
         assert_eq!(
-            templated(&[(reminder, true)], now).as_deref(),
+            templated(&[(reminder, true)], "remind me", now).as_deref(),
             Some("I'll remind you to call the plumber tomorrow at 09:00.")
         );
         let task = with("create_task", serde_json::json!({"title": "buy milk"}));
-        assert_eq!(templated(&[(task, true)], now), None, "a task made is often planned next");
+        assert_eq!(
+            templated(&[(task, true)], "buy milk", now),
+            None,
+            "a task made is often planned next"
+        );
         let read = with("get_datetime", serde_json::json!({}));
-        assert_eq!(templated(&[(timer, true), (read, true)], now), None, "a read needs words");
+        let asked = |text: &str| templated(&[(read.clone(), true)], text, now);
+        assert_eq!(asked("what's the time").as_deref(), Some("It's 03:34."));
+        assert_eq!(
+            asked("what is the date today").as_deref(),
+            Some("Today is Monday 7 December 2026.")
+        );
+        assert_eq!(asked("how many days until Christmas"), None, "a question the clock only helps");
+        assert_eq!(
+            templated(&[(timer, true), (read, true)], "set a timer and say when it ends", now),
+            None,
+            "a read needs words"
+        );
         assert!(refuses("I cannot do it."));
         assert!(!refuses("Your timer is set."));
     }
