@@ -274,13 +274,13 @@ fn play(
                 *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
             }
             if playback.rate() == rate {
-                playback.queue(audio);
+                playback.queue(audio).map_err(|e| e.to_string())?;
             } else {
                 let mut resampler =
                     Resampler::new(rate, playback.rate()).map_err(|e| e.to_string())?;
                 let mut samples = resampler.process(audio);
                 samples.extend(resampler.flush());
-                playback.queue(&samples);
+                playback.queue(&samples).map_err(|e| e.to_string())?;
             }
             Ok(())
         }

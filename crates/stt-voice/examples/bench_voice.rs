@@ -125,7 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// device playing silence, in ms, as it tells ([`stt_audio::output::Playback::silenced_after`]),
 /// and what the device is; `Err` when there is no output device.
 fn stop_to_silence() -> Result<(Vec<f64>, String), String> {
-    let playback = stt_audio::output::Playback::open(None).map_err(|e| e.to_string())?;
+    let mut playback = stt_audio::output::Playback::open(None).map_err(|e| e.to_string())?;
     eprintln!("bench-voice: stopping {} {STOPS} times", playback.describe());
     let rate = playback.rate() as f32;
     // A second of a 220 Hz tone at a quiet level, stopped half way.
@@ -135,11 +135,11 @@ fn stop_to_silence() -> Result<(Vec<f64>, String), String> {
     // The stream's first second or two wait for the device to start draining (PulseAudio
     // reported 0.85 s of lead at a first stop 1.1 s in, 30 ms after): the voice lane opens
     // the device once, at start, long before the first reply, so that is not a stop's cost.
-    playback.queue(&tone[..tone.len() / 4]);
+    playback.queue(&tone[..tone.len() / 4]).map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_secs(3));
     let mut silent = Vec::new();
     for _ in 0..STOPS {
-        playback.queue(&tone);
+        playback.queue(&tone).map_err(|e| e.to_string())?;
         std::thread::sleep(Duration::from_millis(500));
         playback.stop();
         let asked = Instant::now();
