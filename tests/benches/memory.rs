@@ -101,36 +101,8 @@ fn args() -> Result<Args, String> {
 
 /// "1:56 pm on 8 May, 2023" → Unix seconds.
 fn locomo_time(text: &str) -> Option<f64> {
-    let (clock, date) = text.split_once(" on ")?;
-    let (hm, half) = clock.trim().split_once(' ')?;
-    let (h, m) = hm.split_once(':')?;
-    let (mut h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
-    if half.eq_ignore_ascii_case("pm") && h != 12 {
-        h += 12;
-    } else if half.eq_ignore_ascii_case("am") && h == 12 {
-        h = 0;
-    }
-    let mut parts = date.split([' ', ',']).filter(|p| !p.is_empty());
-    let day: u32 = parts.next()?.parse().ok()?;
-    let month = parts.next()?;
-    let year: i64 = parts.next()?.parse().ok()?;
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let month = MONTHS.iter().position(|m| m.starts_with(&month.to_lowercase()))? as u32 + 1;
-    let days = stt_memory::text::days_from_civil(year, month, day);
-    Some(days as f64 * 86_400.0 + f64::from(h * 3600 + m * 60))
+    let at = chrono::NaiveDateTime::parse_from_str(text.trim(), "%I:%M %p on %d %B, %Y").ok()?;
+    Some(at.and_utc().timestamp() as f64)
 }
 
 struct TurnData {

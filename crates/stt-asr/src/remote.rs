@@ -8,8 +8,9 @@
 //! once, and the remote is left alone for [`REST`] before it is tried again, so one dead
 //! server costs one time-out, not one per segment.
 
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
+
+use reqwest::blocking::multipart::{Form, Part};
 
 use crate::worker::{Engine, Pass};
 use crate::{AsrError, Transcription, Whisper, filter};
@@ -109,37 +110,23 @@ impl Remote {
     /// vocabulary), sent when not empty.
     pub fn transcribe(&self, samples: &[f32], prompt: &str) -> Result<String, RemoteError> {
         let url = self.config.url.clone();
-        let boundary = format!("stt-{:016x}", boundary_seed());
-        let mut body = Vec::with_capacity(samples.len() * 2 + 1024);
-        let mut field = |name: &str, value: &str| {
-            let _ = write!(
-                Bytes(&mut body),
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
-            );
-        };
-        if !self.config.model.is_empty() {
-            field("model", &self.config.model);
+        let file = Part::bytes(stt_audio::wav_bytes(samples))
+            .file_name("segment.wav")
+            .mime_str("audio/wav")
+            .map_err(|e| RemoteError::BadReply { url: url.clone(), why: e.to_string() })?;
+        let mut form = Form::new();
+        for (name, value, sent) in [
+            ("model", self.config.model.as_str(), !self.config.model.is_empty()),
+            ("language", self.config.language.as_str(), self.config.language != "auto"),
+            ("prompt", prompt, !prompt.is_empty()),
+            ("response_format", "json", true),
+            ("temperature", "0", true),
+        ] {
+            if sent {
+                form = form.text(name, value.to_owned());
+            }
         }
-        if self.config.language != "auto" {
-            field("language", &self.config.language);
-        }
-        if !prompt.is_empty() {
-            field("prompt", prompt);
-        }
-        field("response_format", "json");
-        field("temperature", "0");
-        let _ = write!(
-            Bytes(&mut body),
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"segment.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
-        );
-        body.extend(wav(samples));
-        let _ = write!(Bytes(&mut body), "\r\n--{boundary}--\r\n");
-
-        let mut request = self
-            .client
-            .post(&url)
-            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
-            .body(body);
+        let mut request = self.client.post(&url).multipart(form.part("file", file));
         if let Some(key) = &self.config.key {
             request = request.bearer_auth(key);
         }
@@ -206,48 +193,6 @@ fn root_cause(e: &dyn std::error::Error) -> String {
         cause = next;
     }
     cause.to_string()
-}
-
-/// A boundary no audio holds: the clock's nanoseconds are enough (the body is binary
-/// audio, and a collision needs 22 matching bytes).
-fn boundary_seed() -> u64 {
-    let now =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(now.as_nanos() & u128::from(u64::MAX)).unwrap_or(0) ^ 0x9e37_79b9_7f4a_7c15
-}
-
-/// `write!` into a byte buffer.
-struct Bytes<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for Bytes<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// 16 kHz mono `samples` as a 16-bit PCM WAV file.
-pub fn wav(samples: &[f32]) -> Vec<u8> {
-    let data = u32::try_from(samples.len() * 2).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(44 + samples.len() * 2);
-    out.extend_from_slice(b"RIFF");
-    out.extend_from_slice(&(36 + data).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16_u32.to_le_bytes());
-    out.extend_from_slice(&1_u16.to_le_bytes()); // PCM
-    out.extend_from_slice(&1_u16.to_le_bytes()); // mono
-    out.extend_from_slice(&16_000_u32.to_le_bytes());
-    out.extend_from_slice(&32_000_u32.to_le_bytes()); // bytes a second
-    out.extend_from_slice(&2_u16.to_le_bytes()); // bytes a frame
-    out.extend_from_slice(&16_u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&data.to_le_bytes());
-    for &s in samples {
-        #[allow(clippy::cast_possible_truncation, reason = "clamped to i16's range first")]
-        let v = (s.clamp(-1.0, 1.0) * 32_767.0).round() as i16;
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
 }
 
 /// Remote first, the local model as the fallback: the engine the worker runs when
@@ -476,14 +421,5 @@ mod tests {
             format!("{:?}", Hybrid::new(remote("http://h:1/v1/audio/transcriptions", 100), None));
         assert!(!shown.contains("sk-test"), "{shown}");
         assert!(shown.contains("h:1"), "{shown}");
-    }
-
-    #[test]
-    fn the_wav_header_says_16_khz_mono_16_bit() {
-        let bytes = wav(&[1.0, -1.0]);
-        assert_eq!(&bytes[..4], b"RIFF");
-        assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 16_000);
-        assert_eq!(u16::from_le_bytes(bytes[22..24].try_into().unwrap()), 1);
-        assert_eq!(&bytes[44..], [0xff, 0x7f, 0x01, 0x80]);
     }
 }

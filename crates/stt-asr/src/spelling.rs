@@ -96,7 +96,7 @@ fn best_match<'t>(words: &[Word], terms: &[(&'t str, String)]) -> Option<(usize,
             if len + allowed < letters {
                 continue;
             }
-            let edits = levenshtein(&joined, term_key);
+            let edits = strsim::levenshtein(&joined, term_key);
             if edits <= allowed && best.is_none_or(|(e, w, _)| (edits, n + 1) < (e, w)) {
                 best = Some((edits, n + 1, term));
             }
@@ -117,7 +117,7 @@ pub fn sounds_alike(a: &str, b: &str) -> f32 {
         return 0.0;
     }
     #[allow(clippy::cast_precision_loss)]
-    let alike = 1.0 - levenshtein(&a, &b) as f32 / longest as f32;
+    let alike = 1.0 - strsim::levenshtein(&a, &b) as f32 / longest as f32;
     alike
 }
 
@@ -139,21 +139,6 @@ fn consonants(s: &str) -> String {
         }
     }
     out
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -229,13 +214,5 @@ mod tests {
         }
         assert_eq!(sounds_alike("Nextcloud", "next cloud"), 1.0);
         assert_eq!(sounds_alike("", "aeiou"), 0.0, "no consonants: nothing to compare");
-    }
-
-    #[test]
-    fn edit_distance() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("hyperland", "hyprland"), 1);
-        assert_eq!(levenshtein("über", "uber"), 1);
     }
 }

@@ -174,6 +174,27 @@ fn header_error(path: &Path, error: hound::Error) -> AudioError {
     AudioError::BadWav { path: path.into(), reason }
 }
 
+/// 16 kHz mono `samples` as a 16-bit PCM WAV file in memory: a segment sent to a remote
+/// server, a voice kept in the speaker roster.
+pub fn wav_bytes(samples: &[f32]) -> Vec<u8> {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: crate::SAMPLE_RATE,
+        bits_per_sample: 16,
+        sample_format: SampleFormat::Int,
+    };
+    let mut out = std::io::Cursor::new(Vec::with_capacity(44 + samples.len() * 2));
+    // Into memory, hound fails only past 4 GiB of data, which no segment comes near.
+    if let Ok(mut wav) = hound::WavWriter::new(&mut out, spec) {
+        for &s in samples {
+            #[allow(clippy::cast_possible_truncation, reason = "clamped to i16's range first")]
+            let _ = wav.write_sample((s.clamp(-1.0, 1.0) * 32_767.0).round() as i16);
+        }
+        let _ = wav.finalize();
+    }
+    out.into_inner()
+}
+
 /// Reads the whole WAV file at `path` as 16 kHz mono: the same conversion as
 /// [`start`](crate::start) with [`Source::Wav`](crate::Source::Wav), in one call.
 pub fn read_wav_16k_mono(path: impl AsRef<Path>) -> Result<Vec<f32>, AudioError> {
@@ -443,6 +464,24 @@ mod tests {
         let (sink, rx) = Sink::channel(capacity);
         let source = Source::Wav { path: path.to_owned(), pace };
         (start(source, sink, StopFlag::new()).expect("start"), rx)
+    }
+
+    #[test]
+    fn samples_written_as_wav_read_back_as_they_were_to_16_bits() {
+        let samples = [1.0, -1.0, 0.5, 2.0, 0.0];
+        let bytes = wav_bytes(&samples);
+        assert_eq!(&bytes[..4], b"RIFF");
+        assert_eq!(bytes.len(), 44 + samples.len() * 2);
+        assert_eq!(&bytes[44..48], [0xff, 0x7f, 0x01, 0x80], "full scale, both ways");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("kept.wav");
+        std::fs::write(&path, &bytes).expect("write");
+        let back = read_wav_16k_mono(&path).expect("read back");
+        let clamped = samples.map(|s: f32| s.clamp(-1.0, 1.0));
+        assert_eq!(back.len(), clamped.len());
+        for (got, want) in back.iter().zip(clamped) {
+            assert!((got - want).abs() < 1e-4, "{got} for {want}");
+        }
     }
 
     #[test]

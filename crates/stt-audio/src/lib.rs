@@ -46,7 +46,7 @@ mod sink;
 #[cfg(test)]
 mod testing;
 
-pub use file::read_wav_16k_mono;
+pub use file::{read_wav_16k_mono, wav_bytes};
 pub use mic::{DeviceInfo, list_input_devices};
 pub use resample::Resampler;
 pub use sink::{Sink, StopFlag};

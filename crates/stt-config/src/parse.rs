@@ -166,25 +166,10 @@ fn closest<'a>(written: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let limit = (written.chars().count() / 3).max(2);
     candidates
         .iter()
-        .map(|c| (edit_distance(written, c), *c))
+        .map(|c| (strsim::levenshtein(written, c), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
-}
-
-/// Levenshtein distance between `a` and `b`, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = substitute.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The key path whose key or value span best matches `span`: an exact match first, then the
@@ -259,13 +244,6 @@ mod tests {
     fn key_path_display_quotes_keys_that_are_not_bare() {
         let path = KeyPath::new("tools", "command").index(2).key("parameters").key("a.b");
         assert_eq!(path.to_string(), r#"tools.command[2].parameters."a.b""#);
-    }
-
-    #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("requir_viewer", "require_viewer"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     #[test]

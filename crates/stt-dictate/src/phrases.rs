@@ -252,72 +252,68 @@ fn cased(word: &str, tail: Tail) -> String {
 mod tests {
     use super::*;
 
-    fn window(phrases: &[&str]) -> String {
-        replay(phrases)
-    }
-
     #[test]
     fn phrases_are_typed_one_space_apart_as_whisper_wrote_them() {
-        assert_eq!(window(&["Hello there."]), "Hello there.");
+        assert_eq!(replay(&["Hello there."]), "Hello there.");
         assert_eq!(
-            window(&["I went to the shop.", "It was closed."]),
+            replay(&["I went to the shop.", "It was closed."]),
             "I went to the shop. It was closed."
         );
-        assert_eq!(window(&["", "  "]), "");
+        assert_eq!(replay(&["", "  "]), "");
     }
 
     #[test]
     fn spoken_marks_replace_whispers_own() {
-        assert_eq!(window(&["Buy milk, comma, eggs, full stop."]), "Buy milk, eggs.");
-        assert_eq!(window(&["Is it raining question mark"]), "Is it raining?");
-        assert_eq!(window(&["What a day. Exclamation mark."]), "What a day!");
-        assert_eq!(window(&["Stop. Exclamation point!"]), "Stop!");
+        assert_eq!(replay(&["Buy milk, comma, eggs, full stop."]), "Buy milk, eggs.");
+        assert_eq!(replay(&["Is it raining question mark"]), "Is it raining?");
+        assert_eq!(replay(&["What a day. Exclamation mark."]), "What a day!");
+        assert_eq!(replay(&["Stop. Exclamation point!"]), "Stop!");
         // Said alone, the mark ends the phrase before, whose full stop goes.
-        assert_eq!(window(&["Dear John.", "Comma."]), "Dear John,");
+        assert_eq!(replay(&["Dear John.", "Comma."]), "Dear John,");
     }
 
     #[test]
     fn a_sentence_begins_with_a_capital_and_goes_on_without_one() {
-        assert_eq!(window(&["hello full stop how are you"]), "Hello. How are you");
+        assert_eq!(replay(&["hello full stop how are you"]), "Hello. How are you");
         // After a spoken comma whisper's capital on "And" goes; a name keeps its own.
-        assert_eq!(window(&["I bought bread comma", "And milk."]), "I bought bread, and milk.");
-        assert_eq!(window(&["Thanks comma", "Efren."]), "Thanks, Efren.");
-        assert_eq!(window(&["i think so"]), "I think so");
+        assert_eq!(replay(&["I bought bread comma", "And milk."]), "I bought bread, and milk.");
+        assert_eq!(replay(&["Thanks comma", "Efren."]), "Thanks, Efren.");
+        assert_eq!(replay(&["i think so"]), "I think so");
     }
 
     #[test]
     fn line_breaks_start_a_line_with_a_capital_and_no_space() {
         assert_eq!(
-            window(&["Shopping list, new line, eggs, new line, flour."]),
+            replay(&["Shopping list, new line, eggs, new line, flour."]),
             "Shopping list\nEggs\nFlour."
         );
         assert_eq!(
-            window(&["Dear Sam,", "new paragraph", "thanks for the letter."]),
+            replay(&["Dear Sam,", "new paragraph", "thanks for the letter."]),
             "Dear Sam,\n\nThanks for the letter."
         );
-        assert_eq!(window(&["New line."]), "\n");
+        assert_eq!(replay(&["New line."]), "\n");
     }
 
     #[test]
     fn scratch_that_takes_back_the_last_phrase_or_the_words_before_it() {
-        assert_eq!(window(&["Send it today.", "Scratch that."]), "");
+        assert_eq!(replay(&["Send it today.", "Scratch that."]), "");
         assert_eq!(
-            window(&["Hello.", "Send it today.", "Scratch that.", "Send it tomorrow."]),
+            replay(&["Hello.", "Send it today.", "Scratch that.", "Send it tomorrow."]),
             "Hello. Send it tomorrow."
         );
-        assert_eq!(window(&["Buy eggs, scratch that, buy milk."]), "Buy milk.");
-        assert_eq!(window(&["One.", "Two.", "Scratch that.", "Scratch that.", "Three."]), "Three.");
+        assert_eq!(replay(&["Buy eggs, scratch that, buy milk."]), "Buy milk.");
+        assert_eq!(replay(&["One.", "Two.", "Scratch that.", "Scratch that.", "Three."]), "Three.");
         // Nothing to take back: nothing happens.
-        assert_eq!(window(&["Scratch that."]), "");
+        assert_eq!(replay(&["Scratch that."]), "");
         // A mark said alone belongs to the phrase it ends: both go.
-        assert_eq!(window(&["Yes.", "Dear John.", "Comma.", "Scratch that."]), "Yes.");
+        assert_eq!(replay(&["Yes.", "Dear John.", "Comma.", "Scratch that."]), "Yes.");
     }
 
     #[test]
     fn commands_are_words_not_parts_of_words() {
-        assert_eq!(window(&["The comma is missing."]), "The, is missing.");
-        assert_eq!(window(&["The commas are fine."]), "The commas are fine.");
-        assert_eq!(window(&["A new-line character."]), "A new-line character.");
+        assert_eq!(replay(&["The comma is missing."]), "The, is missing.");
+        assert_eq!(replay(&["The commas are fine."]), "The commas are fine.");
+        assert_eq!(replay(&["A new-line character."]), "A new-line character.");
     }
 
     #[test]

@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rusqlite::params;
@@ -78,19 +77,9 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> MemoryError + '_ {
     move |source| MemoryError::Io { path: path.to_owned(), source }
 }
 
-/// Writes `text` to `path`, 0600, its directories 0700.
+/// Writes `text` to `path`, 0600, its directories 0700, whole or not at all.
 fn write_private(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io(dir))?;
-    }
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io(path))?;
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io(path))
+    stt_os::write_private(path, text.as_bytes()).map_err(io(path))
 }
 
 fn json_to_yaml(v: &Json) -> Value {

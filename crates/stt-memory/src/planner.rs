@@ -127,43 +127,26 @@ pub struct Checked {
 
 /// `YYYY-MM-DD` with a month and day that exist (leap years included), or why not.
 pub fn check_date(date: &str) -> Result<()> {
-    let invalid = || {
+    day_of(date).map(drop)
+}
+
+fn day_of(date: &str) -> Result<chrono::NaiveDate> {
+    let written = date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-';
+    chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok().filter(|_| written).ok_or_else(|| {
         MemoryError::Invalid(format!(
             "{date:?} is no date: write it as YYYY-MM-DD, e.g. 2026-12-24"
         ))
-    };
-    let parts: Vec<&str> = date.split('-').collect();
-    let [y, m, d] = parts.as_slice() else { return Err(invalid()) };
-    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
-        return Err(invalid());
-    }
-    let (Ok(year), Ok(month), Ok(day)) = (y.parse::<i64>(), m.parse::<u32>(), d.parse::<u32>())
-    else {
-        return Err(invalid());
-    };
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return Err(invalid()),
-    };
-    if day == 0 || day > days {
-        return Err(invalid());
-    }
-    Ok(())
+    })
 }
 
 /// The day `days` after `date` (both `YYYY-MM-DD`).
 pub fn add_days(date: &str, days: i64) -> Result<String> {
-    check_date(date)?;
-    let (y, m, d) = (&date[0..4], &date[5..7], &date[8..10]);
-    let parse = |s: &str| s.parse::<i64>().map_err(|e| MemoryError::Invalid(e.to_string()));
-    let epoch_days =
-        crate::text::days_from_civil(parse(y)?, parse(m)? as u32, parse(d)? as u32) + days;
-    let (year, month, day) = crate::text::civil(epoch_days as f64 * 86_400.0);
-    Ok(format!("{year:04}-{month:02}-{day:02}"))
+    let day = day_of(date)?;
+    let moved = chrono::TimeDelta::try_days(days).and_then(|by| day.checked_add_signed(by));
+    let moved = moved.ok_or_else(|| {
+        MemoryError::Invalid(format!("{days} days from {date} is past any calendar"))
+    })?;
+    Ok(moved.format("%Y-%m-%d").to_string())
 }
 
 fn check_priority(priority: u8) -> Result<()> {

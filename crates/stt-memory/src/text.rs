@@ -243,76 +243,34 @@ pub fn cue_matches(cue: &str, text: &str) -> bool {
     std::iter::once(first).chain(wanted).all(|w| spoken.iter().any(|s| stem(s) == stem(&w)))
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// The civil date (year, month 1-12, day) of a Unix time, UTC (Howard Hinnant's
-/// `civil_from_days`).
-pub fn civil(at: Seconds) -> (i64, u32, u32) {
-    let days = (at / crate::DAY).floor() as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Days since the epoch of a civil date (the inverse of [`civil`]).
-pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = year - i64::from(month <= 2);
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// A Unix time as a UTC date and time (the epoch for one out of chrono's range).
+fn utc(at: Seconds) -> chrono::NaiveDateTime {
+    #[allow(clippy::cast_possible_truncation, reason = "whole seconds of a date")]
+    let secs = at.floor() as i64;
+    chrono::DateTime::from_timestamp(secs, 0).unwrap_or_default().naive_utc()
 }
 
 /// "8 May 2023": a date as people say it, for search and for the model to read.
 pub fn date_words(at: Seconds) -> String {
-    let (year, month, day) = civil(at);
-    format!("{day} {} {year}", MONTHS[month as usize - 1])
+    utc(at).format("%-d %B %Y").to_string()
 }
 
 /// "2023-05-08 13:56": a time for people to read in listings.
 pub fn date_time(at: Seconds) -> String {
-    let (year, month, day) = civil(at);
-    let secs = at.rem_euclid(crate::DAY) as u32;
-    format!("{year}-{month:02}-{day:02} {:02}:{:02}", secs / 3600, secs / 60 % 60)
+    utc(at).format("%Y-%m-%d %H:%M").to_string()
 }
 
-/// Parses `date_time`'s form back (and a bare `YYYY-MM-DD`), for imported files.
+/// Parses `date_time`'s form back (and a bare `YYYY-MM-DD`, seconds, a `T` and a `Z`), for
+/// imported files.
 pub fn parse_date_time(text: &str) -> Option<Seconds> {
-    let text = text.trim().trim_matches('"');
+    let text = text.trim().trim_matches('"').trim_end_matches('Z');
     let (date, time) = text.split_once([' ', 'T']).unwrap_or((text, "00:00"));
-    let mut d = date.splitn(3, '-').map(str::parse::<i64>);
-    let (year, month, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let mut t = time.trim_end_matches('Z').splitn(3, ':').map(|p| p.parse::<f64>());
-    let hour = t.next().and_then(Result::ok).unwrap_or(0.0);
-    let minute = t.next().and_then(Result::ok).unwrap_or(0.0);
-    let second = t.next().and_then(Result::ok).unwrap_or(0.0);
-    let days = days_from_civil(year, month as u32, day as u32);
-    Some(days as f64 * crate::DAY + hour * 3600.0 + minute * 60.0 + second)
+    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    let time = chrono::NaiveTime::parse_from_str(time, "%H:%M:%S%.f")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(time, "%H:%M"))
+        .ok()?;
+    #[allow(clippy::cast_precision_loss, reason = "seconds since 1970 fit a double exactly")]
+    Some(date.and_time(time).and_utc().timestamp() as Seconds)
 }
 
 #[cfg(test)]

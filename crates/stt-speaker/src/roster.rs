@@ -57,7 +57,7 @@ pub const PROTOTYPES_FILE: &str = "prototypes.json";
 /// The longest sample kept of a speaker, in seconds (the middle of a longer segment).
 pub const SAMPLE_MAX_S: f64 = 8.0;
 
-const SAMPLE_RATE: u32 = 16_000;
+const SAMPLE_RATE: u32 = stt_audio::SAMPLE_RATE;
 
 /// The rules' settings (the daemon's `[speakers]` section).
 #[derive(Debug, Clone, PartialEq)]
@@ -442,7 +442,7 @@ impl Roster {
         let most = (SAMPLE_MAX_S * f64::from(SAMPLE_RATE)) as usize;
         let skip = samples.len().saturating_sub(most) / 2;
         let kept = &samples[skip..samples.len().min(skip + most)];
-        write_private(&path, &wav(kept))
+        stt_os::write_private(&path, &stt_audio::wav_bytes(kept))
             .map_err(|error| RosterError { path: path.clone(), error })?;
         speaker.sample_path = Some(path);
         speaker.sample_score = score;
@@ -456,7 +456,8 @@ impl Roster {
             self.entries.iter().map(|e| (e.speaker.id.as_str(), &e.print)).collect();
         let path = self.dir.join(PROTOTYPES_FILE);
         let json = serde_json::to_vec(&prints).map_err(std::io::Error::other);
-        json.and_then(|j| write_private(&path, &j)).map_err(|error| RosterError { path, error })?;
+        json.and_then(|j| stt_os::write_private(&path, &j))
+            .map_err(|error| RosterError { path, error })?;
         let path = self.dir.join(FILE);
         let file = RosterFile {
             version: 1,
@@ -465,7 +466,8 @@ impl Roster {
             speakers: self.speakers().cloned().collect(),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other);
-        json.and_then(|j| write_private(&path, &j)).map_err(|error| RosterError { path, error })
+        json.and_then(|j| stt_os::write_private(&path, &j))
+            .map_err(|error| RosterError { path, error })
     }
 }
 
@@ -516,34 +518,6 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, warnings: &mut Vec<Str
             None
         }
     }
-}
-
-/// A 16-bit mono 16 kHz WAV file of `samples`.
-fn wav(samples: &[f32]) -> Vec<u8> {
-    let data = u32::try_from(samples.len() * 2).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(44 + samples.len() * 2);
-    out.extend_from_slice(b"RIFF");
-    out.extend_from_slice(&(36 + data).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    out.extend_from_slice(&1u16.to_le_bytes()); // mono
-    out.extend_from_slice(&SAMPLE_RATE.to_le_bytes());
-    out.extend_from_slice(&(SAMPLE_RATE * 2).to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&16u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&data.to_le_bytes());
-    for s in samples {
-        let v = (s.clamp(-1.0, 1.0) * 32767.0).round() as i16;
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
-/// Writes `bytes` to `path` for its owner only, whole or not at all.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    stt_os::write_private(path, bytes)
 }
 
 #[cfg(test)]

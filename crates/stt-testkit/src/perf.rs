@@ -3,7 +3,6 @@
 //! and where it measured.
 
 use std::path::Path;
-use std::time::SystemTime;
 
 /// What a new `docs/PERFORMANCE.md` starts with.
 const HEADER: &str = "# Performance\n\nMeasured figures for stt, each section written by the \
@@ -53,22 +52,7 @@ pub fn machine() -> String {
 
 /// Today's date (UTC), as YYYY-MM-DD.
 pub fn today() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    civil_date(secs / 86_400)
-}
-
-/// The date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_date(days: u64) -> String {
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
 }
 
 #[cfg(test)]
@@ -83,13 +67,6 @@ mod tests {
         assert_eq!(replace_section(&old, s, e, &section), format!("# P\n\n{section}\n## after\n"));
         assert_eq!(replace_section("# P\n", s, e, &section), format!("# P\n\n{section}"));
         assert_eq!(replace_section("# P", s, e, &section), format!("# P\n\n{section}"));
-    }
-
-    #[test]
-    fn dates_are_civil() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(20_788), "2026-12-01");
-        assert_eq!(civil_date(11_016), "2000-02-29");
     }
 }
 

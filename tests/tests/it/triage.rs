@@ -181,3 +181,57 @@ fn a_sure_sentence_gets_content_from_the_real_local_model() {
     let text = serde_json::to_string(&found).unwrap().to_lowercase();
     assert!(text.contains("insurance") || text.contains("month"), "{text}");
 }
+
+/// The viewer's panel across a restart of the assistant: two windows heard by the first run,
+/// one by the second, each run's events folded into one TUI state as the TUI folds them. The
+/// second run's window must take the panel: its id is above every id the first run gave
+/// (one allocator, seeded from the clock), where ids counted from 1 again would be below the
+/// one shown, and the panel would keep the old window.
+#[test]
+fn after_the_assistant_restarts_the_triage_panel_shows_its_new_windows() {
+    use stt_tui::action::Action;
+    use stt_tui::state::{Options, State};
+    use stt_tui::update::update;
+
+    let _turn = crate::one_at_a_time();
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "[triage]\nenabled = true\n");
+    llm.respond_with(|_| Script::Text("{}".into()));
+    let socket = sandbox.assistant_socket().to_string_lossy().into_owned();
+    let mut panel = State::new(socket, Options::default());
+    let mut shown = Vec::new();
+    for lines in [&TRIAGE_LINES[..2], &TRIAGE_LINES[2..3]] {
+        let mut assistant = sandbox.spawn("stt-assistant", &[]);
+        let seen = watch_attached(&sandbox, DEADLINE);
+        expect_within("the classifier trained", DEADLINE, || {
+            let log = assistant.log();
+            if log.contains("triage: the classifier is trained") { Ok(()) } else { Err(log) }
+        });
+        let mut parts = vec![Part::Silence(0.6)];
+        for (_, text) in lines {
+            parts.extend([Part::Say(Line { text, voice: "en-us" }), Part::Silence(2.0)]);
+        }
+        let clip = speech().clip(&parts, Format::wav(16_000, 1));
+        let clip = clip.to_string_lossy();
+        let mut daemon = sandbox.spawn("stt-daemon", &["--input", &clip, "--wait-for-subscriber"]);
+        let windows = expect_within("a window for each sentence", DEADLINE, || {
+            let ids: Vec<u64> = triages(&seen)
+                .into_iter()
+                .filter(|t| t.stage == TriageStage::Signals)
+                .map(|t| t.id)
+                .collect();
+            if ids.len() >= lines.len() { Ok(ids) } else { Err(assistant.log()) }
+        });
+        for event in events(&seen) {
+            update(&mut panel, Action::Event(event));
+        }
+        shown.push((windows.clone(), panel.triage.as_ref().map(|t| t.id)));
+        let last = windows.iter().max().copied();
+        assert_eq!(panel.triage.as_ref().map(|t| t.id), last, "the panel, run by run: {shown:?}");
+        daemon.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
+        assistant.signal_and_wait(nix::sys::signal::Signal::SIGTERM);
+        update(&mut panel, Action::LinkDown("the assistant stopped".into()));
+    }
+    let (first, second) = (&shown[0].0, &shown[1].0);
+    assert!(second.iter().min() > first.iter().max(), "ids across the restart: {shown:?}");
+}

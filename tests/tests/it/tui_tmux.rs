@@ -22,9 +22,9 @@ use stt_testkit::{Sandbox, expect_within};
 /// shared with other tests).
 use stt_testkit::DEADLINE;
 
-/// What is said, and what the model answers once the tool has run.
+/// What is said; once the model has called `get_datetime` for it, the answer is the time
+/// template's ("It's 12:34.").
 const SAID: &str = "what time is it";
-const ANSWER: &str = "It is noon.";
 
 /// The spoken command at 16 kHz: half a second of silence, the words, then a second and a
 /// half of silence, over the VAD's hangover, so the segment ends while the file plays.
@@ -34,17 +34,10 @@ fn command_wav() -> PathBuf {
     speech.clip(&[Part::Silence(0.5), Part::Say(said), Part::Silence(1.5)], Format::wav(16_000, 1))
 }
 
-/// The model calls `get_datetime` for the command, and answers once it sees the result.
+/// The model calls `get_datetime` for the command.
 fn scripted_model() -> LlmServer {
     let llm = LlmServer::start();
-    llm.respond_with(|request: &Value| {
-        let last = request["messages"].as_array().and_then(|m| m.last());
-        if last.is_some_and(|m| m["role"] == "tool") {
-            Script::Text(ANSWER.into())
-        } else {
-            Script::ToolCalls(vec![("get_datetime".into(), json!({}))])
-        }
-    });
+    llm.respond_with(|_: &Value| Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));
     llm
 }
 
@@ -136,7 +129,7 @@ fn a_spoken_command_runs_from_the_tui_in_tmux_and_q_stops_everything() {
     let screen = tmux.wait_for("the tool's call and result, and the answer", DEADLINE, |s| {
         s.contains("→ get_datetime {}")
             && s.contains("← get_datetime:")
-            && s.contains(&format!("assistant: {ANSWER}"))
+            && s.contains("assistant: It's ")
             && s.contains("mode idle")
     });
     let output = panel(&screen, "conversation / command output").unwrap_or_default();
@@ -146,8 +139,9 @@ fn a_spoken_command_runs_from_the_tui_in_tmux_and_q_stops_everything() {
     // Refusals while the segment was unfinished are expected; nothing else went wrong.
     let errors = output.lines().filter(|l| l.starts_with("error") && !l.contains("not_ready"));
     assert_eq!(errors.count(), 0, "{}", tmux.seen(&screen));
+    // The call, and no second request for the answer: the template told it.
     let requests = llm.requests();
-    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests.len(), 1, "{requests:?}");
 
     tmux.send("q");
     let status = expect_within("up exits once the TUI quits", DEADLINE, || {

@@ -153,7 +153,7 @@ impl Client {
     /// answer that is not a clear "signed out" counts as present, and a send that finds it
     /// signed out says so then. Gemini and opencode have no such check.
     pub async fn probe(&self) -> Result<(), LlmError> {
-        let Some(path) = process::find_program(&self.program) else {
+        let Some(path) = stt_os::find_on_path(&self.program) else {
             return Err(LlmError::NotInstalled { program: self.program().to_owned() });
         };
         let (args, signed_out): (&[&str], fn(&process::Output) -> bool) = match self.cli {

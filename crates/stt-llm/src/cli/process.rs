@@ -6,7 +6,7 @@
 //! turn ends early (its future dropped, as a person's Stop does, or the CLI fell silent): a
 //! CLI's own children (a shell it ran, a server it started) go with it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -27,12 +27,6 @@ pub(super) struct Finished {
     pub status: ExitStatus,
     /// The last [`STDERR_TAIL`] characters it wrote to stderr, trimmed.
     pub stderr: String,
-}
-
-/// `program` as it would run: a path that is an executable file, or a name found as one on
-/// `PATH`.
-pub(super) fn find_program(program: &Path) -> Option<PathBuf> {
-    stt_os::find_on_path(program)
 }
 
 /// Runs one turn: starts `program` with `args` (never the prompt), writes `input` to its
@@ -250,13 +244,5 @@ mod tests {
         let text = tail.text();
         assert_eq!(text.chars().count(), STDERR_TAIL);
         assert!(text.ends_with("é the end"), "{text}");
-    }
-
-    #[test]
-    fn a_program_is_found_on_the_path_or_at_its_path() {
-        assert!(find_program(Path::new("sh")).is_some());
-        assert!(find_program(Path::new("/bin/sh")).is_some());
-        assert!(find_program(Path::new("no-such-program-stt")).is_none());
-        assert!(find_program(Path::new("/etc/passwd")).is_none(), "not executable");
     }
 }
