@@ -457,7 +457,12 @@ fn main() {
                 "none".to_owned()
             } else {
                 let said: Vec<String> = misheard.iter().map(|m| format!("\"{m}\"")).collect();
-                format!("{} of {} ({})", misheard.len(), real.len() + misheard.len(), said.join(", "))
+                format!(
+                    "{} of {} ({})",
+                    misheard.len(),
+                    real.len() + misheard.len(),
+                    said.join(", ")
+                )
             },
         );
         stt_testkit::perf::write_section(&path, START, END, &section).unwrap();

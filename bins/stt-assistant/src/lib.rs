@@ -30,6 +30,7 @@ pub mod dictate;
 pub mod echo;
 pub mod ids;
 pub mod intents;
+pub mod kind;
 pub mod lane;
 pub mod llm;
 pub mod memory;

@@ -41,6 +41,7 @@ use std::path::Path;
 
 pub mod dirs;
 mod error;
+mod key;
 mod parse;
 mod sections;
 mod validate;

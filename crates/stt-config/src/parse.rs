@@ -5,7 +5,6 @@
 //! span, so the spanned tree is searched for the key whose span holds it; that gives both the
 //! dotted key path and the line for the message.
 
-use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
@@ -13,6 +12,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::error::ConfigError;
+use crate::key::{KeyPath, Seg};
 use crate::sections::Config;
 use crate::validate;
 
@@ -34,57 +34,6 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         }
     })?;
     Ok(config)
-}
-
-/// One step of a key path: a table key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-/// A dotted key path such as `assistant.max_tokens` or `tools.command[2].argv`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct KeyPath(pub(crate) Vec<Seg>);
-
-impl KeyPath {
-    /// `section.key`.
-    pub(crate) fn new(section: &str, key: &str) -> Self {
-        Self(vec![Seg::Key(section.to_owned()), Seg::Key(key.to_owned())])
-    }
-
-    /// This path extended by a key.
-    pub(crate) fn key(&self, key: &str) -> Self {
-        let mut segs = self.0.clone();
-        segs.push(Seg::Key(key.to_owned()));
-        Self(segs)
-    }
-
-    /// This path extended by an array index.
-    pub(crate) fn index(&self, index: usize) -> Self {
-        let mut segs = self.0.clone();
-        segs.push(Seg::Index(index));
-        Self(segs)
-    }
-}
-
-impl fmt::Display for KeyPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            match seg {
-                Seg::Index(index) => write!(f, "[{index}]")?,
-                Seg::Key(key) => {
-                    if i > 0 {
-                        f.write_str(".")?;
-                    }
-                    let bare = !key.is_empty()
-                        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                    if bare { f.write_str(key)? } else { write!(f, "{key:?}")? }
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// 1-based line number of byte offset `pos`.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::parse::KeyPath;
+use crate::key::KeyPath;
 use crate::sections::{
     AsrBackend, AssistantConfig, Config, DaemonConfig, DictateConfig, EndOfTurn, LLM_PROVIDERS,
     LlmConfig, MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig,

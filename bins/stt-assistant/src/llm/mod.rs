@@ -10,7 +10,11 @@
 //! - [`dream`]: memory's consolidation, while nobody needs the model;
 //! - [`tree`]: chat's conversation from the memory tree, and the tree's summaries;
 //! - [`proactive`]: the assistant speaking up on its own when it wakes;
+//! - [`triage`]: the tasks, dates, people and decision in what was just said;
+//! - [`plan`]: a task broken down into a plan, by a request of its own;
 //! - [`sentences`]: what is kept of a reply cut off or looping.
+//!
+//! Which job runs when is the queue's ([`crate::queue`]), by its kind ([`crate::kind`]).
 
 pub mod chat;
 pub mod command;
@@ -34,9 +38,9 @@ use stt_llm::{LlmError, Message, Provider, Request};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg};
 use stt_tools::{ActionRecord, Registry};
 
+use crate::kind::JobKind;
 use crate::lane::Sink;
 use crate::memory::{self, Episode, Memory};
-use crate::queue::JobKind;
 use crate::turn::ChatTurn;
 
 /// The `[assistant]` settings jobs use.

@@ -14,6 +14,8 @@
 //! [`tools`] holds the tools that reach memory; they run here, on this thread, like every
 //! other use of the store.
 
+pub mod called;
+pub mod clock;
 pub mod plans;
 pub mod tools;
 pub mod tree;
@@ -32,7 +34,8 @@ use stt_memory::{
     SessionKind, Stats, Store, Target, Turn,
 };
 
-pub use tools::{Called, Limits};
+pub use called::Called;
+pub use tools::Limits;
 
 use crate::lane::Sink;
 
@@ -382,7 +385,7 @@ impl Memory {
     /// A `task` request answered against the planner's tables (`stt-ctl task`).
     pub async fn plans(&self, request: stt_proto::TaskRequest) -> Reply<plans::Answer> {
         self.ask(move |store, _| {
-            let today = tools::local_date(store.now());
+            let today = clock::local_date(store.now());
             plans::answer(store, &request, &today).map_err(|e| match e {
                 Ok(why) => Refusal::Missing(why).into(),
                 Err(fault) => fault.into(),
@@ -502,7 +505,7 @@ impl Memory {
                     format!(
                         "dream {} at {} ({}, {}): {}",
                         d.id,
-                        tools::when(d.started),
+                        clock::when(d.started),
                         d.trigger,
                         d.status,
                         d.text.trim()
@@ -966,7 +969,7 @@ impl State {
             sources,
             shown_only: &self.shown_only,
             tree: self.tree.is_some(),
-            today: tools::local_date(store.now()),
+            today: clock::local_date(store.now()),
         };
         let called = tools::call(store, &call)?;
         if let Some((dream, _)) = self.dream
@@ -1155,7 +1158,7 @@ fn context(
         if let Target::Item(id) = hit.target {
             used.push(id);
         }
-        hints.push(format!("{} ({})", hit.text, tools::when(hit.at)));
+        hints.push(format!("{} ({})", hit.text, clock::when(hit.at)));
     }
     if !used.is_empty() {
         store.reinforce(&used)?;
@@ -1165,7 +1168,7 @@ fn context(
     if tree {
         for message in store.tree_recall(text, 3)? {
             let line = tree::recalled_line(&message);
-            reminders.push(format!("Earlier ({}), {line}", tools::when(message.at)));
+            reminders.push(format!("Earlier ({}), {line}", clock::when(message.at)));
             notes.push(format!("memory: brought back what was said earlier: {line}"));
         }
     }

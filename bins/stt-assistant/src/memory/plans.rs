@@ -9,7 +9,7 @@ use stt_memory::Store;
 use stt_memory::planner::{self, NewPhase, NewTask, NextAction, Status, Task};
 use stt_proto::SideEffect;
 
-use super::tools::Called;
+use super::called::Called;
 
 pub const CREATE_TASK: &str = "create_task";
 pub const BREAK_DOWN_TASK: &str = "break_down_task";

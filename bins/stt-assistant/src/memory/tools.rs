@@ -20,6 +20,8 @@ use stt_memory::{
 use stt_proto::SideEffect;
 use stt_tools::registry::ToolSpec;
 
+pub use super::called::Called;
+use super::clock::{parse_local, when};
 use super::plans;
 
 /// Recall tools the model may call without asking.
@@ -235,27 +237,6 @@ fn spec(name: &str) -> Option<ToolSpec> {
         side_effect,
         requires_confirmation: false,
     })
-}
-
-/// What a call did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Called {
-    pub ok: bool,
-    /// What the model is told.
-    pub result: String,
-    /// A knowledge item the call added that corrects nothing yet (a dream checks it against
-    /// the nearest item already held).
-    pub created: Option<ItemId>,
-}
-
-impl Called {
-    pub(super) fn ok(result: impl Into<String>) -> Self {
-        Called { ok: true, result: result.into(), created: None }
-    }
-
-    pub(super) fn failed(result: impl Into<String>) -> Self {
-        Called { ok: false, result: result.into(), created: None }
-    }
 }
 
 /// Everything a call may need besides the store.
@@ -720,35 +701,6 @@ pub fn intention_line(item: &Item) -> String {
         line.push_str(&format!(" (due {})", when(due)));
     }
     line
-}
-
-/// A Unix time as local "YYYY-MM-DD HH:MM".
-/// The local date at Unix time `at`, `YYYY-MM-DD`.
-pub fn local_date(at: f64) -> String {
-    when(at).chars().take(10).collect()
-}
-
-pub fn when(at: f64) -> String {
-    use chrono::TimeZone;
-    let secs = at.floor() as i64;
-    match chrono::Local.timestamp_opt(secs, 0) {
-        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
-            t.format("%Y-%m-%d %H:%M").to_string()
-        }
-        chrono::LocalResult::None => stt_memory::text::date_time(at),
-    }
-}
-
-/// Local "YYYY-MM-DD HH:MM" (or a date alone, at 09:00) as a Unix time.
-pub fn parse_local(text: &str) -> Option<f64> {
-    use chrono::{NaiveDate, NaiveDateTime, TimeZone};
-    let text = text.trim();
-    let naive = NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M")
-        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M"))
-        .ok()
-        .or_else(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?.and_hms_opt(9, 0, 0))?;
-    let local = chrono::Local.from_local_datetime(&naive).earliest()?;
-    Some(local.timestamp() as f64)
 }
 
 fn cut(text: &str, max: usize) -> String {

@@ -5,7 +5,8 @@
 use stt_memory::tree::{Fields, Node, NodeId, TreeJob, TreeMessage};
 use stt_memory::{MemoryError, Role, Store};
 
-use super::{Fault, Refusal, TreeShown, tools::when};
+use super::clock::when;
+use super::{Fault, Refusal, TreeShown};
 
 /// What a tree question is answered with when the tree is off.
 pub const OFF: &str = "the memory tree is off ([memory].tree = false in the config)";

@@ -13,9 +13,9 @@ use stt_proto::{
 };
 
 use super::{Helped, Owner, Running, now};
+use crate::kind::JobKind;
 use crate::llm::{Chat, End, Work};
 use crate::memory::Episode;
-use crate::queue::JobKind;
 use crate::session::{self, Session, Tokens, Turn};
 use crate::slash::{self, Slash};
 use crate::turn::ChatTurn;
@@ -255,8 +255,6 @@ impl Owner {
                     running.handle.cancel();
                 }
                 self.forget_session();
-                // The model may be free to summarize what just left the context.
-                self.start_next();
                 Ok("a new conversation starts".to_owned())
             }
             Slash::System(text) => {
@@ -317,7 +315,6 @@ impl Owner {
         self.close_tree();
         self.save_session();
         self.publish_session();
-        self.start_next();
         let warning = match probed.status {
             ProviderStatus::Live => String::new(),
             _ if probed.loading => " (still loading its model)".to_owned(),

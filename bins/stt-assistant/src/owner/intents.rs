@@ -305,7 +305,6 @@ impl Owner {
         {
             self.error(e.code, e.message);
         }
-        self.start_next();
     }
 
     /// Runs what goes through a tool or memory in a helper, reporting as [`Input::Local`].
@@ -581,7 +580,7 @@ async fn run_action(
                         .filter(|i| i.state.as_deref().is_none_or(|s| s == "open"))
                         .map(|i| match i.due {
                             Some(due) => {
-                                format!("{} ({})", i.body, crate::memory::tools::when(due))
+                                format!("{} ({})", i.body, crate::memory::clock::when(due))
                             }
                             None => i.body.clone(),
                         })

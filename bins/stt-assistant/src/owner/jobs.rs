@@ -1,16 +1,18 @@
 //! The owner's job lifecycle: the next job from the queue starts (when the providers let
-//! it), its reports are taken in (published, remembered, kept for the session), and its end
-//! makes way for the next. Nothing here names a kind of background work: what differs by
-//! kind is asked of its row ([`JobKind::rule`]) or of the work itself.
+//! it; the loop asks once per turn), its reports are taken in (published, remembered, kept
+//! for the session), and its end makes way for the next. What differs by kind is asked of
+//! its row ([`JobKind::rule`]), of the work itself, or of one exhaustive match at the end of
+//! [`Owner::finished`].
 
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode};
 
 use super::providers::Go;
 use super::{Input, Owner, Running, now};
+use crate::kind::{JobKind, Resumes};
 use crate::lane::Sink;
 use crate::llm::{self, End, Report, Work};
 use crate::memory::Episode;
-use crate::queue::{Job, JobKind, Resumes};
+use crate::queue::Job;
 use crate::session::Tokens;
 
 impl Owner {
@@ -238,13 +240,8 @@ impl Owner {
             self.core.confirmation_over(&call_id);
         }
         tracing::debug!(?end, "job over");
-        if running.handle.is(JobKind::Chat) && running.handle.epoch == self.epoch {
-            self.chat_finished(&running, end);
-        }
-        if running.handle.is(JobKind::Dream) {
-            self.dream_over(end);
-        }
-        if running.handle.kind.rule().person {
+        let kind = running.handle.kind;
+        if kind.rule().person {
             self.activity();
         }
         // Background work a person stopped goes on later.
@@ -254,24 +251,31 @@ impl Owner {
         {
             self.queue.want_again(work);
         }
-        match end {
-            End::Done => {}
-            End::Cancelled if running.handle.is(JobKind::Command) => {
-                self.note("command cancelled".into());
-            }
-            End::Cancelled => {}
-            End::Panicked => self.error(
+        if end == End::Panicked {
+            self.error(
                 ErrorCode::Internal,
                 "the job failed on a bug in stt-assistant (see its log); the next one runs",
-            ),
+            );
         }
-        if running.handle.is(JobKind::Command) {
-            if let Some(memory) = &self.memory {
-                memory.close(Episode::Command(running.job));
+        // What each kind leaves to do once it is over: every kind says, even "nothing".
+        match kind {
+            JobKind::Command => {
+                if end == End::Cancelled {
+                    self.note("command cancelled".into());
+                }
+                if let Some(memory) = &self.memory {
+                    memory.close(Episode::Command(running.job));
+                }
+                let effects = self.core.execution_finished();
+                self.apply(effects);
             }
-            let effects = self.core.execution_finished();
-            self.apply(effects);
+            JobKind::Chat if running.handle.epoch == self.epoch => {
+                self.chat_finished(&running, end);
+            }
+            // A chat turn of a conversation since cleared: nothing of it is kept.
+            JobKind::Chat => {}
+            JobKind::Dream => self.dream_over(end),
+            JobKind::Proactive | JobKind::Tree | JobKind::Triage => {}
         }
-        self.start_next();
     }
 }

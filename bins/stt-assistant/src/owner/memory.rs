@@ -13,9 +13,9 @@ use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg, MemoryEntry, MemoryRequest,
 use stt_tools::ActionRecord;
 
 use super::{Helped, Owner, now};
+use crate::kind::{JobKind, Need};
 use crate::llm::{End, Work};
 use crate::memory::{DreamRules, Memory, Refusal, Reply, TreeShown, tools};
-use crate::queue::{JobKind, Need};
 use crate::recur::Recurring;
 
 /// A `memory` request memory has answered.
@@ -349,8 +349,8 @@ fn describe_item(item: &Item) -> String {
             "score {:.2} · stability {:.1} · made {} · last used {}",
             item.score,
             item.stability,
-            tools::when(item.created),
-            tools::when(item.last_used)
+            crate::memory::clock::when(item.created),
+            crate::memory::clock::when(item.last_used)
         ),
     ];
     if !item.subject.is_empty() {
@@ -360,7 +360,7 @@ fn describe_item(item: &Item) -> String {
         lines.push(format!("cue: {cue}"));
     }
     if let Some(due) = item.due {
-        lines.push(format!("due: {}", tools::when(due)));
+        lines.push(format!("due: {}", crate::memory::clock::when(due)));
     }
     if let Some(state) = &item.state {
         lines.push(format!("state: {state}"));
@@ -444,7 +444,7 @@ impl Owner {
     /// ([`Resumes::AfterQuiet`]): nobody in a command or chat, and no activity for
     /// [`RESUME_QUIET`].
     ///
-    /// [`Resumes::AfterQuiet`]: crate::queue::Resumes::AfterQuiet
+    /// [`Resumes::AfterQuiet`]: crate::kind::Resumes::AfterQuiet
     pub(super) fn quiet(&self) -> bool {
         self.core.mode() == stt_proto::Mode::Idle
             && now().saturating_duration_since(self.dreams.last_activity) >= RESUME_QUIET
@@ -472,7 +472,6 @@ impl Owner {
             entries: vec![],
         };
         self.starts.push((JobKind::Dream, reply, started));
-        self.start_next();
     }
 
     /// Now and then, when everything is quiet, asks memory whether a dream is due.
@@ -511,7 +510,6 @@ impl Owner {
         if let Some(trigger) = trigger.filter(|_| self.idle_for_dream()) {
             tracing::info!(%trigger, "a dream is due");
             self.want_dream(&trigger);
-            self.start_next();
         }
     }
 

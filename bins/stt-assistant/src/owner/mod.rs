@@ -42,9 +42,10 @@ use stt_proto::{
 use stt_tools::SpeakerRecord;
 
 use crate::core::{Core, Effect, Outside};
+use crate::kind::{JobKind, Need};
 use crate::llm::{self, Chat, JobEnv, Report, Work};
 use crate::memory::{Episode, Memory};
-use crate::queue::{InferenceQueue, JobKind, Need};
+use crate::queue::InferenceQueue;
 use crate::session::{self, Session, Tokens};
 use crate::timers::Timers;
 use crate::writer::{Failed, Writer};
@@ -364,6 +365,9 @@ impl Owner {
                     self.retry_held();
                 }
             }
+            // Whatever this turn queued, ended or freed: the next job starts here, and only
+            // here, once the turn is over.
+            self.start_next();
         }
         if let Some(running) = &self.running {
             running.handle.cancel();
@@ -488,7 +492,6 @@ impl Owner {
                 if was_loading != self.model_loading() {
                     self.publish_session();
                 }
-                self.start_next();
             }
             Helped::Reprobed(found) => {
                 self.providers.reprobed();
@@ -698,7 +701,6 @@ impl Owner {
                         let effects = self.core.execution_finished();
                         self.apply(effects);
                     }
-                    self.start_next();
                 }
                 Effect::ChatTurn(turn) => {
                     self.answered();
@@ -709,7 +711,6 @@ impl Owner {
                             format!("the model is behind: dropped the chat turn \"{words}\""),
                         );
                     }
-                    self.start_next();
                 }
                 Effect::DropQueuedChat => {
                     self.queue.drop_chat();
@@ -724,8 +725,6 @@ impl Owner {
                     {
                         running.handle.cancel();
                     }
-                    // The model may be free to summarize what just left the context.
-                    self.start_next();
                 }
                 Effect::NameSpeaker { speaker_id, name } => {
                     let record = SpeakerRecord::name(&speaker_id, &name, chrono::Local::now());
@@ -797,10 +796,6 @@ impl Owner {
     /// Tells subscribers how things stand (and, now and then, sees whether a dream is due).
     fn heartbeat(&mut self) {
         self.maybe_dream();
-        // Background work may wait for the clock (a stopped dream for the quiet).
-        if self.queue.wants_background() {
-            self.start_next();
-        }
         self.heartbeat_seq += 1;
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq: self.heartbeat_seq,

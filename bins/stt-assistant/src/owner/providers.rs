@@ -334,7 +334,6 @@ impl Owner {
         if was_loading != loading {
             self.publish_session();
         }
-        self.start_next();
     }
 
     /// Whether the provider in use answers but is still loading its model, or reading the

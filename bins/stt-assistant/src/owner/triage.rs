@@ -103,7 +103,6 @@ impl Owner {
                 utterances: found.utterances,
                 signals: found.confidences,
             })));
-            self.start_next();
         }
     }
 

@@ -16,7 +16,7 @@ use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
 
 use super::{Input, Owner, now};
 use crate::echo::Heard;
-use crate::queue::Need;
+use crate::kind::Need;
 
 /// What a person is told when they spoke over the voice and whisper heard only the voice.
 pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it stopped, but \

@@ -65,7 +65,6 @@ impl Owner {
                 let now = local.format("%A %-d %B %Y, %H:%M").to_string();
                 let today = local.format("%Y-%m-%d").to_string();
                 self.queue.want(Work::Proactive(Wakeup { now, today }));
-                self.start_next();
             }
             Look::Later(why) => tracing::info!("a wake-up waits: {why}"),
             Look::Held => tracing::debug!("a wake-up waits: a person comes first"),
