@@ -116,11 +116,10 @@ pub struct Settings {
     pub export_dir: PathBuf,
     /// Long-term memory; `None` when `[memory].enabled` is false.
     pub memory: Option<memory::Settings>,
-    /// The voice replies are spoken in, and whether they are at start (`[voice].enabled`).
-    pub voice: (voice::Settings, bool),
-    /// The triage lane, and the confidence that asks for an extraction; `None` when
-    /// `[triage].enabled` is false.
-    pub triage: Option<(triage::Settings, f32)>,
+    /// The voice replies are spoken in, and whether they are at start.
+    pub voice: voice::Settings,
+    /// The triage lane; `None` when `[triage].enabled` is false.
+    pub triage: Option<triage::Settings>,
     /// The assistant speaking up on its own (`[planner]`); `None` when `proactive` is off or
     /// memory (where the planner keeps its tasks) is.
     pub wake: Option<wake::Settings>,
@@ -176,14 +175,12 @@ impl Settings {
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
             memory: memory_settings(config, env)?,
-            voice: (
-                voice::Settings {
-                    model: stt_config::dirs::model_path_with(&config.voice.model, env)?,
-                    runtime: stt_voice::runtime_library(&stt_config::dirs::models_dir_with(env)?),
-                    output: voice::Output::parse(&config.voice.device),
-                },
-                config.voice.enabled,
-            ),
+            voice: voice::Settings {
+                model: stt_config::dirs::model_path_with(&config.voice.model, env)?,
+                runtime: stt_voice::runtime_library(&stt_config::dirs::models_dir_with(env)?),
+                output: voice::Output::parse(&config.voice.device),
+                enabled: config.voice.enabled,
+            },
             triage: triage_settings(config, env)?,
             wake: (config.planner.proactive && config.memory.enabled).then(|| wake::Settings {
                 // Checked when the config was loaded.
@@ -237,7 +234,7 @@ fn dictate_settings(d: &stt_config::DictateConfig, env: &Env) -> stt_dictate::Ty
 }
 
 /// The triage lane's settings from `[triage]`; `None` when it is off.
-fn triage_settings(config: &Config, env: &Env) -> anyhow::Result<Option<(triage::Settings, f32)>> {
+fn triage_settings(config: &Config, env: &Env) -> anyhow::Result<Option<triage::Settings>> {
     let t = &config.triage;
     if !t.enabled {
         return Ok(None);
@@ -249,17 +246,14 @@ fn triage_settings(config: &Config, env: &Env) -> anyhow::Result<Option<(triage:
         t.examples.clone()
     };
     let models = stt_config::dirs::models_dir_with(env)?;
-    #[allow(clippy::cast_possible_truncation, reason = "a fraction")]
-    let threshold = t.escalate_threshold as f32;
-    Ok(Some((
-        triage::Settings {
-            window: t.window as usize,
-            embedder: stt_config::dirs::model_path_with(&t.model, env)?,
-            runtime: stt_embed::runtime_library(&models),
-            own_examples,
-        },
-        threshold,
-    )))
+    Ok(Some(triage::Settings {
+        window: t.window as usize,
+        embedder: stt_config::dirs::model_path_with(&t.model, env)?,
+        runtime: stt_embed::runtime_library(&models),
+        own_examples,
+        #[allow(clippy::cast_possible_truncation, reason = "a fraction")]
+        escalate: t.escalate_threshold as f32,
+    }))
 }
 
 /// The memory lane's settings from `[memory]`; `None` when it is off.

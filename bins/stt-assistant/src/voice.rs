@@ -51,6 +51,9 @@ pub struct Settings {
     /// The ONNX Runtime library.
     pub runtime: PathBuf,
     pub output: Output,
+    /// Whether replies are spoken from the start (`[voice].enabled`; the voice toggle
+    /// changes it while the assistant runs).
+    pub enabled: bool,
 }
 
 /// What the lane tells the owner.

@@ -129,10 +129,10 @@ pub struct Parts {
     /// Long-term memory and its settings; `None` when `[memory].enabled` is false. The same
     /// handle is in `env` for jobs.
     pub memory: Option<(Memory, crate::memory::Settings)>,
-    /// The voice lane's settings, and whether replies are spoken at start.
-    pub voice: (crate::voice::Settings, bool),
-    /// The triage lane's settings and escalation threshold; `None` when it is off.
-    pub triage: Option<(crate::triage::Settings, f32)>,
+    /// The voice lane's settings, whether replies are spoken at start among them.
+    pub voice: crate::voice::Settings,
+    /// The triage lane's settings; `None` when it is off.
+    pub triage: Option<crate::triage::Settings>,
     /// The wake-ups' settings; `None` when the assistant does not speak up on its own.
     pub wake: Option<crate::wake::Settings>,
     /// The local time the loop goes by.
@@ -260,7 +260,7 @@ impl Owner {
             // A summary left due by the last run is written first.
             queue.want(Work::Tree);
         }
-        let voice_on = parts.voice.1;
+        let voice_on = parts.voice.enabled;
         let triage = triage::Side::start(parts.triage, &inputs);
         let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local(now())));
         let mut owner = Self {
@@ -287,7 +287,7 @@ impl Owner {
             inputs,
             memory,
             voice: None,
-            voice_settings: parts.voice.0,
+            voice_settings: parts.voice,
             dictation: None,
             dictate_settings: parts.dictate,
             voice_on: false,

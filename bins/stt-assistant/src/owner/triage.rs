@@ -22,10 +22,11 @@ pub struct Side {
 impl Side {
     /// Starts the lane's thread (it loads the classifier there) when `settings` is given.
     pub fn start(
-        settings: Option<(Settings, f32)>,
+        settings: Option<Settings>,
         inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
     ) -> Self {
-        let Some((settings, threshold)) = settings else { return Self::default() };
+        let Some(settings) = settings else { return Self::default() };
+        let threshold = settings.escalate;
         let inputs = inputs.clone();
         let reports = crate::lane::Sink::new(move |report| {
             // Gone only when the loop has ended, and then nobody listens.

@@ -37,6 +37,9 @@ pub struct Settings {
     /// The user's own labelled examples, trained on beside the built-in ones when the file
     /// is there (`<config dir>/triage-examples.tsv`).
     pub own_examples: PathBuf,
+    /// The confidence from which a window's content is asked of the model
+    /// (`[triage].escalate_threshold`).
+    pub escalate: f32,
 }
 
 /// What the lane tells the owner.
