@@ -1,18 +1,25 @@
 //! The assistant: subscribes to the daemon, owns all state, serves the control socket.
 //!
 //! Modules, in reading order: [`core`] (modes, the two-press command flow, readiness, the
-//! calls waiting for a yes or no, speakers: pure rules, no I/O), [`queue`] (the inference
-//! queue in front of the one model worker) and [`timers`], plain data; [`owner`] (the one
-//! task that owns that state and its loop); the lanes that report to it: [`llm`] (commands
-//! through the tool loop, chat turns, compaction), [`memory`] (long-term memory on a thread
-//! of its own), [`voice`] (replies spoken as they stream; [`echo`] tells its words coming
-//! back through the microphone from a person's) and [`writer`] (the writes that block).
-//! This file turns the config into [`Settings`] and [`serve`]s them.
+//! calls waiting for a yes or no, speakers: pure rules, no I/O), [`kind`] (what a model job
+//! is for, and each kind's row), [`queue`] (the inference queue in front of the one model
+//! worker) and [`timers`], plain data; [`owner`] (the one task that owns that state and its
+//! loop); the lanes that report to it: [`llm`] (commands through the tool loop, chat turns,
+//! compaction, the tree's summaries, dreams, triage's extraction, the wake-up turn),
+//! [`memory`] (long-term memory on a thread of its own), [`voice`] (replies spoken as they
+//! stream; [`echo`] tells its words coming back through the microphone from a person's),
+//! [`triage`] (what was just said, classified on a thread of its own), [`dictate`] (words
+//! typed into the focused window) and [`writer`] (the writes that block); [`intents`]
+//! (commands answered without the model) and [`wake`] (when the assistant speaks up on its
+//! own). Beside them, small and plain: [`lane`] (how a lane's reports reach the loop),
+//! [`ids`] (the one id allocator), [`recur`] (work started again and again, one at a time),
+//! [`settle`] (when a turn is over), [`turn`] (a chat turn as kept), [`talk`] (a person
+//! speaking over the voice), [`slash`] (chat's slash commands), [`session`] (the chat session
+//! kept across restarts) and [`names`] (speaker names kept across restarts). This file turns
+//! the config into [`Settings`] and [`serve`]s them.
 //!
 //! The daemon takes no input, so names given to speakers, and forgets and merges of them,
 //! reach it as files the [`writer`] keeps ([`stt_proto::speaker_files`]).
-//!
-//! Not built yet: the triage lane.
 //!
 //! # Invariants
 //!

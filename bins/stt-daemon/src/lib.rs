@@ -8,7 +8,9 @@
 //! pauses: a final ready when the segment closes, and a turn ended sooner when the text
 //! says it is finished), [`vocabulary`] (the words whisper is told to expect),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
-//! that runs the daemon, the assistant and the TUI as children).
+//! that runs the daemon, the assistant and the TUI as children), [`speakers`] (who said each
+//! segment, beside its transcription), [`levels`] (the microphone's loudness while a segment
+//! is open) and [`wyoming`] (the recogniser as a Wyoming ASR service).
 //!
 //! # Invariants
 //!

@@ -2,6 +2,7 @@
 //! the flags they share ([`CommonArgs`]), logging to stderr filtered by `STT_LOG`
 //! ([`init_logging`]), loading the config ([`CommonArgs::load_config`]), and turning an
 //! error into a message and an exit code ([`exit_with`]).
+//! [`signals`]: SIGINT and SIGTERM, the signals that end a process.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -10,6 +10,7 @@
 //! - [`bias`]: the vocabulary's tokens favoured while whisper decodes.
 //! - [`spelling`]: near misses of the user's vocabulary spelled as the user wrote them.
 //! - [`turn`]: whether the text heard at a pause ends what the person was saying.
+//! - [`rescore`]: the user's own words heard where greedy decoding wrote others.
 //! - [`remote`]: a transcription server elsewhere (OpenAI's /v1/audio/transcriptions), the
 //!   local model as its fallback.
 //! - [`worker`]: the one thread that owns the whisper context (it is not thread-safe), fed

@@ -5,8 +5,8 @@
 //! 0 accepted, 1 the assistant answered with an error, 2 usage, 3 cannot connect.
 //! Some verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
 //! print the name of the speaker that stays, `speaker-play` asks the roster and plays the
-//! speaker's sample here ([`play`]), and `say` speaks with the configured voice here
-//! ([`say`]).
+//! speaker's sample here ([`play`]), `say` speaks with the configured voice here
+//! ([`say`]), and `vocabulary` edits the vocabulary file here ([`vocabulary`]).
 //!
 //! It stays fast: a single-threaded runtime, and no work beyond reading the config (for a
 //! socket override) and one connect-send-receive.

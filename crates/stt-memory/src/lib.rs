@@ -11,6 +11,9 @@
 //! - the **memory tree** ([`tree`]): the chat's messages and the summaries of summaries that
 //!   keep an endless conversation within a bounded context.
 //!
+//! Beside them: the planner's tasks and plans ([`planner`]), Markdown export and import
+//! ([`markdown`]), and the text helpers (normal forms, FTS5 queries, dates in words: [`text`]).
+//!
 //! [`recall`] is the one scorer for the recall tools and the associative hints: BM25 and
 //! embedding cosine fused, weighted by an item's score, with one hop of spreading along links.
 //!

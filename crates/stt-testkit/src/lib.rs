@@ -10,7 +10,8 @@
 //! `child_…` half in a process of its own), [`room`] (a private sound server: what the voice
 //! says, the microphone hears), [`tmux`] (the real TUI in a private tmux),
 //! [`daemon`] (a daemon socket publishing what the test writes), [`x11`] (Xvfb with a focused text window, for dictation), [`wayland`] (sway, headless, with
-//! one too), [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md). stt-bus keeps raw helpers
+//! one too), [`procs`] (`/proc`), [`perf`] (a section of docs/PERFORMANCE.md), [`picture`]
+//! (pictures of known text for the OCR tests), [`web`] (fixed pages for the web tools). stt-bus keeps raw helpers
 //! of its own: a kit that depends on it cannot serve its own tests.
 
 pub mod daemon;

@@ -279,3 +279,30 @@ fn no_crate_has_modules_that_import_each_other() {
     }
     assert!(circles.is_empty(), "modules that import each other:\n  {}", circles.join("\n  "));
 }
+
+/// Each crate's front page (its `lib.rs`'s `//!`) names every public module it has, so the
+/// map a newcomer reads first has no module missing.
+#[test]
+fn every_crate_names_its_public_modules_on_its_front_page() {
+    let mut missing = Vec::new();
+    for package in metadata()["packages"].as_array().unwrap() {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let lib = manifest.parent().unwrap().join("src/lib.rs");
+        let Ok(text) = std::fs::read_to_string(&lib) else { continue };
+        let front: String =
+            text.lines().filter_map(|l| l.strip_prefix("//!")).collect::<Vec<_>>().join("\n");
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("pub mod ") else { continue };
+            let name: String =
+                rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !front.contains(&format!("`{name}`")) {
+                missing.push(format!("{}: {name}", lib.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "modules the front page does not name:\n  {}",
+        missing.join("\n  ")
+    );
+}

@@ -1,12 +1,16 @@
 //! The assistant's one owner: a single task holds every piece of domain state (the core, the
 //! inference queue, the running job, the conversation, the calls waiting for a yes or no,
 //! the timers, whether the model answers) and is the only one that changes it or publishes.
-//! Its loop waits on a small fixed set: shutdown, the daemon subscription, one [`Input`]
-//! channel (requests with their reply slot, lane reports), the heartbeat ticker and the next
-//! timer's deadline. Events on the wire thus have one total order.
+//! Its loop waits on a small fixed set: shutdown, the daemon subscription, the control
+//! requests with their reply slot, one [`Input`] channel (the lanes' reports), its helper
+//! tasks, the heartbeat ticker and the next deadline (a timer, a held execute, a turn's end,
+//! a wake-up). At the end of every turn it starts the next model job if one may start
+//! ([`Owner::start_next`]). Events on the wire thus have one total order.
 //!
-//! Lanes (the LLM jobs, the probes, the writer thread) hold no state of the assistant's: they
-//! get a snapshot and report back through the channel, wrapped as an [`Input`].
+//! Lanes (the LLM jobs, memory, the voice, triage, dictation, the writer) hold no state of
+//! the assistant's: they get a snapshot and report back through the channel, wrapped as an
+//! [`Input`]. The owner's methods are split by concern: `jobs` (a job's life), `chat`,
+//! `intents`, `memory`, `providers`, `triage`, `voice`, `wake` and `dictate`.
 
 mod chat;
 mod dictate;
