@@ -2350,7 +2350,8 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
         memory::Settings::new(dir.join(format!("{label}-everyday.db"))),
         Sink::new(|_| {}),
     )
-    .unwrap_or_else(|e| panic!("cannot start memory: {e}"));
+    .unwrap_or_else(|e| panic!("cannot start memory: {e}"))
+    .0;
     for (user, assistant) in SAID_BEFORE {
         memory.turn(Episode::Chat(1), Role::User, Some(SPEAKER), "chat", user);
         memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", assistant);
@@ -2440,7 +2441,7 @@ fn bench(runtime: &Runtime, base: &Base, target: &Target, dir: &Path, saved: &Pa
             tree: Some(SUMMARY_RULES),
             ..memory::Settings::new(db)
         };
-        let memory = memory::spawn(settings, Sink::new(|_| {}))
+        let (memory, _thread) = memory::spawn(settings, Sink::new(|_| {}))
             .unwrap_or_else(|e| panic!("cannot start memory: {e}"));
         let episode = Episode::Chat(1);
         for (user, assistant) in chat.turns {

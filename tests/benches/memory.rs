@@ -457,7 +457,7 @@ impl Dreamer {
         let embedder = (stt_embed::default_dir(models), stt_embed::runtime_library(models));
         let settings =
             memory::Settings { embedder: Some(embedder), ..memory::Settings::new(db.into()) };
-        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap().0;
         let env = stt_assistant::llm::JobEnv { memory: Some(handle.clone()), ..self.env.clone() };
         let stats = |m: &memory::Memory| match self.rt.block_on(m.stats()) {
             Ok(s) => s,
@@ -537,7 +537,7 @@ impl Dreamer {
         let started = Instant::now();
         // The default tree.
         let settings = memory::Settings::new(db.into());
-        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap().0;
         let env = stt_assistant::llm::JobEnv { memory: Some(handle.clone()), ..self.env.clone() };
         let mut requests = 0;
         for turn in &conv.turns {

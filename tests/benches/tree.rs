@@ -252,7 +252,7 @@ fn real(runtime: &tokio::runtime::Runtime, url: &str, args: &Args, dir: &Path) -
         let started = Instant::now();
         let db = dir.join(format!("real-{n}.db"));
         let settings = memory::Settings { hints: false, ..memory::Settings::new(db) };
-        let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+        let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap().0;
         let env = env(url.to_owned(), 64, memory.clone());
         let (answer, in_context, recalled, summaries) = runtime.block_on(async {
             let mut summaries = 0;
@@ -362,7 +362,7 @@ fn main() -> ExitCode {
     server.respond_with(move |request| respond(request, &seen));
     let settings =
         memory::Settings { tree: Some(rules), ..memory::Settings::new(dir.path().join("env.db")) };
-    let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap();
+    let memory = memory::spawn(settings, Sink::new(|_| {})).unwrap().0;
     let env = env(server.url(), 512, memory.clone());
     let started = Instant::now();
     let mut samples = Vec::new();

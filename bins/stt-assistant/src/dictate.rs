@@ -13,7 +13,7 @@ use std::sync::mpsc;
 
 use stt_dictate::{Edit, Phrases, Typist, TypistSettings};
 
-use crate::lane::Sink;
+use crate::lane::{Sink, Thread};
 
 /// What the lane tells the owner.
 #[derive(Debug)]
@@ -56,12 +56,13 @@ impl Dictation {
 }
 
 /// Starts the lane's thread.
-pub fn spawn(settings: TypistSettings, reports: Sink<Report>) -> std::io::Result<Dictation> {
+pub fn spawn(
+    settings: TypistSettings,
+    reports: Sink<Report>,
+) -> std::io::Result<(Dictation, Thread)> {
     let (jobs, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("dictate".into())
-        .spawn(move || run(settings, &rx, &reports))?;
-    Ok(Dictation { jobs })
+    let thread = Thread::spawn("dictate", move || run(settings, &rx, &reports))?;
+    Ok((Dictation { jobs }, thread))
 }
 
 fn run(settings: TypistSettings, jobs: &mpsc::Receiver<Job>, reports: &Sink<Report>) {

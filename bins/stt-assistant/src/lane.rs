@@ -1,9 +1,12 @@
-//! What every lane shares: the way its reports get back to the assistant's loop.
+//! What every lane shares: the way its reports get back to the assistant's loop, and its
+//! thread, which the assistant joins when it stops.
 //!
 //! A lane is a module with a handle, a report enum and a spawn function. It never touches the
 //! assistant's state: it reports, and the loop decides. The [`Sink`] it reports into wraps
 //! each report as the loop's input (see `owner::Input`); tests give it a closure that keeps
-//! what it gets.
+//! what it gets. A lane on a thread of its own spawns it as a [`Thread`], which the owner
+//! keeps: at shutdown it drops the lane's handle (the thread's channel closes, so it ends
+//! after what it is doing) and joins every one, so no lane outlives the assistant.
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,5 +33,28 @@ impl<R> Clone for Sink<R> {
 impl<R> fmt::Debug for Sink<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Sink")
+    }
+}
+
+/// A lane's named thread, joined when the assistant stops.
+#[derive(Debug)]
+pub struct Thread {
+    name: String,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl Thread {
+    /// Starts `run` on a thread called `name` (what `ps -T` and the logs show).
+    pub fn spawn(name: &str, run: impl FnOnce() + Send + 'static) -> std::io::Result<Self> {
+        let handle = std::thread::Builder::new().name(name.to_owned()).spawn(run)?;
+        Ok(Self { name: name.to_owned(), handle })
+    }
+
+    /// Waits until the thread has ended: once its lane's handle is gone, after what it is
+    /// doing.
+    pub fn join(self) {
+        if self.handle.join().is_err() {
+            tracing::error!(lane = %self.name, "a lane's thread panicked (a bug; see above)");
+        }
     }
 }

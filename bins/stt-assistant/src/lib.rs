@@ -401,16 +401,16 @@ pub async fn serve(
             "[[tools.command]] '{name}' has the name of one of memory's tools; choose another name"
         );
     }
-    let memory = match settings.memory.clone() {
-        Some(memory) => Some((
-            memory::spawn(memory.clone(), sink(&inputs_tx, Input::Memory))
-                .context("cannot start the memory thread")?,
-            memory,
-        )),
-        None => None,
+    let (memory, memory_thread) = match settings.memory.clone() {
+        Some(settings) => {
+            let (memory, thread) = memory::spawn(settings.clone(), sink(&inputs_tx, Input::Memory))
+                .context("cannot start the memory thread")?;
+            (Some((memory, settings)), Some(thread))
+        }
+        None => (None, None),
     };
     // Stopped last, once nothing can ask it anything more.
-    let memory_thread = memory.as_ref().map(|(memory, _)| memory.clone());
+    let last = memory.as_ref().map(|(memory, _)| memory.clone());
     let writer = writer::spawn(
         writer::SpeakerFiles {
             names: settings.names_file.clone(),
@@ -440,7 +440,7 @@ pub async fn serve(
                 providers: None,
                 tools: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
-                memory: memory_thread.clone(),
+                memory: last.clone(),
                 chat_system: None,
             },
             writer,
@@ -477,8 +477,11 @@ pub async fn serve(
     for task in tasks {
         task.await.context("an assistant task panicked")?;
     }
-    if let Some(memory) = memory_thread {
+    if let Some(memory) = last {
         memory.stop().await;
+    }
+    if let Some(thread) = memory_thread {
+        tokio::task::spawn_blocking(|| thread.join()).await.context("joining the memory thread")?;
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use stt_audio::Resampler;
 use stt_audio::output::{Playback, Stopper};
 
-use crate::lane::Sink;
+use crate::lane::{Sink, Thread};
 
 /// Where the speech goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,14 +126,12 @@ impl Voice {
 }
 
 /// Starts the lane's thread.
-pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Voice> {
+pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Voice, Thread)> {
     let (jobs, rx) = mpsc::channel();
     let voice = Voice { jobs, epoch: Arc::default(), stopper: Arc::default() };
     let (epoch, stopper) = (Arc::clone(&voice.epoch), Arc::clone(&voice.stopper));
-    std::thread::Builder::new()
-        .name("voice".into())
-        .spawn(move || run(&settings, &rx, &epoch, &stopper, &reports))?;
-    Ok(voice)
+    let thread = Thread::spawn("voice", move || run(&settings, &rx, &epoch, &stopper, &reports))?;
+    Ok((voice, thread))
 }
 
 /// Where the lane's audio goes once open.

@@ -27,7 +27,7 @@ fn open(dir: &std::path::Path) -> Memory {
         tree: Some(TreeRules { raw_max: 6, compress: 4, fanout_max: 4 }),
         ..memory::Settings::new(dir.join("memory.sqlite"))
     };
-    memory::spawn(settings, Sink::new(|_| {})).unwrap()
+    memory::spawn(settings, Sink::new(|_| {})).unwrap().0
 }
 
 fn notes(reports: &[Report]) -> Vec<String> {

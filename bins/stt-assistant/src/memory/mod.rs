@@ -37,7 +37,7 @@ use stt_memory::{
 pub use called::Called;
 pub use tools::Limits;
 
-use crate::lane::Sink;
+use crate::lane::{Sink, Thread};
 
 /// Where memory lives and what embeds.
 #[derive(Debug, Clone)]
@@ -691,10 +691,10 @@ const BATCH: usize = 16;
 
 /// Starts the memory thread. It opens the store and the embedder itself (a slow disk or model
 /// never holds up the assistant's start) and reports `Ready` or `Off`.
-pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memory> {
+pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Memory, Thread)> {
     let (tx, rx) = mpsc::channel::<Job>();
     let tree = settings.tree.is_some();
-    std::thread::Builder::new().name("stt-memory".to_owned()).spawn(move || {
+    let thread = Thread::spawn("stt-memory", move || {
         let mut lane = Lane::open(&settings, &reports);
         let mut embedded = Instant::now();
         let stopped = loop {
@@ -722,7 +722,7 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Memor
             let _ = done.send(());
         }
     })?;
-    Ok(Memory { tx, tree })
+    Ok((Memory { tx, tree }, thread))
 }
 
 /// What the thread owns: the store (`None` while memory is off, and why) and the rest.
@@ -1222,7 +1222,7 @@ mod tests {
     async fn turns_are_kept_and_found_by_words() {
         let dir = tempfile::tempdir().unwrap();
         let (sink, seen) = reports();
-        let memory = spawn(Settings::new(dir.path().join("memory.sqlite")), sink).unwrap();
+        let memory = spawn(Settings::new(dir.path().join("memory.sqlite")), sink).unwrap().0;
         memory.turn(Episode::Chat(1), Role::User, Some("Typed"), "chat", "my bike is the red one");
         memory.turn(Episode::Chat(1), Role::Assistant, None, "chat", "Noted: a red bike.");
         memory.close(Episode::Chat(1));
@@ -1245,7 +1245,7 @@ mod tests {
         let (sink, seen) = reports();
         let db = dir.path().join("memory.sqlite");
         let memory =
-            spawn(Settings { embedder: Some(embedder), ..Settings::new(db) }, sink).unwrap();
+            spawn(Settings { embedder: Some(embedder), ..Settings::new(db) }, sink).unwrap().0;
         memory.turn(
             Episode::Chat(1),
             Role::User,
@@ -1283,7 +1283,7 @@ mod tests {
     async fn stop_closes_the_open_sessions_and_ends_the_thread() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("memory.sqlite");
-        let memory = spawn(Settings::new(db.clone()), Sink::new(|_| {})).unwrap();
+        let memory = spawn(Settings::new(db.clone()), Sink::new(|_| {})).unwrap().0;
         memory.turn(Episode::Chat(1), Role::User, None, "chat", "still talking");
         memory.stop().await;
         // Gone: a question is answered as such, not left hanging.
@@ -1298,7 +1298,7 @@ mod tests {
         let db = dir.path().join("notes.txt");
         std::fs::write(&db, "not a database").unwrap();
         let (sink, seen) = reports();
-        let memory = spawn(Settings::new(db.clone()), sink).unwrap();
+        let memory = spawn(Settings::new(db.clone()), sink).unwrap().0;
         let Err(Refusal::Off(why)) = memory.stats().await else { panic!() };
         assert!(why.contains("notes.txt") && why.contains("[memory].db"), "{why}");
         assert!(matches!(&seen.lock().unwrap()[0], Report::Off { .. }));

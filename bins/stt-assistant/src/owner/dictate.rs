@@ -23,7 +23,10 @@ impl Owner {
                 let _ = inputs.send(Input::Dictate(report));
             });
             match crate::dictate::spawn(self.dictate_settings.clone(), reports) {
-                Ok(dictation) => self.dictation = Some(dictation),
+                Ok((dictation, thread)) => {
+                    self.dictation = Some(dictation);
+                    self.threads.push(thread);
+                }
                 Err(e) => {
                     self.error(ErrorCode::Internal, format!("cannot start dictation: {e}"));
                     return;

@@ -228,6 +228,8 @@ pub struct Owner {
     overheard: HashMap<u64, voice::Overheard>,
     /// The triage lane and what the loop keeps of it.
     triage: triage::Side,
+    /// The lanes' threads (the voice, triage, dictation), joined when the loop ends.
+    threads: Vec<crate::lane::Thread>,
     /// The wake-ups, when the assistant may speak up on its own.
     wake: Option<wake::Side>,
     clock: crate::wake::Clock,
@@ -265,7 +267,8 @@ impl Owner {
             queue.want(Work::Tree);
         }
         let voice_on = parts.voice.enabled;
-        let triage = triage::Side::start(parts.triage, &inputs);
+        let mut threads = Vec::new();
+        let triage = triage::Side::start(parts.triage, &inputs, &mut threads);
         let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local(now())));
         let mut owner = Self {
             core: parts.core,
@@ -300,6 +303,7 @@ impl Owner {
             talk: crate::talk::Talk::new(),
             overheard: HashMap::new(),
             triage,
+            threads,
             wake,
             clock: parts.clock,
             capture_ambient,
@@ -378,6 +382,19 @@ impl Owner {
         }
         // What helpers were doing is moot now.
         self.helpers.shutdown().await;
+        // The lanes' handles go, so their threads end after what they are doing (the voice
+        // silenced first: a reply still playing would hold it), and are waited for.
+        if let Some(voice) = self.voice.take() {
+            voice.stop();
+        }
+        self.dictation = None;
+        self.triage.stop();
+        let threads = std::mem::take(&mut self.threads);
+        let joined =
+            tokio::task::spawn_blocking(move || threads.into_iter().for_each(|t| t.join()));
+        if joined.await.is_err() {
+            tracing::error!("could not wait for the lanes' threads");
+        }
         if !self.timers.is_empty() {
             tracing::info!(timers = self.timers.len(), "timers not fired are dropped");
         }

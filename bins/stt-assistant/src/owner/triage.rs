@@ -24,6 +24,7 @@ impl Side {
     pub fn start(
         settings: Option<Settings>,
         inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
+        threads: &mut Vec<crate::lane::Thread>,
     ) -> Self {
         let Some(settings) = settings else { return Self::default() };
         let threshold = settings.escalate;
@@ -33,12 +34,20 @@ impl Side {
             let _ = inputs.send(Input::Triage(report));
         });
         match crate::triage::spawn(settings, reports) {
-            Ok(lane) => Self { lane: Some(lane), threshold },
+            Ok((lane, started)) => {
+                threads.extend(started);
+                Self { lane: Some(lane), threshold }
+            }
             Err(e) => {
                 tracing::error!("triage is off: cannot start its thread: {e}");
                 Self::default()
             }
         }
+    }
+
+    /// Lets the lane's threads end: its handle goes (they are joined with the others).
+    pub fn stop(&mut self) {
+        self.lane = None;
     }
 
     /// What viewers were just shown, as the lane should hear it.

@@ -67,9 +67,10 @@ impl Owner {
                 // Gone only when the loop has ended, and then nobody listens.
                 let _ = inputs.send(Input::Voice(report));
             });
-            let voice = crate::voice::spawn(self.voice_settings.clone(), reports)
+            let (voice, thread) = crate::voice::spawn(self.voice_settings.clone(), reports)
                 .map_err(|e| format!("cannot start the voice thread: {e}"))?;
             self.voice = Some(voice);
+            self.threads.push(thread);
         }
         self.voice_on = true;
         Ok(())

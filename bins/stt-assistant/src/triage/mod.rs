@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::lane::Sink;
+use crate::lane::{Sink, Thread};
 use classify::{Classifier, EmbeddingClassifier, Example};
 pub use window::{Signals, Window};
 
@@ -100,15 +100,13 @@ impl Triage {
 }
 
 /// Starts the lane's threads: the worker, and the loader that hands it the classifier.
-pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Triage> {
+pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Triage, [Thread; 2])> {
     let (asks, rx) = mpsc::channel();
     let window = settings.window;
     let worker_reports = reports.clone();
-    std::thread::Builder::new()
-        .name("triage".into())
-        .spawn(move || serve(window, &rx, &worker_reports))?;
+    let worker = Thread::spawn("triage", move || serve(window, &rx, &worker_reports))?;
     let loaded = asks.clone();
-    std::thread::Builder::new().name("triage-loader".into()).spawn(move || {
+    let loader = Thread::spawn("triage-loader", move || {
         let started = Instant::now();
         match load(&settings) {
             Ok((classifier, examples, own)) => {
@@ -120,7 +118,7 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<Triag
             Err(why) => reports.send(Report::Off { why }),
         }
     })?;
-    Ok(Triage { asks })
+    Ok((Triage { asks }, [worker, loader]))
 }
 
 /// The built-in classifier, trained on the repository's examples and the user's own.

@@ -58,8 +58,10 @@ pub fn env(server: &LlmServer, settings: Settings, memory: Option<Memory>) -> Jo
 /// Long-term memory in a file under `dir`.
 pub fn memory(dir: &std::path::Path) -> Memory {
     let settings = stt_assistant::memory::Settings::new(dir.join("memory.sqlite"));
-    stt_assistant::memory::spawn(settings, stt_assistant::lane::Sink::new(|_| {}))
-        .expect("memory opens")
+    let (memory, _thread) =
+        stt_assistant::memory::spawn(settings, stt_assistant::lane::Sink::new(|_| {}))
+            .expect("memory opens");
+    memory
 }
 
 /// The tool results among `reports`: (tool, ok, result).
