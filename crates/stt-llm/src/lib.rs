@@ -37,7 +37,9 @@ pub mod toolcall;
 use std::time::Duration;
 
 pub use conversation::{Finish, Message, Reply, Request, Resume, Role, ToolCall, ToolSpec, Usage};
-pub use toolcall::{Found, Refused, calls_in_content, check_arguments, find_calls};
+pub use toolcall::{
+    Found, Refused, calls_in_content, check_arguments, find_calls, find_calls_among,
+};
 
 /// Where and how to reach the model.
 #[derive(Debug, Clone, PartialEq)]

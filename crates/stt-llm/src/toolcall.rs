@@ -49,8 +49,35 @@ pub struct Refused {
 /// one is not a call. A call to a known tool is run only if it is whole and its arguments
 /// pass [`check_arguments`]; otherwise it is refused, with the reason.
 pub fn find_calls<'s>(content: &str, schema_of: impl Fn(&str) -> Option<&'s Value>) -> Found {
+    find_calls_among(content, schema_of, &[])
+}
+
+/// [`find_calls`], where `offered` are the tools (name and schema) the request offered: a
+/// call that names another tool, with arguments that tool does not take but exactly one
+/// offered tool does, is a call of that one, misnamed (offered only `update_task_status`
+/// for "drop the Spanish goal", the 1.5B model wrote `add_intention` with
+/// `{"task_id": 1, "status": "dropped"}`).
+pub fn find_calls_among<'s>(
+    content: &str,
+    schema_of: impl Fn(&str) -> Option<&'s Value>,
+    offered: &[(&str, &Value)],
+) -> Found {
     let mut found = Found::default();
-    for written in written_calls(content) {
+    for mut written in written_calls(content) {
+        let fits = |schema: &Value| {
+            let arguments = without_schema_words(schema, written.arguments.clone());
+            let takes = arguments.as_object().is_some_and(|a| !a.is_empty());
+            takes && check_arguments(schema, &arguments).is_ok()
+        };
+        let named = schema_of(&written.name);
+        let elsewhere = !offered.iter().any(|(name, _)| *name == written.name);
+        if elsewhere && !named.is_some_and(fits) && !written.cut_off {
+            let meant: Vec<&str> =
+                offered.iter().filter(|(_, schema)| fits(schema)).map(|(name, _)| *name).collect();
+            if let [meant] = meant.as_slice() {
+                written.name = (*meant).to_owned();
+            }
+        }
         let Some(schema) = schema_of(&written.name) else {
             found.unknown.push(written.name);
             continue;
@@ -516,6 +543,35 @@ mod tests {
         let expected: Vec<(String, Value)> =
             expected.iter().map(|(n, a)| ((*n).to_owned(), a.clone())).collect();
         assert_eq!(got, expected, "{content:?}");
+    }
+
+    #[test]
+    fn a_call_misnamed_is_a_call_of_the_one_offered_tool_its_arguments_fit() {
+        let offered = |names: &[&'static str]| -> Vec<(&'static str, &'static Value)> {
+            names.iter().map(|n| (*n, schema_of(n).unwrap())).collect()
+        };
+        let names =
+            |found: &Found| -> Vec<String> { found.calls.iter().map(|c| c.name.clone()).collect() };
+        // Offered `set_timer` alone, it wrote `open_url` with a timer's arguments.
+        let written = r#"{"name": "open_url", "arguments": {"minutes": 10}}"#;
+        let found = find_calls_among(written, schema_of, &offered(&["set_timer"]));
+        assert_eq!(names(&found), ["set_timer"]);
+        assert_eq!(found.calls[0].arguments, json!({"minutes": 10}));
+        // Not offered it, the same call is refused as before.
+        let found = find_calls_among(written, schema_of, &offered(&["get_datetime"]));
+        assert_eq!((names(&found).len(), found.refused.len()), (0, 1));
+        // A call that fits the tool it names runs as written, offered or not.
+        let right = r#"{"name": "open_url", "arguments": {"url": "https://example.org"}}"#;
+        let found = find_calls_among(right, schema_of, &offered(&["set_timer"]));
+        assert_eq!(names(&found), ["open_url"]);
+        // An invented name with arguments of the offered tool: that tool.
+        let invented = r#"{"name": "start_timer", "arguments": {"minutes": 5}}"#;
+        let found = find_calls_among(invented, schema_of, &offered(&["set_timer", "open_url"]));
+        assert_eq!((names(&found), found.unknown.len()), (vec!["set_timer".to_owned()], 0));
+        // Nothing said in the arguments says nothing of which tool.
+        let empty = r#"{"name": "start_timer", "arguments": {}}"#;
+        let found = find_calls_among(empty, schema_of, &offered(&["get_datetime"]));
+        assert_eq!(found.unknown, ["start_timer"]);
     }
 
     /// What `find_calls` makes of `content`: the calls' names and arguments, and the refusals'

@@ -106,7 +106,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             Ok(reply) => reply,
             Err(e) => return error(out, ErrorCode::LlmError, env.explain(&e)),
         };
-        let found = calls_of(env, &reply);
+        let found = calls_of(env, &reply, &tools);
         for refused in &found.refused {
             tracing::info!(tool = %refused.name, "{}", refused.reason);
         }
@@ -985,7 +985,7 @@ fn markup(content: &str) -> bool {
 
 /// The calls in a reply: the provider's, or else JSON calls in the text, those it did not
 /// write whole or with arguments its tool takes refused (never run).
-fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
+fn calls_of(env: &JobEnv, reply: &Reply, offered: &[ToolSpec]) -> stt_llm::Found {
     if !reply.tool_calls.is_empty() {
         return stt_llm::Found { calls: reply.tool_calls.clone(), ..Default::default() };
     }
@@ -998,7 +998,9 @@ fn calls_of(env: &JobEnv, reply: &Reply) -> stt_llm::Found {
         .collect();
     let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).chain(&wakes).collect();
     let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
-    stt_llm::find_calls(&reply.content, schema_of)
+    let offered: Vec<(&str, &serde_json::Value)> =
+        offered.iter().map(|s| (s.name.as_str(), &s.parameters)).collect();
+    stt_llm::find_calls_among(&reply.content, schema_of, &offered)
 }
 
 /// Runs one of memory's tools (`dream_now` asks the loop for a dream). `added`: the
