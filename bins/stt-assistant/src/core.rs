@@ -446,32 +446,23 @@ impl Core {
         outside: Outside,
         effects: &mut Vec<Effect>,
     ) -> Result<(), ErrorMsg> {
+        // Which mode takes which request is one table, the protocol's.
+        self.mode.admits(request).map_err(wrong_mode)?;
         match request {
-            Request::CommandStart => match self.mode {
-                Mode::Idle => {
+            Request::CommandStart => {
+                if self.mode == Mode::Idle {
                     self.buffer.clear();
                     self.segs.clear();
                     self.edited = false;
                     self.set_mode(Mode::CommandArmed, effects);
                     effects.push(self.command_text());
-                    Ok(())
                 }
-                Mode::CommandArmed => Ok(()),
-                Mode::Executing => Err(wrong_mode("a command is running; wait for it to finish")),
-                Mode::Chat => {
-                    Err(wrong_mode("chat mode is on; leave it first (`stt-ctl chat-toggle`)"))
-                }
-                Mode::Dictate => Err(wrong_mode(DICTATING)),
-            },
+                Ok(())
+            }
             Request::DictateStart => self.dictate(true, effects),
             Request::DictateStop => self.dictate(false, effects),
             Request::DictateToggle => self.dictate(self.mode != Mode::Dictate, effects),
             Request::CommandEdit { text } => {
-                if self.mode != Mode::CommandArmed {
-                    return Err(wrong_mode(
-                        "nothing to edit: arm a command first (`stt-ctl command-start`)",
-                    ));
-                }
                 self.buffer = text.trim().to_owned();
                 self.edited = true;
                 effects.push(self.command_text());
@@ -483,9 +474,6 @@ impl Core {
                     effects.push(Effect::CancelCommand);
                     return Ok(());
                 }
-                if self.mode != Mode::CommandArmed {
-                    return Err(wrong_mode("no command armed or running to cancel"));
-                }
                 self.buffer.clear();
                 self.segs.clear();
                 self.edited = false;
@@ -493,21 +481,15 @@ impl Core {
                 Ok(())
             }
             Request::CommandExecute { .. } => self.execute(now, outside, effects),
-            Request::ChatToggle => match self.mode {
-                Mode::Idle => {
-                    self.set_mode(Mode::Chat, effects);
-                    Ok(())
-                }
-                Mode::Chat => {
+            Request::ChatToggle => {
+                if self.mode == Mode::Chat {
                     self.set_mode(Mode::Idle, effects);
                     effects.push(Effect::DropQueuedChat);
-                    Ok(())
+                } else {
+                    self.set_mode(Mode::Chat, effects);
                 }
-                Mode::CommandArmed | Mode::Executing => {
-                    Err(wrong_mode("a command is armed or running; cancel or finish it first"))
-                }
-                Mode::Dictate => Err(wrong_mode(DICTATING)),
-            },
+                Ok(())
+            }
             Request::Clear => {
                 // What is being said now is not for the conversation that was cleared.
                 self.settle.clear();
@@ -612,13 +594,8 @@ impl Core {
         if text.is_empty() {
             return Err(ErrorMsg::new(ErrorCode::BadMessage, "the message is empty"));
         }
-        match self.mode {
-            Mode::Idle => self.set_mode(Mode::Chat, effects),
-            Mode::Chat => {}
-            Mode::CommandArmed | Mode::Executing => {
-                return Err(wrong_mode("a command is armed or running; cancel or finish it first"));
-            }
-            Mode::Dictate => return Err(wrong_mode(DICTATING)),
+        if self.mode == Mode::Idle {
+            self.set_mode(Mode::Chat, effects);
         }
         let id = self.next_id();
         effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
@@ -655,28 +632,14 @@ impl Core {
         }
     }
 
-    /// Dictation on (from idle) or off (from dictating).
+    /// Dictation on (from idle) or off (from dictating); the mode was checked
+    /// ([`Mode::admits`]).
     fn dictate(&mut self, on: bool, effects: &mut Vec<Effect>) -> Result<(), ErrorMsg> {
-        match (self.mode, on) {
-            (Mode::Dictate, true) => Ok(()),
-            (Mode::Idle, true) => {
-                self.set_mode(Mode::Dictate, effects);
-                effects.push(Effect::Dictation { on: true });
-                Ok(())
-            }
-            (Mode::Dictate, false) => {
-                self.set_mode(Mode::Idle, effects);
-                effects.push(Effect::Dictation { on: false });
-                Ok(())
-            }
-            (_, false) => Err(wrong_mode("dictation is not on")),
-            (Mode::Chat, true) => {
-                Err(wrong_mode("chat mode is on; leave it first (`stt-ctl chat-toggle`)"))
-            }
-            (Mode::CommandArmed | Mode::Executing, true) => {
-                Err(wrong_mode("a command is armed or running; cancel or finish it first"))
-            }
+        if on != (self.mode == Mode::Dictate) {
+            self.set_mode(if on { Mode::Dictate } else { Mode::Idle }, effects);
+            effects.push(Effect::Dictation { on });
         }
+        Ok(())
     }
 
     fn execute(
@@ -685,11 +648,6 @@ impl Core {
         outside: Outside,
         effects: &mut Vec<Effect>,
     ) -> Result<(), ErrorMsg> {
-        if self.mode != Mode::CommandArmed {
-            return Err(wrong_mode(
-                "nothing to execute: arm a command first (`stt-ctl command-start`)",
-            ));
-        }
         if let Some(seg_id) = self.open_speech {
             return Err(not_ready(format!(
                 "speech is still open (segment {seg_id}); execute again when it closes"
@@ -748,9 +706,6 @@ impl Core {
         Ok(())
     }
 }
-
-/// Why a command or chat is refused while dictating.
-const DICTATING: &str = "dictation is on; stop it first (`stt-ctl dictate-stop`)";
 
 fn wrong_mode(message: &str) -> ErrorMsg {
     ErrorMsg::new(ErrorCode::WrongMode, message)

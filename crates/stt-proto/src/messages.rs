@@ -587,7 +587,71 @@ pub enum Mode {
     Dictate,
 }
 
+/// Why a request is refused in a mode, with the fix ([`Mode::admits`]).
+pub mod refusals {
+    pub const RUNNING: &str = "a command is running; wait for it to finish";
+    pub const IN_CHAT: &str = "chat mode is on; leave it first (`stt-ctl chat-toggle`)";
+    pub const DICTATING: &str = "dictation is on; stop it first (`stt-ctl dictate-stop`)";
+    pub const COMMAND_ON: &str = "a command is armed or running; cancel or finish it first";
+    pub const NOTHING_TO_EDIT: &str =
+        "nothing to edit: arm a command first (`stt-ctl command-start`)";
+    pub const NOTHING_TO_EXECUTE: &str =
+        "nothing to execute: arm a command first (`stt-ctl command-start`)";
+    pub const NOTHING_TO_CANCEL: &str = "no command armed or running to cancel";
+    pub const NOT_DICTATING: &str = "dictation is not on";
+}
+
 impl Mode {
+    /// Whether `request` may be made in this mode, or why not (with the fix): the one table
+    /// of which verbs each mode takes (command, chat and dictation exclude each other). Every
+    /// request is named, so a new one says where it may be made.
+    pub fn admits(self, request: &Request) -> Result<(), &'static str> {
+        use Mode::{Chat, CommandArmed, Dictate, Executing, Idle};
+        use refusals::*;
+        let refused = match request {
+            Request::CommandStart => match self {
+                Idle | CommandArmed => None,
+                Executing => Some(RUNNING),
+                Chat => Some(IN_CHAT),
+                Dictate => Some(DICTATING),
+            },
+            Request::CommandEdit { .. } => (self != CommandArmed).then_some(NOTHING_TO_EDIT),
+            Request::CommandExecute { .. } => (self != CommandArmed).then_some(NOTHING_TO_EXECUTE),
+            Request::CommandCancel => {
+                matches!(self, Idle | Chat | Dictate).then_some(NOTHING_TO_CANCEL)
+            }
+            Request::ChatToggle | Request::ChatSend { .. } => match self {
+                Idle | Chat => None,
+                CommandArmed | Executing => Some(COMMAND_ON),
+                Dictate => Some(DICTATING),
+            },
+            Request::DictateStart | Request::DictateToggle => match self {
+                Idle | Dictate => None,
+                Chat => Some(IN_CHAT),
+                CommandArmed | Executing => Some(COMMAND_ON),
+            },
+            Request::DictateStop => (self != Dictate).then_some(NOT_DICTATING),
+            Request::Hello(_)
+            | Request::Subscribe { .. }
+            | Request::Clear
+            | Request::Status
+            | Request::SpeakerList
+            | Request::SpeakerName { .. }
+            | Request::SpeakerForget { .. }
+            | Request::SpeakerMerge { .. }
+            | Request::Confirm { .. }
+            | Request::Deny { .. }
+            | Request::TimerCancel { .. }
+            | Request::ChatCommand { .. }
+            | Request::ChatStop
+            | Request::Memory(_)
+            | Request::VoiceToggle
+            | Request::Task(_)
+            | Request::IntentTest { .. } => None,
+        };
+        refused.map_or(Ok(()), Err)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Idle => "idle",
@@ -965,5 +1029,56 @@ impl AssistantEvent {
                 | "task_output"
                 | "intent_output"
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which requests each mode takes, as a person reads the table: a row a request, a
+    /// column a mode (idle, command armed, executing, chat, dictate), `+` taken.
+    #[test]
+    fn each_mode_takes_its_requests() {
+        use Mode::{Chat, CommandArmed, Dictate, Executing, Idle};
+        let modes = [Idle, CommandArmed, Executing, Chat, Dictate];
+        let table: Vec<(&str, String)> = [
+            Request::CommandStart,
+            Request::CommandEdit { text: "x".into() },
+            Request::CommandExecute { wait_ms: None },
+            Request::CommandCancel,
+            Request::ChatToggle,
+            Request::ChatSend { text: "x".into() },
+            Request::DictateStart,
+            Request::DictateToggle,
+            Request::DictateStop,
+            Request::Clear,
+            Request::Status,
+        ]
+        .iter()
+        .map(|request| {
+            let row = modes.map(|m| if m.admits(request).is_ok() { '+' } else { '.' });
+            (request.kind(), row.iter().collect())
+        })
+        .collect();
+        let expected = [
+            ("command_start", "++..."),
+            ("command_edit", ".+..."),
+            ("command_execute", ".+..."),
+            ("command_cancel", ".++.."),
+            ("chat_toggle", "+..+."),
+            ("chat_send", "+..+."),
+            ("dictate_start", "+...+"),
+            ("dictate_toggle", "+...+"),
+            ("dictate_stop", "....+"),
+            ("clear", "+++++"),
+            ("status", "+++++"),
+        ];
+        let expected: Vec<(&str, String)> =
+            expected.iter().map(|(k, row)| (*k, (*row).to_owned())).collect();
+        assert_eq!(table, expected);
+        // A refusal says how to get to a mode that takes it.
+        assert_eq!(Chat.admits(&Request::CommandStart), Err(refusals::IN_CHAT));
+        assert_eq!(Dictate.admits(&Request::ChatToggle), Err(refusals::DICTATING));
     }
 }
