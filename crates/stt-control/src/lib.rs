@@ -507,6 +507,7 @@ fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
         return format!("voice {}\n", if status.voice { "on" } else { "off" });
     }
     let AssistantEvent::Ack(_) = event else { return describe(event) };
+    let said = cli.verb.request().map_or("done", |request| request.acknowledgement());
     match &cli.verb {
         Verb::SpeakerForget { id } => {
             format!("{id} forgotten: stt-daemon deletes its voice print and sample\n")
@@ -525,7 +526,7 @@ fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
                 None => format!("{id} merged into {into}\n"),
             }
         }
-        _ => describe(event),
+        _ => format!("{said}\n"),
     }
 }
 
@@ -553,7 +554,8 @@ fn socket_path(cli: &Cli) -> Result<PathBuf, stt_config::ConfigError> {
 /// A reply as a person reads it, newline included.
 pub fn describe(event: &AssistantEvent) -> String {
     match event {
-        AssistantEvent::Ack(ack) => format!("{}\n", ack_text(&ack.command)),
+        // What an ack means is the request's (`describe_for`); alone, it says which it was.
+        AssistantEvent::Ack(ack) => format!("{}: done\n", ack.command),
         AssistantEvent::Status(status) => describe_status(status),
         AssistantEvent::SpeakerList(list) => describe_speakers(list),
         AssistantEvent::Error(e) => format!("error: {} ({})\n", e.message, e.code),
@@ -562,29 +564,6 @@ pub fn describe(event: &AssistantEvent) -> String {
         | AssistantEvent::MemoryOutput { text, .. }
         | AssistantEvent::TaskOutput { text, .. } => format!("{text}\n"),
         other => format!("{other:?}\n"),
-    }
-}
-
-fn ack_text(command: &str) -> String {
-    match command {
-        "command_start" => "armed: speak the command, then run `stt-ctl command-execute`".into(),
-        "command_execute" => "executing the command".into(),
-        "command_cancel" => "command cancelled".into(),
-        "command_edit" => "command buffer replaced".into(),
-        "chat_toggle" => "chat mode toggled".into(),
-        "dictate_start" => "dictating: what you say is typed into the focused window".into(),
-        "dictate_stop" => "dictation stopped".into(),
-        "dictate_toggle" => "dictation toggled".into(),
-        "clear" => "conversation cleared".into(),
-        "speaker_name" => "speaker named".into(),
-        "speaker_forget" => "speaker forgotten".into(),
-        "speaker_merge" => "speakers merged".into(),
-        "confirm" => "confirmed".into(),
-        "deny" => "denied".into(),
-        "timer_cancel" => "timer cancelled".into(),
-        "chat_send" => "sent: the answer streams to viewers (`stt-tui`)".into(),
-        "chat_stop" => "reply stopped".into(),
-        other => format!("ok: {other}"),
     }
 }
 

@@ -587,6 +587,41 @@ pub enum Mode {
     Dictate,
 }
 
+impl Request {
+    /// What a person is told when the assistant takes this request (`stt-ctl` prints it):
+    /// every request says it, a new one too.
+    pub fn acknowledgement(&self) -> &'static str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::Subscribe { .. } => "subscribed",
+            Request::CommandStart => "armed: speak the command, then run `stt-ctl command-execute`",
+            Request::CommandExecute { .. } => "executing the command",
+            Request::CommandCancel => "command cancelled",
+            Request::CommandEdit { .. } => "command buffer replaced",
+            Request::ChatToggle => "chat mode toggled",
+            Request::DictateStart => "dictating: what you say is typed into the focused window",
+            Request::DictateStop => "dictation stopped",
+            Request::DictateToggle => "dictation toggled",
+            Request::Clear => "conversation cleared",
+            Request::Status => "status",
+            Request::SpeakerList => "speakers",
+            Request::SpeakerName { .. } => "speaker named",
+            Request::SpeakerForget { .. } => "speaker forgotten",
+            Request::SpeakerMerge { .. } => "speakers merged",
+            Request::Confirm { .. } => "confirmed",
+            Request::Deny { .. } => "denied",
+            Request::TimerCancel { .. } => "timer cancelled",
+            Request::ChatSend { .. } => "sent: the answer streams to viewers (`stt-tui`)",
+            Request::ChatCommand { .. } => "done",
+            Request::ChatStop => "reply stopped",
+            Request::Memory(_) => "done",
+            Request::VoiceToggle => "voice toggled",
+            Request::Task(_) => "done",
+            Request::IntentTest { .. } => "tested",
+        }
+    }
+}
+
 /// Why a request is refused in a mode, with the fix ([`Mode::admits`]).
 pub mod refusals {
     pub const RUNNING: &str = "a command is running; wait for it to finish";
