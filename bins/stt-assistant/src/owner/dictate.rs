@@ -6,25 +6,33 @@ use stt_tools::DictationRecord;
 
 use super::{Input, Owner};
 
+/// The dictation lane and how it types.
+#[derive(Debug)]
+pub(super) struct Side {
+    /// The lane, once dictation has been on (started by the first `dictate_start`).
+    pub lane: Option<crate::dictate::Dictation>,
+    pub settings: stt_dictate::TypistSettings,
+}
+
 impl Owner {
     /// Dictation turned on or off (the core has changed the mode).
     pub(super) fn dictation(&mut self, on: bool) {
         if !on {
             // Audited with its counts once the lane has typed what was said (`Ended`).
-            if let Some(dictation) = &self.dictation {
+            if let Some(dictation) = &self.dictate.lane {
                 dictation.stop();
             }
             return;
         }
-        if self.dictation.is_none() {
+        if self.dictate.lane.is_none() {
             let inputs = self.inputs.clone();
             let reports = crate::lane::Sink::new(move |report| {
                 // Gone only when the loop has ended, and then nobody listens.
                 let _ = inputs.send(Input::Dictate(report));
             });
-            match crate::dictate::spawn(self.dictate_settings.clone(), reports) {
+            match crate::dictate::spawn(self.dictate.settings.clone(), reports) {
                 Ok((dictation, thread)) => {
-                    self.dictation = Some(dictation);
+                    self.dictate.lane = Some(dictation);
                     self.threads.push(thread);
                 }
                 Err(e) => {
@@ -33,7 +41,7 @@ impl Owner {
                 }
             }
         }
-        if let Some(dictation) = &self.dictation {
+        if let Some(dictation) = &self.dictate.lane {
             dictation.start();
         }
         tracing::info!("dictation on");

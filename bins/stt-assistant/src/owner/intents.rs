@@ -86,7 +86,7 @@ impl Owner {
     /// synthesizes it now, to say at once when the final comes and the command runs (the
     /// words the final brings are decided again; other words are synthesized then).
     pub(super) fn foresee(&mut self, partial: &str) {
-        let (Some(voice), true) = (&self.voice, self.voice_on) else { return };
+        let (Some(voice), true) = (&self.voice.lane, self.voice.on) else { return };
         let (buffer, edited) = self.core.buffer();
         if self.core.mode() != stt_proto::Mode::CommandArmed || edited || partial.trim().is_empty()
         {
@@ -181,12 +181,12 @@ impl Owner {
                 self.done_here(said, "timer_cancel", json!({"all": true}), SideEffect::Local, ok);
             }
             Action::Voice(on) => {
-                let result = match (on, self.voice_on) {
+                let result = match (on, self.voice.on) {
                     (true, true) | (false, false) => Ok(()),
                     (true, false) => self.voice_on(),
                     (false, true) => {
                         self.hush();
-                        self.voice_on = false;
+                        self.voice.on = false;
                         Ok(())
                     }
                 };
@@ -272,11 +272,11 @@ impl Owner {
         if running.intent != "forget_last" {
             self.remember(Episode::Command(running.job), stt_memory::Role::Assistant, None, &said);
         }
-        if self.voice_on
-            && let Some(voice) = &self.voice
+        if self.voice.on
+            && let Some(voice) = &self.voice.lane
         {
             voice.say(&said);
-            if let Some(why) = self.voice_fallback.take() {
+            if let Some(why) = self.voice.fallback.take() {
                 self.error(ErrorCode::Internal, why);
             }
         }

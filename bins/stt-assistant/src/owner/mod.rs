@@ -209,23 +209,10 @@ pub struct Owner {
     heartbeat_seq: u64,
     inputs: mpsc::UnboundedSender<Input>,
     memory: Option<Memory>,
-    /// The voice lane, once replies have been spoken (started by the first `voice_on`).
-    voice: Option<crate::voice::Voice>,
-    voice_settings: crate::voice::Settings,
-    /// The dictation lane, once dictation has been on (started by the first `dictate_start`).
-    dictation: Option<crate::dictate::Dictation>,
-    dictate_settings: stt_dictate::TypistSettings,
-    /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
-    voice_on: bool,
-    /// Why espeak-ng speaks instead of the Piper voice, until it has been told (with the
-    /// first reply spoken, when someone is there to hear it and read it).
-    voice_fallback: Option<String>,
-    /// What the voice said lately, and when: what the microphone may hear back.
-    echo: crate::echo::Echo,
-    /// How loud the voice played and the microphone heard it: a person over the voice.
-    talk: crate::talk::Talk,
-    /// Segments opened while the voice was audible, by id, until their `segment_done`.
-    overheard: HashMap<u64, voice::Overheard>,
+    /// The voice lane and what the loop keeps of it.
+    voice: voice::Side,
+    /// The dictation lane and how it types.
+    dictate: dictate::Side,
     /// The triage lane and what the loop keeps of it.
     triage: triage::Side,
     /// The lanes' threads (the voice, triage, dictation), joined when the loop ends.
@@ -293,15 +280,8 @@ impl Owner {
             heartbeat_seq: 0,
             inputs,
             memory,
-            voice: None,
-            voice_settings: parts.voice,
-            dictation: None,
-            dictate_settings: parts.dictate,
-            voice_on: false,
-            voice_fallback: None,
-            echo: crate::echo::Echo::default(),
-            talk: crate::talk::Talk::new(),
-            overheard: HashMap::new(),
+            voice: voice::Side::new(parts.voice),
+            dictate: dictate::Side { lane: None, settings: parts.dictate },
             triage,
             threads,
             wake,
@@ -384,10 +364,10 @@ impl Owner {
         self.helpers.shutdown().await;
         // The lanes' handles go, so their threads end after what they are doing (the voice
         // silenced first: a reply still playing would hold it), and are waited for.
-        if let Some(voice) = self.voice.take() {
+        if let Some(voice) = self.voice.lane.take() {
             voice.stop();
         }
-        self.dictation = None;
+        self.dictate.lane = None;
         self.triage.stop();
         let threads = std::mem::take(&mut self.threads);
         let joined =
@@ -417,8 +397,8 @@ impl Owner {
                 self.apply(effects);
                 // Its segments end with it: a new daemon counts from 1 again, and its stream
                 // from 0.
-                self.overheard.clear();
-                self.talk.stream_ended();
+                self.voice.overheard.clear();
+                self.voice.talk.stream_ended();
             }
             Link::Event(event) => {
                 // The voice's own words coming back are no one's turn.
@@ -695,7 +675,7 @@ impl Owner {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             timers: self.timers.list(now),
             chat: Some(Box::new(self.chat_session())),
-            voice: self.voice_on,
+            voice: self.voice.on,
         }
     }
 
@@ -777,7 +757,7 @@ impl Owner {
                 }
                 Effect::Dictation { on } => self.dictation(on),
                 Effect::Dictate(text) => {
-                    if let Some(dictation) = &self.dictation {
+                    if let Some(dictation) = &self.dictate.lane {
                         dictation.phrase(&text);
                     }
                 }

@@ -10,6 +10,7 @@
 //! alone. A speech start well into a piece (past [`crate::echo::ONSET`]) cannot be that
 //! piece's echo starting, so it barges in at once; one near a piece's start waits for words.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
@@ -22,6 +23,40 @@ use crate::kind::Need;
 pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it stopped, but \
      only its own words were heard: please say it again (an echo-cancelling microphone helps: \
      docs/VOICE.md)";
+
+/// The voice lane and what the loop keeps of it.
+#[derive(Debug)]
+pub(super) struct Side {
+    /// The lane, once replies have been spoken (started by the first `voice_on`).
+    pub lane: Option<crate::voice::Voice>,
+    pub settings: crate::voice::Settings,
+    /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
+    pub on: bool,
+    /// Why espeak-ng speaks instead of the Piper voice, until it has been told (with the
+    /// first reply spoken, when someone is there to hear it and read it).
+    pub fallback: Option<String>,
+    /// What the voice said lately, and when: what the microphone may hear back.
+    pub echo: crate::echo::Echo,
+    /// How loud the voice played and the microphone heard it: a person over the voice.
+    pub talk: crate::talk::Talk,
+    /// Segments opened while the voice was audible, by id, until their `segment_done`.
+    pub overheard: HashMap<u64, Overheard>,
+}
+
+impl Side {
+    /// Nothing said yet; the lane starts with the first reply spoken.
+    pub fn new(settings: crate::voice::Settings) -> Self {
+        Self {
+            lane: None,
+            settings,
+            on: false,
+            fallback: None,
+            echo: crate::echo::Echo::default(),
+            talk: crate::talk::Talk::new(),
+            overheard: HashMap::new(),
+        }
+    }
+}
 
 /// A segment opened while the voice was audible.
 #[derive(Debug, Clone)]
@@ -42,17 +77,17 @@ impl Owner {
         match report {
             crate::voice::Report::Ready { voice, output, fallback } => {
                 tracing::info!(voice, output, "the voice is ready");
-                self.voice_fallback = fallback;
+                self.voice.fallback = fallback;
             }
             crate::voice::Report::Off { why } => {
                 // Off until asked again (`voice_toggle` starts a new lane, which tries again).
-                self.voice = None;
-                self.voice_on = false;
+                self.voice.lane = None;
+                self.voice.on = false;
                 self.error(ErrorCode::Internal, why);
             }
             crate::voice::Report::Playing { text, from, to, levels } => {
-                self.echo.played(&text, from, to);
-                self.talk.played(from, &levels);
+                self.voice.echo.played(&text, from, to);
+                self.voice.talk.played(from, &levels);
             }
             crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
         }
@@ -61,26 +96,26 @@ impl Owner {
     /// Replies spoken from now on: the voice lane is started the first time (it loads the
     /// voice on its own thread and says if it cannot).
     pub(super) fn voice_on(&mut self) -> Result<(), String> {
-        if self.voice.is_none() {
+        if self.voice.lane.is_none() {
             let inputs = self.inputs.clone();
             let reports = crate::lane::Sink::new(move |report| {
                 // Gone only when the loop has ended, and then nobody listens.
                 let _ = inputs.send(Input::Voice(report));
             });
-            let (voice, thread) = crate::voice::spawn(self.voice_settings.clone(), reports)
+            let (voice, thread) = crate::voice::spawn(self.voice.settings.clone(), reports)
                 .map_err(|e| format!("cannot start the voice thread: {e}"))?;
-            self.voice = Some(voice);
+            self.voice.lane = Some(voice);
             self.threads.push(thread);
         }
-        self.voice_on = true;
+        self.voice.on = true;
         Ok(())
     }
 
     /// `voice_toggle`: spoken replies on or off; answered with the status that says which.
     pub(super) fn voice_toggle(&mut self) -> AssistantEvent {
-        if self.voice_on {
+        if self.voice.on {
             self.hush();
-            self.voice_on = false;
+            self.voice.on = false;
             tracing::info!("spoken replies off");
         } else if let Err(why) = self.voice_on() {
             return AssistantEvent::Error(ErrorMsg::new(ErrorCode::Internal, why));
@@ -94,7 +129,7 @@ impl Owner {
     /// sentences while it streams (`done` false), all of it once it is done.
     pub(super) fn speak_answer(&mut self, done: bool) {
         let (true, Some(voice), Some(running)) =
-            (self.voice_on, &self.voice, self.running.as_mut())
+            (self.voice.on, &self.voice.lane, self.running.as_mut())
         else {
             return;
         };
@@ -113,7 +148,7 @@ impl Owner {
             voice.say(piece);
             running.spoken = end;
             // The robotic voice is explained as it is first heard.
-            if let Some(why) = self.voice_fallback.take() {
+            if let Some(why) = self.voice.fallback.take() {
                 self.error(ErrorCode::Internal, why);
             }
         }
@@ -122,11 +157,11 @@ impl Owner {
     /// Stops the voice mid-sentence: a person stopped, cancelled or cleared, asked for
     /// something new, or spoke over it.
     pub(super) fn hush(&mut self) {
-        if let Some(voice) = &self.voice {
+        if let Some(voice) = &self.voice.lane {
             voice.stop();
             let at = now();
-            self.echo.hushed(at);
-            self.talk.hushed(at);
+            self.voice.echo.hushed(at);
+            self.voice.talk.hushed(at);
         }
         if let Some(running) = self.running.as_mut() {
             // What is left of this answer is not said either.
@@ -141,10 +176,10 @@ impl Owner {
     pub(super) fn overheard(&mut self, mut event: DaemonEvent) -> Option<DaemonEvent> {
         let at = now();
         match &mut event {
-            DaemonEvent::SpeechStart(start) if self.echo.audible(at) => {
+            DaemonEvent::SpeechStart(start) if self.voice.echo.audible(at) => {
                 // Well into a piece, speech that starts is not the piece's echo starting.
-                let person = !self.echo.onset_near(at);
-                let onset = self.echo.since_onset(at);
+                let person = !self.voice.echo.onset_near(at);
+                let onset = self.voice.echo.since_onset(at);
                 let ms = onset.map(|d| d.as_millis());
                 tracing::debug!(
                     seg_id = start.seg_id,
@@ -153,13 +188,13 @@ impl Owner {
                     "overheard: a piece began ms before"
                 );
                 let seen = Overheard { since: at, person, words: None, onset };
-                self.overheard.insert(start.seg_id, seen);
+                self.voice.overheard.insert(start.seg_id, seen);
                 if person {
                     self.barge_in(start.seg_id, "speech began while the voice spoke");
                 }
             }
             DaemonEvent::TranscriptPartial(partial) => {
-                let Some(seen) = self.overheard.get(&partial.seg_id).cloned() else {
+                let Some(seen) = self.voice.overheard.get(&partial.seg_id).cloned() else {
                     return Some(event);
                 };
                 if !seen.person {
@@ -199,10 +234,13 @@ impl Owner {
                     // they sound like the voice misheard.
                     let heard = Heard::Person(words.clone());
                     let theirs = self
+                        .voice
                         .overheard
                         .get(&partial.seg_id)
                         .is_some_and(|seen| self.misheard(seen, heard, at) != Heard::Echo);
-                    if let Some(seen) = self.overheard.get_mut(&partial.seg_id).filter(|_| theirs) {
+                    if let Some(seen) =
+                        self.voice.overheard.get_mut(&partial.seg_id).filter(|_| theirs)
+                    {
                         seen.words = Some(words.clone());
                     }
                     partial.text = words;
@@ -213,7 +251,7 @@ impl Owner {
                 }
             }
             DaemonEvent::Transcript(transcript) => {
-                let Some(seen) = self.overheard.get(&transcript.seg_id).cloned() else {
+                let Some(seen) = self.voice.overheard.get(&transcript.seg_id).cloned() else {
                     return Some(event);
                 };
                 let heard = self.judged(&seen, &transcript.text, at, true);
@@ -247,7 +285,7 @@ impl Owner {
                         transcript.text.clear();
                         // Its start tells how late echo starts here.
                         if let Some(delay) = seen.onset
-                            && self.echo.echo_began(delay)
+                            && self.voice.echo.echo_began(delay)
                         {
                             tracing::info!(
                                 ms = delay.as_millis(),
@@ -259,18 +297,19 @@ impl Owner {
                 }
             }
             DaemonEvent::SegmentDone(done) => {
-                self.overheard.remove(&done.seg_id);
+                self.voice.overheard.remove(&done.seg_id);
             }
             // The room louder than the voice heard back alone: a person over it, who may not
             // be heard by words (whisper writes the louder voice).
             DaemonEvent::Levels(levels) => {
                 // No voice, nothing to tell a person from.
-                self.voice.as_ref()?;
-                let over = self.talk.heard(at, levels.end, &levels.db);
-                if let Some(seen) = self.overheard.get(&levels.seg_id).filter(|s| over && !s.person)
+                self.voice.lane.as_ref()?;
+                let over = self.voice.talk.heard(at, levels.end, &levels.db);
+                if let Some(seen) =
+                    self.voice.overheard.get(&levels.seg_id).filter(|s| over && !s.person)
                 {
                     let seen = Overheard { person: true, ..seen.clone() };
-                    self.overheard.insert(levels.seg_id, seen);
+                    self.voice.overheard.insert(levels.seg_id, seen);
                     self.barge_in(levels.seg_id, "the room grew louder than the voice alone");
                 }
                 return None;
@@ -283,7 +322,7 @@ impl Owner {
     /// `text`, heard in a segment seen as `seen`, against what the voice said since;
     /// `whole` for a final ([`crate::echo::judge`]).
     fn judged(&self, seen: &Overheard, text: &str, at: Instant, whole: bool) -> Heard {
-        crate::echo::judge(text, &self.echo.words_between(seen.since, at), whole)
+        crate::echo::judge(text, &self.voice.echo.words_between(seen.since, at), whole)
     }
 
     /// A person's words in a segment that began with a piece of the voice are its echo after
@@ -292,7 +331,10 @@ impl Owner {
     fn misheard(&self, seen: &Overheard, heard: Heard, at: Instant) -> Heard {
         match heard {
             Heard::Person(words)
-                if crate::echo::sounds_said(&words, &self.echo.words_between(seen.since, at)) =>
+                if crate::echo::sounds_said(
+                    &words,
+                    &self.voice.echo.words_between(seen.since, at),
+                ) =>
             {
                 Heard::Echo
             }
@@ -302,7 +344,7 @@ impl Owner {
 
     /// [`Self::judged`] for segment `seg_id` as it is seen now.
     fn judged_now(&self, seg_id: u64, text: &str, at: Instant, whole: bool) -> Heard {
-        match self.overheard.get(&seg_id) {
+        match self.voice.overheard.get(&seg_id) {
             Some(seen) => self.judged(seen, text, at, whole),
             None => Heard::Echo,
         }
@@ -313,7 +355,7 @@ impl Owner {
     fn person(&mut self, seg_id: u64, seen: Overheard, words: &str) {
         let barge = !seen.person;
         let words = Some(words.to_owned());
-        self.overheard.insert(seg_id, Overheard { person: true, words, ..seen });
+        self.voice.overheard.insert(seg_id, Overheard { person: true, words, ..seen });
         if barge {
             self.barge_in(seg_id, "words that are not the voice's");
         }
