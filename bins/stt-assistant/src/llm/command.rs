@@ -821,7 +821,7 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
                     chrono::NaiveDateTime::parse_from_str(&arg("due"), "%Y-%m-%d %H:%M").ok()?;
                 (
                     "reminder_add",
-                    vec![("text", arg("text")), ("when", crate::intents::when(due, now))],
+                    vec![("text", to_do(&arg("text"))), ("when", crate::intents::when(due, now))],
                 )
             }
             // A task made is often planned next (break_down_task): the model goes on.
@@ -834,6 +834,20 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
         said.push(stt_intent::fill(intents.answer(intent)?, &values));
     }
     Some(said.join(" "))
+}
+
+/// What a reminder is for, as "I'll remind you to …" goes on: the model may write it as the
+/// person said it ("I need to check the oven.", the 1.5B model), which would read "I'll remind
+/// you to I need to check the oven.".
+fn to_do(text: &str) -> String {
+    let text = text.trim().trim_end_matches(['.', '!']);
+    let lower = text.to_lowercase();
+    let said = ["i need to ", "i have to ", "i must ", "i should ", "i want to ", "to "]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .and_then(|p| text.get(p.len()..))
+        .unwrap_or(text);
+    said.trim().to_owned()
 }
 
 /// A reminder's due time as the command's own words give it: a small model gets "tomorrow at
@@ -1250,6 +1264,14 @@ mod tests {
         assert_eq!(
             templated(&[(reminder, true)], "remind me", now).as_deref(),
             Some("I'll remind you to call the plumber tomorrow at 09:00.")
+        );
+        let said = with(
+            "add_intention",
+            serde_json::json!({"text": "I need to check the oven.", "due": "2026-12-07 13:00"}),
+        );
+        assert_eq!(
+            templated(&[(said, true)], "remind me", now).as_deref(),
+            Some("I'll remind you to check the oven today at 13:00.")
         );
         let task = with("create_task", serde_json::json!({"title": "buy milk"}));
         assert_eq!(
