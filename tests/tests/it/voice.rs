@@ -231,7 +231,8 @@ fn a_spoken_commands_answer_is_ready_before_its_final_comes() {
         daemon.publish(&DaemonEvent::SpeechStop(SpeechStop { seg_id: seg, end: 1.5 }));
         // Held as push to talk holds it, from the end of the words.
         let mut held = sandbox.command("stt-ctl");
-        let mut held = held.args(["command-execute", "--wait=20000"]).spawn().unwrap();
+        // Longer than any wait below on a loaded machine: the hold must outlast the synthesis.
+        let mut held = held.args(["command-execute", "--wait=90000"]).spawn().unwrap();
         // The voice has what the partial foresaw before the final comes.
         expect_within("the answer synthesized ahead", DEADLINE, || {
             let log = assistant.log();
