@@ -215,6 +215,14 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
                 out.send(Report::Reply { text: said, partial: false, stopped: false });
                 return;
             }
+            if ran.is_empty() && promises(&reply.content) {
+                // "Turn the volume up" → "Sure, I can help you with that.": no tool does it
+                // and none ran, so nothing will happen; the person is told so.
+                tracing::info!(answer = %reply.content, "a promise with nothing done is not kept");
+                let said = "I can't do that: no tool of mine does it.".to_owned();
+                out.send(Report::Reply { text: said, partial: false, stopped: false });
+                return;
+            }
             return answer(&reply, cap, out);
         }
         // Calling again a tool whose result is already in view is a loop (small local
@@ -947,6 +955,39 @@ fn refuses(answer: &str) -> bool {
     .any(|p| lower.contains(p))
 }
 
+/// Whether an answer only agrees to act ("Sure, I can help you with that."): nothing in it
+/// but assent and a promise to do it. Said with no tool run, it is a promise nothing keeps.
+fn promises(answer: &str) -> bool {
+    const ASSENT: [&str; 8] =
+        ["sure", "okay", "ok", "of course", "certainly", "absolutely", "no problem", "yes"];
+    const ACT: [&str; 7] = [
+        "i can help you with that",
+        "i can help with that",
+        "i can do that",
+        "i'll do that",
+        "i will do that",
+        "i'll take care of it",
+        "i will take care of it",
+    ];
+    let lower: String = answer
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' })
+        .collect();
+    let words = lower.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (mut rest, mut acts) = (words.as_str(), false);
+    while let Some((phrase, act)) = ASSENT
+        .iter()
+        .map(|p| (*p, false))
+        .chain(ACT.iter().map(|p| (*p, true)))
+        .find(|(p, _)| rest == *p || rest.starts_with(&format!("{p} ")))
+    {
+        rest = rest[phrase.len()..].trim_start();
+        acts |= act;
+    }
+    acts && rest.is_empty()
+}
+
 /// The tool an empty call means: the reply is markup with no call in it, one tool is
 /// offered, and it requires no argument.
 fn empty_call_of<'t>(content: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
@@ -1294,6 +1335,11 @@ mod tests {
         );
         assert!(refuses("I cannot do it."));
         assert!(!refuses("Your timer is set."));
+        assert!(promises("Sure, I can help you with that."));
+        assert!(promises("Of course! I'll do that."));
+        assert!(!promises("Sure."), "assent alone promises nothing");
+        assert!(!promises("Sure, I can help you with that: open the mixer."), "it says how");
+        assert!(!promises("Paris."));
     }
 
     #[test]
