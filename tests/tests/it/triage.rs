@@ -182,11 +182,11 @@ fn a_sure_sentence_gets_content_from_the_real_local_model() {
     assert!(text.contains("insurance") || text.contains("month"), "{text}");
 }
 
-/// The viewer's panel across a restart of the assistant: two windows heard by the first run,
-/// one by the second, each run's events folded into one TUI state as the TUI folds them. The
+/// The viewer's panel across a restart of the assistant: windows heard by a first run, then
+/// by a second, each run's events folded into one TUI state as the TUI folds them. The
 /// second run's window must take the panel: its id is above every id the first run gave
-/// (one allocator, seeded from the clock), where ids counted from 1 again would be below the
-/// one shown, and the panel would keep the old window.
+/// (one allocator, seeded from the clock), where ids counted from 1 again would be at or
+/// below the one shown, and the panel would keep the old window.
 #[test]
 fn after_the_assistant_restarts_the_triage_panel_shows_its_new_windows() {
     use stt_tui::action::Action;
@@ -214,15 +214,20 @@ fn after_the_assistant_restarts_the_triage_panel_shows_its_new_windows() {
         let clip = speech().clip(&parts, Format::wav(16_000, 1));
         let clip = clip.to_string_lossy();
         let mut daemon = sandbox.spawn("stt-daemon", &["--input", &clip, "--wait-for-subscriber"]);
-        let windows = expect_within("a window for each sentence", DEADLINE, || {
-            let ids: Vec<u64> = triages(&seen)
-                .into_iter()
-                .filter(|t| t.stage == TriageStage::Signals)
-                .map(|t| t.id)
+        // At least one window: on a busy machine two sentences may settle as one turn. The
+        // events are read once, so the panel and the ids come from the same moment.
+        let (windows, seen_now) = expect_within("a window's signals", DEADLINE, || {
+            let now = events(&seen);
+            let ids: Vec<u64> = now
+                .iter()
+                .filter_map(|e| match e {
+                    AssistantEvent::Triage(t) if t.stage == TriageStage::Signals => Some(t.id),
+                    _ => None,
+                })
                 .collect();
-            if ids.len() >= lines.len() { Ok(ids) } else { Err(assistant.log()) }
+            if ids.is_empty() { Err(assistant.log()) } else { Ok((ids, now)) }
         });
-        for event in events(&seen) {
+        for event in seen_now {
             update(&mut panel, Action::Event(event));
         }
         shown.push((windows.clone(), panel.triage.as_ref().map(|t| t.id)));
