@@ -9,7 +9,7 @@ use std::path::Path;
 use stt_proto::{AssistantEvent, Triage, TriageStage};
 use stt_testkit::llm_server::Script;
 use stt_testkit::speech::{Format, Line, Part, Speech, TRIAGE_LINES};
-use stt_testkit::viewer::{events, scripted_model, watch_attached};
+use stt_testkit::viewer::{events, reattached, scripted_model, watch, watch_attached};
 use stt_testkit::{DEADLINE, Sandbox, expect_within};
 
 fn speech() -> Speech {
@@ -200,9 +200,14 @@ fn after_the_assistant_restarts_the_triage_panel_shows_its_new_windows() {
     let socket = sandbox.assistant_socket().to_string_lossy().into_owned();
     let mut panel = State::new(socket, Options::default());
     let mut shown = Vec::new();
+    // One viewer for both runs, as the TUI is: it connects to each assistant by itself (a
+    // new viewer per run would make two on the second, as the old one comes back too).
+    let seen = watch(sandbox.assistant_socket());
     for lines in [&TRIAGE_LINES[..2], &TRIAGE_LINES[2..3]] {
         let mut assistant = sandbox.spawn("stt-assistant", &[]);
-        let seen = watch_attached(&sandbox, DEADLINE);
+        reattached(&sandbox, DEADLINE);
+        // Only this run's events: the first run's are folded into the panel already.
+        let before = events(&seen).len();
         expect_within("the classifier trained", DEADLINE, || {
             let log = assistant.log();
             if log.contains("triage: the classifier is trained") { Ok(()) } else { Err(log) }
@@ -217,7 +222,7 @@ fn after_the_assistant_restarts_the_triage_panel_shows_its_new_windows() {
         // At least one window: on a busy machine two sentences may settle as one turn. The
         // events are read once, so the panel and the ids come from the same moment.
         let (windows, seen_now) = expect_within("a window's signals", DEADLINE, || {
-            let now = events(&seen);
+            let now = events(&seen).split_off(before);
             let ids: Vec<u64> = now
                 .iter()
                 .filter_map(|e| match e {
