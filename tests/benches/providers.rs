@@ -534,14 +534,14 @@ impl Assistant {
 
     /// `chat_send`; panics unless it is accepted.
     fn send(&self, client: &Runtime, text: &str) {
-        let reply = self.request(client, &Request::ChatSend { text: text.to_owned() });
+        let reply = self.request(client, &Request::ChatSend { text: text.into() });
         assert!(matches!(reply, AssistantEvent::Ack(_)), "chat_send refused: {reply:?}");
     }
 
     /// `/new`, then waits until no job runs or waits: the next turn starts on an empty
     /// conversation and an idle lane.
     fn fresh(&self, client: &Runtime) {
-        let reply = self.request(client, &Request::ChatCommand { line: "/new".to_owned() });
+        let reply = self.request(client, &Request::ChatCommand { line: "/new".into() });
         assert!(!matches!(reply, AssistantEvent::Error(_)), "/new failed: {reply:?}");
         wait_for("the assistant to be idle", || {
             self.status(client).filter(|s| !s.inference_busy && s.inference_queue == 0)

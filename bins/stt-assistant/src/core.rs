@@ -553,7 +553,7 @@ impl Core {
             | Request::Memory(_)
             | Request::Task(_)
             | Request::VoiceToggle
-            | Request::IntentTest { .. }
+            | Request::Intents(_)
             | Request::Hello(_)
             | Request::Subscribe { .. } => Ok(()),
             Request::Confirm { call_id } | Request::Deny { call_id } => {

@@ -224,9 +224,9 @@ fn send_chat(state: &mut State) -> Vec<Effect> {
         return vec![];
     }
     let request = if line.starts_with('/') {
-        Request::ChatCommand { line: line.to_owned() }
+        Request::ChatCommand { line: line.into() }
     } else {
-        Request::ChatSend { text: line.to_owned() }
+        Request::ChatSend { text: line.into() }
     };
     *editor = Editor::default();
     vec![Effect::Send(request)]

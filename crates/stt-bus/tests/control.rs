@@ -42,7 +42,7 @@ async fn every_bad_line_gets_its_error_and_the_connection_stays_usable() {
 
     // Before any hello of ours the handler sees no peer; after it, it does.
     assert!(status(&mut client).await.ends_with("peer=-"));
-    client.send(b"{\"type\":\"hello\",\"protocol_version\":2,\"peer\":\"raw-test\",\"version\":\"0\"}\n").await;
+    client.send(b"{\"type\":\"hello\",\"protocol_version\":3,\"peer\":\"raw-test\",\"version\":\"0\"}\n").await;
     let ack = client.expect_type("ack").await;
     assert_eq!((ack["command"].as_str(), ack["ok"].as_bool()), (Some("hello"), Some(true)));
     assert!(status(&mut client).await.ends_with("peer=raw-test"));
@@ -98,7 +98,7 @@ async fn pipelined_lines_get_exactly_one_reply_each_in_order() {
     // (line, the reply's type, and its code or command)
     let script: &[(&str, &str, &str)] = &[
         (
-            "{\"type\":\"hello\",\"protocol_version\":2,\"peer\":\"pipe\",\"version\":\"0\"}",
+            "{\"type\":\"hello\",\"protocol_version\":3,\"peer\":\"pipe\",\"version\":\"0\"}",
             "ack",
             "hello",
         ),

@@ -1,7 +1,8 @@
 //! The logic of `stt-ctl`: one control verb per call, for scripts and global hotkeys.
 //!
-//! [`Cli`] is the command line; [`Verb`] the verbs, each becoming exactly one
-//! [`Request`]; [`run`] connects, sends, prints the reply, and returns the exit code:
+//! [`Cli`] is the command line; [`Verb`] the verbs: every [`Request`] the assistant takes,
+//! its name, arguments and help declared on the request itself (stt-proto's `cli` feature),
+//! and the few verbs done here; [`run`] connects, sends, prints the reply, and returns the exit code:
 //! 0 accepted, 1 the assistant answered with an error, 2 usage, 3 cannot connect.
 //! Some verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
 //! print the name of the speaker that stays, `speaker-play` asks the roster and plays the
@@ -23,7 +24,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use stt_bus::BusError;
-use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status, TaskRequest};
+use stt_proto::{AssistantEvent, MemoryRequest, Request, Speakers, Status};
 
 /// Exit status: the assistant accepted the request.
 pub const EXIT_OK: u8 = 0;
@@ -61,62 +62,12 @@ pub struct Cli {
     pub verb: Verb,
 }
 
-/// The verbs. Each sends one message and prints its reply.
+/// The verbs: every request the assistant takes, declared with its arguments and help on
+/// the request itself ([`Request`], clap derive), and the few verbs done on this side.
 #[derive(Debug, Clone, PartialEq, Subcommand)]
 pub enum Verb {
-    /// Arm command mode: what you say next becomes the command
-    CommandStart,
-    /// Run the armed command (refused until the last words are transcribed, unless --wait)
-    CommandExecute {
-        /// Let the assistant hold the request until your last words are transcribed, for up to
-        /// MS milliseconds (3000 when given without a value), then run or refuse it: what a
-        /// push-to-talk key wants, as it comes up the moment you stop speaking
-        #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "3000")]
-        wait: Option<u64>,
-    },
-    /// Drop the armed command
-    CommandCancel,
-    /// Replace the command buffer with TEXT and freeze it
-    CommandEdit {
-        /// The corrected command
-        #[arg(long)]
-        text: String,
-    },
-    /// Enter or leave chat mode
-    ChatToggle,
-    /// Start dictating: what you say is typed into the window that has the focus
-    DictateStart,
-    /// Stop dictating
-    DictateStop,
-    /// Start dictating, or stop (for one hotkey)
-    DictateToggle,
-    /// Wipe the conversation and the LLM history (the mode stays)
-    Clear,
-    /// Show mode, STT health, LLM endpoint, queue, viewers and the command buffer
-    Status,
-    /// List known speakers
-    SpeakerList,
-    /// Give speaker ID the name NAME
-    SpeakerName {
-        /// Speaker id, as `speaker-list` shows it (spk_0001)
-        id: String,
-        /// The name to show
-        name: String,
-    },
-    /// Forget speaker ID: its name, voice print and sample (if they speak again, they come
-    /// back as a new speaker)
-    SpeakerForget {
-        /// Speaker id, as `speaker-list` shows it
-        id: String,
-    },
-    /// Merge speaker ID into INTO, one person heard as two: INTO keeps its id and takes ID's
-    /// speech (and its name, when INTO has none); ID goes
-    SpeakerMerge {
-        /// The speaker that goes
-        id: String,
-        /// The speaker that stays
-        into: String,
-    },
+    #[command(flatten)]
+    Request(Request),
     /// Play speaker ID's voice sample (with pw-play, paplay or aplay), to hear who it is
     SpeakerPlay {
         /// Speaker id, as `speaker-list` shows it
@@ -125,64 +76,12 @@ pub enum Verb {
         #[arg(long)]
         print: bool,
     },
-    /// Allow the tool call waiting for confirmation
-    Confirm {
-        /// Which call, when more than one waits
-        #[arg(long)]
-        call_id: Option<String>,
-    },
-    /// Refuse the tool call waiting for confirmation
-    Deny {
-        /// Which call, when more than one waits
-        #[arg(long)]
-        call_id: Option<String>,
-    },
-    /// Cancel a timer before it fires (`status` lists them with their ids)
-    TimerCancel {
-        /// The timer's id
-        id: u64,
-    },
-    /// Send a typed chat turn (from idle it enters chat mode); the answer streams to viewers
-    ChatSend {
-        /// What to say; several words are joined with spaces
-        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
-        text: Vec<String>,
-    },
-    /// Run a chat slash command: /providers, /provider ID, /models, /model NAME, /new,
-    /// /system TEXT, /export [PATH], /help
-    ChatCommand {
-        /// The command, e.g. "/providers" or /model qwen2.5:7b
-        #[arg(required = true, num_args = 1.., value_name = "LINE", allow_hyphen_values = true)]
-        line: Vec<String>,
-    },
-    /// Stop the chat reply that is streaming (what arrived is kept)
-    ChatStop,
-    /// Read, search, forget, export or import long-term memory, or run a dream
-    /// (docs/MEMORY.md)
-    Memory {
-        #[command(subcommand)]
-        verb: MemoryVerb,
-    },
-    /// The planner's tasks: list, show, add, finish, and what to do next (kept in memory's
-    /// database; docs/PLANNER.md)
-    Task {
-        #[command(subcommand)]
-        verb: TaskVerb,
-    },
     /// The words whisper should expect (names, jargon it misspells): list, add or remove
     /// them; the running daemon takes a change from its next segment
     Vocabulary {
         #[command(subcommand)]
         verb: VocabularyVerb,
     },
-    /// The commands answered without the model ([intents]; README, "Commands without the
-    /// model")
-    Intents {
-        #[command(subcommand)]
-        verb: IntentsVerb,
-    },
-    /// Spoken replies on or off ([voice].enabled is where they start; docs/VOICE.md)
-    VoiceToggle,
     /// Speak TEXT with the configured voice ([voice].model), or write it to a WAV file
     Say {
         /// What to say; several words are joined with spaces
@@ -212,204 +111,25 @@ pub enum VocabularyVerb {
     Remove { term: String },
 }
 
-/// What `stt-ctl intents` does.
-#[derive(Debug, Clone, PartialEq, Subcommand)]
-pub enum IntentsVerb {
-    /// Say what a command would do without the model (runs nothing): the intent, the
-    /// template that takes it, the action and the answer; or that the model would take it
-    Test {
-        /// The command's words; several are joined with spaces
-        #[arg(required = true, num_args = 1.., value_name = "SENTENCE")]
-        text: Vec<String>,
-    },
-}
-
-/// What `stt-ctl task` does.
-#[derive(Debug, Clone, PartialEq, Subcommand)]
-pub enum TaskVerb {
-    /// List the tasks, most urgent first
-    List {
-        /// Only those at this status: open, active, done or dropped
-        #[arg(long)]
-        status: Option<String>,
-    },
-    /// One task with its plan (its phases and dated items)
-    Show { id: i64 },
-    /// Make a task
-    Add {
-        /// What it is; several words are joined with spaces
-        #[arg(required = true, num_args = 1.., value_name = "TITLE")]
-        title: Vec<String>,
-        /// When it is due, YYYY-MM-DD
-        #[arg(long, value_name = "DATE")]
-        due: Option<String>,
-        /// 1 (the highest) to 5; 3 when not given
-        #[arg(long, value_name = "N")]
-        priority: Option<u8>,
-        /// The goal behind it
-        #[arg(long)]
-        goal: Option<String>,
-    },
-    /// Mark task ID done (its whole plan with it); with --item, check off plan item ID
-    Done {
-        id: i64,
-        /// ID is a plan item (as `task show` lists them), not a task
-        #[arg(long)]
-        item: bool,
-    },
-    /// What to do next, most urgent first: overdue, today, within three days, later
-    Next {
-        /// How many at most (8 when not given)
-        #[arg(long)]
-        limit: Option<u32>,
-    },
-}
-
-impl TaskVerb {
-    fn request(&self) -> TaskRequest {
-        match self {
-            Self::List { status } => TaskRequest::List { status: status.clone() },
-            Self::Show { id } => TaskRequest::Show { id: *id },
-            Self::Add { title, due, priority, goal } => TaskRequest::Add {
-                title: title.join(" "),
-                goal: goal.clone(),
-                due: due.clone(),
-                priority: *priority,
-            },
-            Self::Done { id, item } => TaskRequest::Done { id: *id, item: *item },
-            Self::Next { limit } => TaskRequest::Next { limit: *limit },
-        }
-    }
-}
-
-/// What `stt-ctl memory` does.
-#[derive(Debug, Clone, PartialEq, Subcommand)]
-pub enum MemoryVerb {
-    /// List what memory holds, newest first
-    List {
-        /// Only this kind: knowledge, episode, intention or profile
-        #[arg(long)]
-        kind: Option<String>,
-        /// Archived items too (decayed, corrected, done)
-        #[arg(long)]
-        archived: bool,
-        /// At most this many (default 50)
-        #[arg(long)]
-        limit: Option<u32>,
-    },
-    /// Show one item whole: text, score, where it came from, what it corrected
-    Show {
-        /// The item's id, as `list` shows it
-        id: i64,
-    },
-    /// Search items and past conversations for TEXT, best first
-    Search {
-        /// What to look for; several words are joined with spaces
-        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
-        text: Vec<String>,
-        /// At most this many (default 10)
-        #[arg(long)]
-        limit: Option<u32>,
-    },
-    /// Delete one item, or with --all everything memory holds (audited; not undoable)
-    #[command(group(clap::ArgGroup::new("what").required(true).args(["id", "all"])))]
-    Forget {
-        /// The item's id, as `list` shows it
-        id: Option<i64>,
-        /// Every conversation, item and dream
-        #[arg(long)]
-        all: bool,
-    },
-    /// Write memory as Markdown files (YAML front matter) under DIR
-    Export { dir: PathBuf },
-    /// Read Markdown files from DIR back into memory (unknown keys are kept)
-    Import { dir: PathBuf },
-    /// Consolidate memory now (a dream), instead of waiting for a quiet moment
-    Dream,
-    /// Show the latest dreams and what each did
-    Dreams {
-        /// At most this many (default 5)
-        #[arg(long)]
-        limit: Option<u32>,
-    },
-    /// How much memory holds
-    Stats,
-    /// The memory tree of the chat's summaries: the top ones, or node NODE (its summary,
-    /// what it learnt of you, its children or its messages)
-    Tree {
-        /// A node's id, as `memory tree` lists them
-        node: Option<i64>,
-    },
-}
-
-impl MemoryVerb {
-    fn request(&self) -> MemoryRequest {
-        // The assistant may run elsewhere in the file system's eyes (another cwd): it gets
-        // absolute directories.
-        let absolute = |dir: &PathBuf| {
-            std::path::absolute(dir).unwrap_or_else(|_| dir.clone()).display().to_string()
-        };
-        match self {
-            Self::List { kind, archived, limit } => {
-                MemoryRequest::List { kind: kind.clone(), archived: *archived, limit: *limit }
-            }
-            Self::Show { id } => MemoryRequest::Show { id: *id },
-            Self::Search { text, limit } => {
-                MemoryRequest::Search { text: text.join(" "), limit: *limit }
-            }
-            Self::Forget { id, all } => MemoryRequest::Forget { id: *id, all: *all },
-            Self::Export { dir } => MemoryRequest::Export { dir: absolute(dir) },
-            Self::Import { dir } => MemoryRequest::Import { dir: absolute(dir) },
-            Self::Dream => MemoryRequest::Dream,
-            Self::Dreams { limit } => MemoryRequest::Dreams { limit: *limit },
-            Self::Stats => MemoryRequest::Stats,
-            Self::Tree { node } => MemoryRequest::Tree { node: *node },
-        }
-    }
-}
-
 impl Verb {
     /// The request this verb sends, or `None` for verbs that are not one request: answered
-    /// here (`completions`, `config-default`) or played here (`speaker-play`).
+    /// here (`completions`, `config-default`) or done here (`speaker-play`, `say`,
+    /// `vocabulary`).
     pub fn request(&self) -> Option<Request> {
-        Some(match self {
-            Self::CommandStart => Request::CommandStart,
-            Self::CommandExecute { wait } => Request::CommandExecute { wait_ms: *wait },
-            Self::CommandCancel => Request::CommandCancel,
-            Self::CommandEdit { text } => Request::CommandEdit { text: text.clone() },
-            Self::ChatToggle => Request::ChatToggle,
-            Self::DictateStart => Request::DictateStart,
-            Self::DictateStop => Request::DictateStop,
-            Self::DictateToggle => Request::DictateToggle,
-            Self::Clear => Request::Clear,
-            Self::Status => Request::Status,
-            Self::SpeakerList => Request::SpeakerList,
-            Self::SpeakerName { id, name } => {
-                Request::SpeakerName { speaker_id: id.clone(), name: name.clone() }
+        let Self::Request(request) = self else { return None };
+        // The assistant may run elsewhere in the file system's eyes (another cwd): it gets
+        // absolute directories.
+        let absolute = |dir: &str| {
+            std::path::absolute(dir).map_or_else(|_| dir.to_owned(), |d| d.display().to_string())
+        };
+        Some(match request {
+            Request::Memory(MemoryRequest::Export { dir }) => {
+                Request::Memory(MemoryRequest::Export { dir: absolute(dir) })
             }
-            Self::SpeakerForget { id } => Request::SpeakerForget { speaker_id: id.clone() },
-            Self::SpeakerMerge { id, into } => {
-                Request::SpeakerMerge { speaker_id: id.clone(), into: into.clone() }
+            Request::Memory(MemoryRequest::Import { dir }) => {
+                Request::Memory(MemoryRequest::Import { dir: absolute(dir) })
             }
-            Self::Confirm { call_id } => Request::Confirm { call_id: call_id.clone() },
-            Self::Deny { call_id } => Request::Deny { call_id: call_id.clone() },
-            Self::TimerCancel { id } => Request::TimerCancel { timer_id: *id },
-            Self::ChatSend { text } => Request::ChatSend { text: text.join(" ") },
-            Self::ChatCommand { line } => Request::ChatCommand { line: line.join(" ") },
-            Self::ChatStop => Request::ChatStop,
-            Self::Memory { verb } => Request::Memory(verb.request()),
-            Self::Task { verb } => Request::Task(verb.request()),
-            Self::Intents { verb: IntentsVerb::Test { text } } => {
-                Request::IntentTest { text: text.join(" ") }
-            }
-            Self::VoiceToggle => Request::VoiceToggle,
-            Self::Completions { .. }
-            | Self::ConfigDefault
-            | Self::SpeakerPlay { .. }
-            | Self::Say { .. }
-            | Self::Vocabulary { .. } => {
-                return None;
-            }
+            other => other.clone(),
         })
     }
 }
@@ -503,16 +223,17 @@ fn roster(cli: &Cli, err: &mut dyn Write) -> Result<stt_bus::Reply, u8> {
 
 /// [`describe`], with what only the verb knows: which speakers an ack is about.
 fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
-    if let (Verb::VoiceToggle, AssistantEvent::Status(status)) = (&cli.verb, event) {
+    if let (Verb::Request(Request::VoiceToggle), AssistantEvent::Status(status)) = (&cli.verb, event)
+    {
         return format!("voice {}\n", if status.voice { "on" } else { "off" });
     }
     let AssistantEvent::Ack(_) = event else { return describe(event) };
     let said = cli.verb.request().map_or("done", |request| request.acknowledgement());
     match &cli.verb {
-        Verb::SpeakerForget { id } => {
+        Verb::Request(Request::SpeakerForget { speaker_id: id }) => {
             format!("{id} forgotten: stt-daemon deletes its voice print and sample\n")
         }
-        Verb::SpeakerMerge { id, into } => {
+        Verb::Request(Request::SpeakerMerge { speaker_id: id, into }) => {
             // Only to show the name the speaker that stays has now: the merge is done, so a
             // roster that does not come leaves the name out, not an error.
             let name = roster(cli, &mut std::io::sink()).ok().and_then(|reply| match reply.event {
@@ -650,6 +371,8 @@ fn describe_speakers(list: &Speakers) -> String {
 
 #[cfg(test)]
 mod tests {
+    use stt_proto::{IntentsRequest, TaskRequest};
+
     use super::*;
 
     #[track_caller]
@@ -679,7 +402,6 @@ mod tests {
             &["speaker-name", "spk_0001", "Ana"],
             &["speaker-forget", "spk_0003"],
             &["speaker-merge", "spk_0004", "spk_0001"],
-            &["speaker-play", "spk_0001"],
             &["confirm"],
             &["deny"],
             &["timer-cancel", "1"],
@@ -688,9 +410,10 @@ mod tests {
             &["chat-stop"],
             &["memory", "stats"],
             &["task", "next"],
-            &["vocabulary", "list"],
             &["intents", "test", "what time is it"],
             &["voice-toggle"],
+            &["speaker-play", "spk_0001"],
+            &["vocabulary", "list"],
             &["say", "hello"],
             &["completions", "bash"],
             &["config-default"],
@@ -770,7 +493,7 @@ mod tests {
         check(&["timer-cancel", "42"], Some(Request::TimerCancel { timer_id: 42 }));
         check(
             &["intents", "test", "what", "time is it"],
-            Some(Request::IntentTest { text: "what time is it".into() }),
+            Some(Request::Intents(IntentsRequest::Test { text: "what time is it".into() })),
         );
         check(&["completions", "bash"], None);
         check(&["config-default"], None);

@@ -22,7 +22,8 @@
 //! Modules, in reading order: [`messages`] (the types), [`error`] (error codes),
 //! [`decode`] (bytes → message, with the error code each failure earns), [`frame`] (the
 //! NDJSON codec with its line limit), [`speaker_files`] (the two files the assistant writes
-//! for the daemon about speakers: names, forgets and merges).
+//! for the daemon about speakers: names, forgets and merges); with the `cli` feature, `cli`
+//! (the one argument of `stt-ctl`'s verbs that is not derived: free text).
 //!
 //! # Invariants
 //!
@@ -32,6 +33,8 @@
 //! costs the sender a `too_long` error, never the connection, and never more than the limit in
 //! memory.
 
+#[cfg(feature = "cli")]
+mod cli;
 pub mod decode;
 pub mod error;
 pub mod frame;
@@ -46,7 +49,7 @@ pub use frame::{Frame, NdjsonCodec};
 pub use messages::*;
 
 /// The protocol version both ends must agree on; bumped on any incompatible change.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The longest line either socket accepts, in bytes, without its newline.
 pub const MAX_LINE_BYTES: usize = 1 << 20;

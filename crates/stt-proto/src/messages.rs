@@ -24,10 +24,10 @@ pub trait Message: Serialize + serde::de::DeserializeOwned {
 /// one line here and cannot be missing from either list.
 macro_rules! family {
     (
-        $(#[doc = $doc:literal])*
+        $(#[$meta:meta])*
         pub enum $name:ident {
             $(
-                $(#[doc = $vdoc:literal])*
+                $(#[$vmeta:meta])*
                 $variant:ident
                 $( ( $ty:ty ) )?
                 $( { $( $(#[$fmeta:meta])* $field:ident : $fty:ty ),* $(,)? } )?
@@ -35,12 +35,12 @@ macro_rules! family {
             ),* $(,)?
         }
     ) => {
-        $(#[doc = $doc])*
+        $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
         pub enum $name {
             $(
-                $(#[doc = $vdoc])*
+                $(#[$vmeta])*
                 #[serde(rename = $wire)]
                 $variant $( ($ty) )? $( { $( $(#[$fmeta])* $field: $fty ),* } )?,
             )*
@@ -308,108 +308,266 @@ impl DaemonEvent {
 // Client → assistant.
 
 family! {
-    /// Every request a client can send on the control socket.
+    /// Every request a client can send on the control socket. With the `cli` feature it is
+    /// also `stt-ctl`'s command line: each verb's name (the variant's, in kebab case), its
+    /// arguments and its help are declared here, once; a doc comment's first paragraph is
+    /// what `stt-ctl --help` lists, the rest what the verb's own `--help` adds.
+    #[cfg_attr(feature = "cli", derive(clap::Subcommand))]
     pub enum Request {
+        #[cfg_attr(feature = "cli", command(skip))]
         Hello(Hello) = "hello",
         /// Turn this connection into an event stream too. `viewer: true` marks a watcher for
         /// the `require_viewer` gate.
+        #[cfg_attr(feature = "cli", command(skip))]
         Subscribe {
             #[serde(default)]
             viewer: bool,
         } = "subscribe",
+        /// Arm command mode: what you say next becomes the command
         CommandStart = "command_start",
-        /// Run the armed command; with `wait_ms`, held until the flow is ready (the last
-        /// words transcribed) or that many milliseconds have passed, then run or refused.
+        /// Run the armed command (refused until the last words are transcribed, unless --wait)
+        ///
+        /// With a wait (`wait_ms` on the wire) the assistant holds the request until the flow
+        /// is ready (the last words transcribed) or that many milliseconds have passed, then
+        /// runs or refuses it.
         CommandExecute {
+            /// Let the assistant hold the request until your last words are transcribed, for
+            /// up to MS milliseconds (3000 when given without a value), then run or refuse
+            /// it: what a push-to-talk key wants, as it comes up the moment you stop speaking
             #[serde(default)]
+            #[cfg_attr(feature = "cli", arg(
+                long = "wait",
+                value_name = "MS",
+                num_args = 0..=1,
+                require_equals = true,
+                default_missing_value = "3000"
+            ))]
             wait_ms: Option<u64>,
         } = "command_execute",
+        /// Drop the armed command
         CommandCancel = "command_cancel",
-        /// Replace and freeze the command buffer.
-        CommandEdit { text: String } = "command_edit",
+        /// Replace the command buffer with TEXT and freeze it
+        CommandEdit {
+            /// The corrected command
+            #[cfg_attr(feature = "cli", arg(long))]
+            text: String,
+        } = "command_edit",
+        /// Enter or leave chat mode
         ChatToggle = "chat_toggle",
+        /// Start dictating: what you say is typed into the window that has the focus
+        ///
+        /// From idle only: each final transcript is typed.
+        DictateStart = "dictate_start",
+        /// Stop dictating
+        DictateStop = "dictate_stop",
+        /// Start dictating, or stop (for one hotkey)
+        DictateToggle = "dictate_toggle",
+        /// Wipe the conversation and the LLM history (the mode stays)
         Clear = "clear",
+        /// Show mode, STT health, LLM endpoint, queue, viewers and the command buffer
         Status = "status",
+        /// List known speakers
         SpeakerList = "speaker_list",
-        SpeakerName { speaker_id: String, name: String } = "speaker_name",
-        /// Forget a speaker: its name here, and (once the daemon reads the edit) its voice
-        /// print and sample.
-        SpeakerForget { speaker_id: String } = "speaker_forget",
-        /// `speaker_id` and `into` are one person: `into` keeps its id and takes
-        /// `speaker_id`'s speech (and its name, when `into` has none); `speaker_id` goes.
-        SpeakerMerge { speaker_id: String, into: String } = "speaker_merge",
-        /// Allow the tool call waiting for confirmation (`call_id`, or the only one waiting).
+        /// Give speaker ID the name NAME
+        SpeakerName {
+            /// Speaker id, as `speaker-list` shows it (spk_0001)
+            #[cfg_attr(feature = "cli", arg(value_name = "ID"))]
+            speaker_id: String,
+            /// The name to show
+            name: String,
+        } = "speaker_name",
+        /// Forget speaker ID: its name, voice print and sample (if they speak again, they come
+        /// back as a new speaker)
+        ///
+        /// The name goes at once; the voice print and sample once the daemon reads the edit.
+        SpeakerForget {
+            /// Speaker id, as `speaker-list` shows it
+            #[cfg_attr(feature = "cli", arg(value_name = "ID"))]
+            speaker_id: String,
+        } = "speaker_forget",
+        /// Merge speaker ID into INTO, one person heard as two: INTO keeps its id and takes
+        /// ID's speech (and its name, when INTO has none); ID goes
+        SpeakerMerge {
+            /// The speaker that goes
+            #[cfg_attr(feature = "cli", arg(value_name = "ID"))]
+            speaker_id: String,
+            /// The speaker that stays
+            into: String,
+        } = "speaker_merge",
+        /// Allow the tool call waiting for confirmation
         Confirm {
+            /// Which call, when more than one waits
             #[serde(default)]
+            #[cfg_attr(feature = "cli", arg(long))]
             call_id: Option<String>,
         } = "confirm",
-        /// Refuse the tool call waiting for confirmation.
+        /// Refuse the tool call waiting for confirmation
         Deny {
+            /// Which call, when more than one waits
             #[serde(default)]
+            #[cfg_attr(feature = "cli", arg(long))]
             call_id: Option<String>,
         } = "deny",
-        /// Cancel a timer the `set_timer` tool set (its id as `status` lists it).
-        TimerCancel { timer_id: u64 } = "timer_cancel",
-        /// A typed chat turn: like a spoken one in chat mode (from idle it enters chat mode).
-        ChatSend { text: String } = "chat_send",
-        /// A slash command (`/providers`, `/provider ID`, `/models`, `/model NAME`, `/new`,
-        /// `/system TEXT`, `/export [PATH]`, `/help`); answered with `chat_output`.
-        ChatCommand { line: String } = "chat_command",
-        /// Stop the reply that is streaming; what arrived is kept as the turn, flagged
-        /// `stopped`.
+        /// Cancel a timer before it fires (`status` lists them with their ids)
+        TimerCancel {
+            /// The timer's id
+            #[cfg_attr(feature = "cli", arg(value_name = "ID"))]
+            timer_id: u64,
+        } = "timer_cancel",
+        /// Send a typed chat turn (from idle it enters chat mode); the answer streams to
+        /// viewers
+        ///
+        /// Like a spoken turn in chat mode.
+        #[cfg_attr(feature = "cli", command(mut_arg(WORDS, |arg| arg
+            .help("What to say; several words are joined with spaces"))))]
+        ChatSend {
+            #[cfg_attr(feature = "cli", command(flatten))]
+            text: Words,
+        } = "chat_send",
+        /// Run a chat slash command: /providers, /provider ID, /models, /model NAME, /new,
+        /// /system TEXT, /export [PATH], /help
+        ///
+        /// Answered with `chat_output`.
+        #[cfg_attr(feature = "cli", command(mut_arg(WORDS, |arg| arg
+            .value_name("LINE")
+            .allow_hyphen_values(true)
+            .help("The command, e.g. \"/providers\" or /model qwen2.5:7b"))))]
+        ChatCommand {
+            #[cfg_attr(feature = "cli", command(flatten))]
+            line: Words,
+        } = "chat_command",
+        /// Stop the chat reply that is streaming (what arrived is kept)
+        ///
+        /// What arrived is kept as the turn, flagged `stopped`.
         ChatStop = "chat_stop",
-        /// Read, search, forget, export or import long-term memory, or run a dream; answered
-        /// with `memory_output`.
+        /// Read, search, forget, export or import long-term memory, or run a dream
+        /// (docs/MEMORY.md)
+        ///
+        /// Answered with `memory_output`.
+        #[cfg_attr(feature = "cli", command(subcommand))]
         Memory(MemoryRequest) = "memory",
-        /// Spoken replies on or off (`[voice].enabled` is where they start); answered with
-        /// `status`, whose `voice` says which.
-        VoiceToggle = "voice_toggle",
-        /// The planner's tasks: list, show, add, done, next; answered with `task_output`.
+        /// The planner's tasks: list, show, add, finish, and what to do next (kept in
+        /// memory's database; docs/PLANNER.md)
+        ///
+        /// Answered with `task_output`.
+        #[cfg_attr(feature = "cli", command(subcommand))]
         Task(TaskRequest) = "task",
-        /// Dictation on: each final transcript is typed into the focused window (from idle
-        /// only).
-        DictateStart = "dictate_start",
-        /// Dictation off, back to idle.
-        DictateStop = "dictate_stop",
-        /// Dictation on from idle, off from dictating.
-        DictateToggle = "dictate_toggle",
-        /// What a command's `text` would do without the model (`[intents]`); answered with
-        /// `intent_output`. Runs nothing.
-        IntentTest { text: String } = "intent_test",
+        /// The commands answered without the model ([intents]; README, "Commands without
+        /// the model")
+        ///
+        /// Answered with `intent_output`.
+        #[cfg_attr(feature = "cli", command(subcommand))]
+        Intents(IntentsRequest) = "intents",
+        /// Spoken replies on or off ([voice].enabled is where they start; docs/VOICE.md)
+        ///
+        /// Answered with `status`, whose `voice` says which.
+        VoiceToggle = "voice_toggle",
     }
+}
+
+/// Free text, typed as it is said: on the wire one string; on `stt-ctl`'s command line the
+/// words after the verb, joined with spaces (`stt-ctl chat-send hello there` needs no
+/// quotes).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Words(pub String);
+
+/// The id of [`Words`]' argument on the command line, for a verb that renames it
+/// (`mut_arg`).
+pub const WORDS: &str = "words";
+
+impl std::ops::Deref for Words {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Words {
+    fn from(text: &str) -> Self {
+        Self(text.to_owned())
+    }
+}
+
+impl From<String> for Words {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl std::fmt::Display for Words {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What an `intents` request asks of the commands answered without the model, by its
+/// `verb`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum IntentsRequest {
+    /// Say what a command would do without the model (runs nothing): the intent, the
+    /// template that takes it, the action and the answer; or that the model would take it
+    #[cfg_attr(feature = "cli", command(mut_arg(WORDS, |arg| arg
+        .value_name("SENTENCE")
+        .help("The command's words"))))]
+    Test {
+        #[cfg_attr(feature = "cli", command(flatten))]
+        text: Words,
+    },
 }
 
 /// What a `task` request asks of the planner, by its `verb`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
 #[serde(tag = "verb", rename_all = "snake_case")]
 pub enum TaskRequest {
-    /// Tasks, most urgent first; one `status` (open, active, done, dropped) or all.
+    /// List the tasks, most urgent first
     List {
+        /// Only those at this status: open, active, done or dropped
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         status: Option<String>,
     },
-    /// One task with its plan.
+    /// One task with its plan (its phases and dated items)
     Show { id: i64 },
-    /// A new task: `due` is `YYYY-MM-DD`, `priority` 1 (the highest) to 5 (3 when not given).
+    /// Make a task
+    #[cfg_attr(feature = "cli", command(mut_arg(WORDS, |arg| arg
+        .value_name("TITLE")
+        .help("What it is; several words are joined with spaces"))))]
     Add {
-        title: String,
+        #[cfg_attr(feature = "cli", command(flatten))]
+        title: Words,
+        /// The goal behind it
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         goal: Option<String>,
+        /// When it is due, YYYY-MM-DD
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long, value_name = "DATE"))]
         due: Option<String>,
+        /// 1 (the highest) to 5; 3 when not given
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
         priority: Option<u8>,
     },
-    /// Task `id` done, every item of its plan with it; with `item`, plan item `id` checked
-    /// off instead (its phase, then its task, finish with their last).
+    /// Mark task ID done (its whole plan with it); with --item, check off plan item ID
+    ///
+    /// An item's phase, then its task, finish with their last item.
     Done {
         id: i64,
+        /// ID is a plan item (as `task show` lists them), not a task
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         item: bool,
     },
-    /// What to do next, most urgent first (overdue, today, within three days, later).
+    /// What to do next, most urgent first: overdue, today, within three days, later
     Next {
+        /// How many at most (8 when not given)
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         limit: Option<u32>,
     },
 }
@@ -480,50 +638,84 @@ pub struct NextAction {
 
 /// What a `memory` request asks, by its `verb`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
 #[serde(tag = "verb", rename_all = "snake_case")]
 pub enum MemoryRequest {
-    /// Items, newest first: one `kind` (knowledge, episode, intention, profile) or all;
-    /// archived ones too with `archived`.
+    /// List what memory holds, newest first
     List {
+        /// Only this kind: knowledge, episode, intention or profile
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         kind: Option<String>,
+        /// Archived items too (decayed, corrected, done)
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         archived: bool,
+        /// At most this many (default 50)
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         limit: Option<u32>,
     },
-    /// One item, whole.
-    Show { id: i64 },
-    /// Items and conversation lines for a text, best first.
+    /// Show one item whole: text, score, where it came from, what it corrected
+    Show {
+        /// The item's id, as `list` shows it
+        id: i64,
+    },
+    /// Search items and past conversations for TEXT, best first
+    #[cfg_attr(feature = "cli", command(mut_arg(WORDS, |arg| arg
+        .help("What to look for; several words are joined with spaces"))))]
     Search {
-        text: String,
+        #[cfg_attr(feature = "cli", command(flatten))]
+        text: Words,
+        /// At most this many (default 10)
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         limit: Option<u32>,
     },
-    /// Delete one item (`id`) or everything memory holds (`all`), search rows and vectors
-    /// with it; audited.
+    /// Delete one item, or with --all everything memory holds (audited; not undoable)
+    ///
+    /// Search rows and vectors go with them.
+    #[cfg_attr(feature = "cli", command(group(
+        clap::ArgGroup::new("what").required(true).args(["id", "all"])
+    )))]
     Forget {
+        /// The item's id, as `list` shows it
         #[serde(default)]
         id: Option<i64>,
+        /// Every conversation, item and dream
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         all: bool,
     },
-    /// Write every item, conversation and dream as Markdown files under `dir` (absolute).
-    Export { dir: String },
-    /// Read Markdown files from `dir` (absolute) back in, keeping keys stt does not know.
-    Import { dir: String },
-    /// Run a dream (consolidation) now.
+    /// Write memory as Markdown files (YAML front matter) under DIR
+    ///
+    /// On the wire `dir` is absolute: `stt-ctl` makes it so.
+    Export {
+        #[cfg_attr(feature = "cli", arg(value_name = "DIR"))]
+        dir: String,
+    },
+    /// Read Markdown files from DIR back into memory (unknown keys are kept)
+    ///
+    /// On the wire `dir` is absolute: `stt-ctl` makes it so.
+    Import {
+        #[cfg_attr(feature = "cli", arg(value_name = "DIR"))]
+        dir: String,
+    },
+    /// Consolidate memory now (a dream), instead of waiting for a quiet moment
     Dream,
-    /// The latest dreams and what each did.
+    /// Show the latest dreams and what each did
     Dreams {
+        /// At most this many (default 5)
         #[serde(default)]
+        #[cfg_attr(feature = "cli", arg(long))]
         limit: Option<u32>,
     },
-    /// How much memory holds.
+    /// How much memory holds
     Stats,
-    /// The memory tree: the nodes at its top (in the chat's context), or one `node` whole
-    /// (summary, fields, children or messages).
+    /// The memory tree of the chat's summaries: the top ones, or node NODE (its summary,
+    /// what it learnt of you, its children or its messages)
     Tree {
+        /// A node's id, as `memory tree` lists them
         #[serde(default)]
         node: Option<i64>,
     },
@@ -617,7 +809,7 @@ impl Request {
             Request::Memory(_) => "done",
             Request::VoiceToggle => "voice toggled",
             Request::Task(_) => "done",
-            Request::IntentTest { .. } => "tested",
+            Request::Intents(_) => "tested",
         }
     }
 }
@@ -682,7 +874,7 @@ impl Mode {
             | Request::Memory(_)
             | Request::VoiceToggle
             | Request::Task(_)
-            | Request::IntentTest { .. } => None,
+            | Request::Intents(_) => None,
         };
         refused.map_or(Ok(()), Err)
     }
@@ -1016,7 +1208,7 @@ family! {
             #[serde(default)]
             entries: Vec<MemoryEntry>,
         } = "memory_output",
-        /// The reply to `intent_test`: what the command would do, for a person; `intent`
+        /// The reply to `intents` `test`: what the command would do, for a person; `intent`
         /// names the intent that takes it, `null` when the model would.
         IntentOutput {
             text: String,

@@ -41,14 +41,14 @@ fn roster() -> Speakers {
 }
 
 fn hello(peer: &str) -> Hello {
-    Hello { protocol_version: 2, peer: peer.into(), version: "0.1.0".into() }
+    Hello { protocol_version: 3, peer: peer.into(), version: "0.1.0".into() }
 }
 
 pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
     vec![
         (
             DaemonEvent::Hello(hello("stt-daemon")),
-            r#"{"type":"hello","protocol_version":2,"peer":"stt-daemon","version":"0.1.0"}"#,
+            r#"{"type":"hello","protocol_version":3,"peer":"stt-daemon","version":"0.1.0"}"#,
         ),
         (
             DaemonEvent::SpeechStart(SpeechStart { seg_id: 7, start: 12.48 }),
@@ -112,7 +112,7 @@ pub fn requests() -> Vec<(Request, &'static str)> {
     vec![
         (
             Request::Hello(hello("stt-ctl")),
-            r#"{"type":"hello","protocol_version":2,"peer":"stt-ctl","version":"0.1.0"}"#,
+            r#"{"type":"hello","protocol_version":3,"peer":"stt-ctl","version":"0.1.0"}"#,
         ),
         (Request::Subscribe { viewer: true }, r#"{"type":"subscribe","viewer":true}"#),
         (Request::CommandStart, r#"{"type":"command_start"}"#),
@@ -131,8 +131,8 @@ pub fn requests() -> Vec<(Request, &'static str)> {
         (Request::DictateStop, r#"{"type":"dictate_stop"}"#),
         (Request::DictateToggle, r#"{"type":"dictate_toggle"}"#),
         (
-            Request::IntentTest { text: "set a timer for ten minutes".into() },
-            r#"{"type":"intent_test","text":"set a timer for ten minutes"}"#,
+            Request::Intents(IntentsRequest::Test { text: "set a timer for ten minutes".into() }),
+            r#"{"type":"intents","verb":"test","text":"set a timer for ten minutes"}"#,
         ),
         (Request::Clear, r#"{"type":"clear"}"#),
         (Request::Status, r#"{"type":"status"}"#),
@@ -230,7 +230,7 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
     vec![
         (
             AssistantEvent::Hello(hello("stt-assistant")),
-            r#"{"type":"hello","protocol_version":2,"peer":"stt-assistant","version":"0.1.0"}"#,
+            r#"{"type":"hello","protocol_version":3,"peer":"stt-assistant","version":"0.1.0"}"#,
         ),
         (
             AssistantEvent::Mode { mode: Mode::CommandArmed },
@@ -558,10 +558,10 @@ fn unknown_error_codes_from_newer_peers_still_parse() {
 #[test]
 fn a_version_mismatch_says_what_to_do() {
     let theirs =
-        Hello { protocol_version: 3, peer: "stt-assistant".into(), version: "0.3.0".into() };
+        Hello { protocol_version: 4, peer: "stt-assistant".into(), version: "0.3.0".into() };
     let err = theirs.check("stt-ctl").unwrap_err();
     assert_eq!(err.code, ErrorCode::VersionMismatch);
-    assert!(err.message.contains("stt-assistant speaks protocol v3, this stt-ctl speaks v2"));
+    assert!(err.message.contains("stt-assistant speaks protocol v4, this stt-ctl speaks v3"));
     assert!(err.message.contains("restart"));
     assert!(Hello::new("stt-assistant").check("stt-ctl").is_ok());
 }
@@ -582,7 +582,7 @@ fn a_request_id_comes_back_as_in_reply_to() {
             r#"{"type":"fly","id":"req-8"}"#,
             Err(ErrorCode::UnknownType),
             AssistantEvent::Error(parse::<Request>(br#"{"type":"fly"}"#).unwrap_err().0),
-            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v2; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, voice_toggle, task, dictate_start, dictate_stop, dictate_toggle, intent_test)","in_reply_to":"req-8"}"#,
+            r#"{"type":"error","code":"unknown_type","message":"unknown message type 'fly' (protocol v3; known types: hello, subscribe, command_start, command_execute, command_cancel, command_edit, chat_toggle, dictate_start, dictate_stop, dictate_toggle, clear, status, speaker_list, speaker_name, speaker_forget, speaker_merge, confirm, deny, timer_cancel, chat_send, chat_command, chat_stop, memory, task, intents, voice_toggle)","in_reply_to":"req-8"}"#,
         ),
     ];
     for (request, parsed, reply, golden) in cases {

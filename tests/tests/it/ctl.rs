@@ -211,11 +211,11 @@ fn a_newer_assistant_is_reported_with_the_fix() {
     let out = sandbox.run("stt-ctl", &["status"]);
     server.join().unwrap();
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(
-        out.stderr.contains("stt-assistant speaks protocol v99, this stt-ctl speaks v2"),
-        "{}",
-        out.stderr
+    let told = format!(
+        "stt-assistant speaks protocol v99, this stt-ctl speaks v{}",
+        stt_proto::PROTOCOL_VERSION
     );
+    assert!(out.stderr.contains(&told), "{}", out.stderr);
     assert!(out.stderr.contains("restart"), "{}", out.stderr);
 }
 

@@ -429,7 +429,7 @@ pub fn answer(
         R::Show { id } => store.task(*id).map(shown).map_err(person),
         R::Add { title, goal, due, priority } => {
             let task = NewTask {
-                title: title.clone(),
+                title: title.to_string(),
                 goal: goal.clone().unwrap_or_default(),
                 priority: priority.unwrap_or(planner::DEFAULT_PRIORITY),
                 due: due.clone().filter(|d| !d.trim().is_empty()),

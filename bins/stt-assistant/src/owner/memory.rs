@@ -201,7 +201,7 @@ fn answering(memory: Memory, request: &MemoryRequest) -> Result<Answering, Strin
                 return Err("give something to search for".into());
             }
             let limit = limit.unwrap_or(10) as usize;
-            Box::pin(async move { memory.search(text, limit).await.map(|h| hits_shown(&h)) })
+            Box::pin(async move { memory.search(text.0, limit).await.map(|h| hits_shown(&h)) })
         }
         MemoryRequest::Forget { id: Some(id), all: false } => {
             Box::pin(async move { text(memory.forget(ItemId(id)).await) })

@@ -616,7 +616,7 @@ impl Owner {
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
             Request::ChatStop => return self.chat_stop(),
             Request::VoiceToggle => return self.voice_toggle(),
-            Request::IntentTest { text } => return self.intent_test(text),
+            Request::Intents(stt_proto::IntentsRequest::Test { text }) => return self.intent_test(text),
             _ => {}
         }
         if let Request::CommandExecute { .. } = request
