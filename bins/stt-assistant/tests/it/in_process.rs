@@ -9,8 +9,6 @@
 //! moves on whenever the loop waits: the model's timeouts are an hour, and the waits that
 //! span a request allow minutes of virtual time, so a slow real answer is never a timeout.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

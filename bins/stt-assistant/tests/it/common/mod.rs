@@ -1,8 +1,6 @@
 //! What the lane tests share: a lane whose model is the scripted server, and a job run to its
 //! end.
 
-#![allow(dead_code, reason = "each test file takes what it needs")]
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -4,8 +4,6 @@
 //! files the daemon reads (`speaker-edits.json`, `speaker-names.json`) and audit lines, and
 //! refuse ids it does not know without stopping.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,15 +2,7 @@
 //! recalls what an earlier conversation said, keeps an intention that a later turn's words
 //! bring back, and the prompt carries memory's sections.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::tool_results;
-
 use std::sync::{Arc, Mutex};
-
-use common::run;
 
 use serde_json::{Value, json};
 use stt_assistant::lane::Sink;
@@ -19,6 +11,8 @@ use stt_assistant::memory::{self, Episode, Memory};
 use stt_assistant::turn::ChatTurn;
 use stt_memory::Role;
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common::{self, run, tool_results};
 
 fn env(server: &LlmServer, memory: Memory) -> JobEnv {
     common::env(server, common::settings(), Some(memory))

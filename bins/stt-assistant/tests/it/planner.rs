@@ -2,16 +2,12 @@
 //! the model's calls (as it writes them) make a task, break it into dated items, list what to
 //! do next and check items off, and the rows in memory's database are what it asked for.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::tool_results;
-
 use serde_json::json;
 use stt_assistant::llm::Work;
 use stt_assistant::memory::Episode;
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common::{self, tool_results};
 
 fn command(text: &str, n: u64) -> Work {
     Work::Command { text: text.into(), edited: false, episode: Episode::Command(n) }

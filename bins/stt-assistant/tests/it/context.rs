@@ -2,18 +2,15 @@
 //! when a command's words call for them, run as the model asks, and their text is what the
 //! model reads next.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::Arc;
 
-use common::tool_results;
 use serde_json::json;
 use stt_assistant::llm::Work;
 use stt_assistant::memory::Episode;
 use stt_testkit::llm_server::{LlmServer, Script};
 use stt_testkit::web::WebServer;
+
+use crate::common::{self, tool_results};
 
 fn command(text: &str, n: u64) -> Work {
     Work::Command { text: text.into(), edited: false, episode: Episode::Command(n) }

@@ -2,10 +2,6 @@
 //! request over the budget, compaction leaves a note, and trimming takes over when the
 //! summarizer fails.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -13,6 +9,8 @@ use stt_assistant::lane::Sink;
 use stt_assistant::llm::{self, Chat, JobEnv, Report, Settings, estimate_tokens};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common;
 
 const SUMMARIZE: &str = "Summarize the conversation.";
 const BUDGET: u32 = 300;

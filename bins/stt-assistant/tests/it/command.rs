@@ -2,10 +2,6 @@
 //! time, in its own llama-server slot), its answer capped once its tools have run, calls the
 //! model did not write whole never run, and the warm-up request that fills the cache.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use serde_json::{Value, json};
 use stt_assistant::llm::{self, Report, SLOT_COMMAND, SLOT_OTHER, Settings, Work};
 use stt_assistant::memory::Episode;
@@ -13,6 +9,8 @@ use stt_assistant::turn::ChatTurn;
 use stt_llm::{Endpoint, Provider};
 use stt_proto::{AssistantEvent, ErrorCode};
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common;
 
 fn command(text: &str, id: u64) -> Work {
     Work::Command { text: text.into(), edited: false, episode: Episode::Command(id) }

@@ -2,14 +2,14 @@
 //! the cross-process test speaks; and the extraction against the scripted model (its answer
 //! checked against the shape, asked again once).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
-
-mod common;
+#![allow(clippy::print_stderr)]
 
 use stt_assistant::llm::triage::Extraction;
 use stt_assistant::llm::{Report, Work};
 use stt_assistant::triage::classify::{self, Classifier, EmbeddingClassifier};
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common;
 
 /// The classifier as the lane trains it, or `None` (having said why) without the model.
 fn trained() -> Option<EmbeddingClassifier> {

@@ -2,11 +2,6 @@
 //! written with what came after its stretch in view, a chat turn is sent the summaries and the
 //! buffer, and a failed summary still takes its stretch out of the context.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::run;
 use serde_json::Value;
 use stt_assistant::lane::Sink;
 use stt_assistant::llm::{Chat, JobEnv, Report, Settings, Work};
@@ -15,6 +10,8 @@ use stt_assistant::turn::ChatTurn;
 use stt_memory::Role;
 use stt_memory::tree::TreeRules;
 use stt_testkit::llm_server::{LlmServer, Script};
+
+use crate::common::{self, run};
 
 fn env(server: &LlmServer, memory: Memory) -> JobEnv {
     let settings = Settings { compaction_max_tokens: 120, ..common::settings() };
