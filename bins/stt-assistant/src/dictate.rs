@@ -13,7 +13,7 @@ use std::sync::mpsc;
 
 use stt_dictate::{Edit, Phrases, Typist, TypistSettings};
 
-use crate::lane::{Sink, Thread};
+use crate::lane::{self, Jobs, Sink, Thread};
 
 /// What the lane tells the owner.
 #[derive(Debug)]
@@ -35,23 +35,23 @@ enum Job {
 /// The handle the owner keeps.
 #[derive(Debug, Clone)]
 pub struct Dictation {
-    jobs: mpsc::Sender<Job>,
+    jobs: Jobs<Job>,
 }
 
 impl Dictation {
     /// A new dictation begins.
     pub fn start(&self) {
-        let _ = self.jobs.send(Job::Start);
+        self.jobs.send(Job::Start);
     }
 
     /// Types a final transcript.
     pub fn phrase(&self, text: &str) {
-        let _ = self.jobs.send(Job::Phrase(text.to_owned()));
+        self.jobs.send(Job::Phrase(text.to_owned()));
     }
 
     /// The dictation ends once what was said is typed; [`Report::Ended`] says how much.
     pub fn stop(&self) {
-        let _ = self.jobs.send(Job::Stop);
+        self.jobs.send(Job::Stop);
     }
 }
 
@@ -60,8 +60,7 @@ pub fn spawn(
     settings: TypistSettings,
     reports: Sink<Report>,
 ) -> std::io::Result<(Dictation, Thread)> {
-    let (jobs, rx) = mpsc::channel();
-    let thread = Thread::spawn("dictate", move || run(settings, &rx, &reports))?;
+    let (jobs, thread) = lane::start("dictate", move |rx| run(settings, &rx, &reports))?;
     Ok((Dictation { jobs }, thread))
 }
 

@@ -1,15 +1,51 @@
-//! What every lane shares: the way its reports get back to the assistant's loop, and its
-//! thread, which the assistant joins when it stops.
+//! What every lane shares: its way in (a channel of jobs, [`start`]), the way its reports
+//! get back to the assistant's loop ([`Sink`]), and its thread, which the assistant joins
+//! when it stops ([`Thread`]).
 //!
 //! A lane is a module with a handle, a report enum and a spawn function. It never touches the
 //! assistant's state: it reports, and the loop decides. The [`Sink`] it reports into wraps
 //! each report as the loop's input (see `owner::Input`); tests give it a closure that keeps
-//! what it gets. A lane on a thread of its own spawns it as a [`Thread`], which the owner
-//! keeps: at shutdown it drops the lane's handle (the thread's channel closes, so it ends
-//! after what it is doing) and joins every one, so no lane outlives the assistant.
+//! what it gets. A lane on a thread of its own starts it with [`start`]: the handle keeps the
+//! [`Jobs`] end, the owner keeps the [`Thread`]; at shutdown it drops the lane's handle (the
+//! channel closes, so the thread ends after what it is doing) and joins every thread, so no
+//! lane outlives the assistant.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+
+/// Starts a lane's thread, called `name`, running `run` over the jobs sent to the returned
+/// [`Jobs`] until every one of them is dropped (then `recv` fails, and `run` returns).
+pub fn start<J: Send + 'static>(
+    name: &str,
+    run: impl FnOnce(mpsc::Receiver<J>) + Send + 'static,
+) -> std::io::Result<(Jobs<J>, Thread)> {
+    let (tx, rx) = mpsc::channel();
+    let thread = Thread::spawn(name, move || run(rx))?;
+    Ok((Jobs(tx), thread))
+}
+
+/// The sending end of a lane's jobs, kept by its handle.
+pub struct Jobs<J>(mpsc::Sender<J>);
+
+impl<J> Jobs<J> {
+    /// Sends `job`; false once the lane's thread has ended (the lane is off, which the owner
+    /// was told when it happened, so most callers need not look).
+    pub fn send(&self, job: J) -> bool {
+        self.0.send(job).is_ok()
+    }
+}
+
+impl<J> Clone for Jobs<J> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<J> fmt::Debug for Jobs<J> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Jobs")
+    }
+}
 
 /// Where a lane sends its reports.
 pub struct Sink<R>(Arc<dyn Fn(R) + Send + Sync>);

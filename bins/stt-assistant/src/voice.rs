@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use stt_audio::Resampler;
 use stt_audio::output::{Playback, Stopper};
 
-use crate::lane::{Sink, Thread};
+use crate::lane::{self, Jobs, Sink, Thread};
 
 /// Where the speech goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +84,7 @@ struct Job {
 /// The handle the owner keeps.
 #[derive(Debug, Clone)]
 pub struct Voice {
-    jobs: mpsc::Sender<Job>,
+    jobs: Jobs<Job>,
     /// Bumped by every [`Voice::stop`]: a job of an older count is dropped.
     epoch: Arc<AtomicU64>,
     /// The device's stopper, once it is open.
@@ -100,7 +100,7 @@ impl Voice {
         let job =
             Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: false };
         // The thread is gone only once the voice is off, which the owner was told.
-        let _ = self.jobs.send(job);
+        self.jobs.send(job);
     }
 
     /// Synthesizes `text` now, to be played at once when [`say`](Self::say) asks for the
@@ -112,7 +112,7 @@ impl Voice {
         }
         let job =
             Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: true };
-        let _ = self.jobs.send(job);
+        self.jobs.send(job);
     }
 
     /// Stops speaking now: what plays falls silent and nothing queued is said.
@@ -127,11 +127,12 @@ impl Voice {
 
 /// Starts the lane's thread.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Voice, Thread)> {
-    let (jobs, rx) = mpsc::channel();
-    let voice = Voice { jobs, epoch: Arc::default(), stopper: Arc::default() };
-    let (epoch, stopper) = (Arc::clone(&voice.epoch), Arc::clone(&voice.stopper));
-    let thread = Thread::spawn("voice", move || run(&settings, &rx, &epoch, &stopper, &reports))?;
-    Ok((voice, thread))
+    let (epoch, stopper) = (Arc::<AtomicU64>::default(), Arc::<Mutex<_>>::default());
+    let (ours, theirs) = ((Arc::clone(&epoch), Arc::clone(&stopper)), (epoch, stopper));
+    let (jobs, thread) = lane::start("voice", move |rx| {
+        run(&settings, &rx, &theirs.0, &theirs.1, &reports);
+    })?;
+    Ok((Voice { jobs, epoch: ours.0, stopper: ours.1 }, thread))
 }
 
 /// Where the lane's audio goes once open.

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use stt_proto::speaker_files::{SpeakerEditOp, SpeakerEdits};
 use stt_tools::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
 
-use crate::lane::Sink;
+use crate::lane::{self, Jobs, Sink, Thread};
 use crate::names;
 use crate::session::{self, Session};
 
@@ -38,17 +38,15 @@ pub struct Failed {
 /// and end; [`Writer::close`] also waits for that.
 #[derive(Debug)]
 pub struct Writer {
-    tx: mpsc::Sender<Write>,
-    thread: std::thread::JoinHandle<()>,
+    tx: Jobs<Write>,
+    thread: Thread,
 }
 
 impl Writer {
     /// Lets the thread finish every write asked for, and waits for it (blocking).
     pub fn close(self) {
         drop(self.tx);
-        if self.thread.join().is_err() {
-            tracing::error!("the writer thread panicked");
-        }
+        self.thread.join();
     }
 
     /// Saves `names` to the names file, replacing it.
@@ -92,7 +90,7 @@ impl Writer {
     }
 
     fn send(&self, write: Write) {
-        if self.tx.send(write).is_err() {
+        if !self.tx.send(write) {
             tracing::error!("the writer thread is gone; a write was lost");
         }
     }
@@ -113,8 +111,7 @@ pub fn spawn(
     mut audit: Option<AuditLog>,
     failed: Sink<Failed>,
 ) -> std::io::Result<Writer> {
-    let (tx, rx) = mpsc::channel::<Write>();
-    let thread = std::thread::Builder::new().name("stt-writer".to_owned()).spawn(move || {
+    let (tx, thread) = lane::start("stt-writer", move |rx: mpsc::Receiver<Write>| {
         for write in rx {
             let now = chrono::Local::now();
             let outcome = match (&write, audit.as_mut()) {

@@ -223,7 +223,8 @@ fn roster(cli: &Cli, err: &mut dyn Write) -> Result<stt_bus::Reply, u8> {
 
 /// [`describe`], with what only the verb knows: which speakers an ack is about.
 fn describe_for(cli: &Cli, event: &AssistantEvent) -> String {
-    if let (Verb::Request(Request::VoiceToggle), AssistantEvent::Status(status)) = (&cli.verb, event)
+    if let (Verb::Request(Request::VoiceToggle), AssistantEvent::Status(status)) =
+        (&cli.verb, event)
     {
         return format!("voice {}\n", if status.voice { "on" } else { "off" });
     }

@@ -59,12 +59,14 @@ mod tests {
 
     #[test]
     fn the_words_after_a_verb_are_one_text_and_its_flags_stay_flags() {
-        assert_eq!(parse(&["chat-send", "hello", "there"]), Request::ChatSend {
-            text: "hello there".into()
-        });
-        assert_eq!(parse(&["chat-command", "/system", "-be", "brief"]), Request::ChatCommand {
-            line: "/system -be brief".into()
-        });
+        assert_eq!(
+            parse(&["chat-send", "hello", "there"]),
+            Request::ChatSend { text: "hello there".into() }
+        );
+        assert_eq!(
+            parse(&["chat-command", "/system", "-be", "brief"]),
+            Request::ChatCommand { line: "/system -be brief".into() }
+        );
         assert_eq!(
             parse(&["memory", "search", "blue", "van", "--limit", "3"]),
             Request::Memory(MemoryRequest::Search { text: "blue van".into(), limit: Some(3) })

@@ -37,7 +37,7 @@ use stt_memory::{
 pub use called::Called;
 pub use tools::Limits;
 
-use crate::lane::{Sink, Thread};
+use crate::lane::{self, Jobs, Sink, Thread};
 
 /// Where memory lives and what embeds.
 #[derive(Debug, Clone)]
@@ -307,7 +307,7 @@ type Call = Box<dyn FnOnce(&mut Lane, &Sink<Report>) + Send>;
 /// The loop's handle on the memory thread; cheap to clone (jobs share one queue).
 #[derive(Debug, Clone)]
 pub struct Memory {
-    tx: mpsc::Sender<Job>,
+    tx: Jobs<Job>,
     tree: bool,
 }
 
@@ -678,7 +678,7 @@ impl Memory {
     }
 
     fn send(&self, job: Job) {
-        if self.tx.send(job).is_err() {
+        if !self.tx.send(job) {
             tracing::error!("the memory thread is gone");
         }
     }
@@ -692,9 +692,8 @@ const BATCH: usize = 16;
 /// Starts the memory thread. It opens the store and the embedder itself (a slow disk or model
 /// never holds up the assistant's start) and reports `Ready` or `Off`.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Memory, Thread)> {
-    let (tx, rx) = mpsc::channel::<Job>();
     let tree = settings.tree.is_some();
-    let thread = Thread::spawn("stt-memory", move || {
+    let (tx, thread) = lane::start("stt-memory", move |rx: mpsc::Receiver<Job>| {
         let mut lane = Lane::open(&settings, &reports);
         let mut embedded = Instant::now();
         let stopped = loop {

@@ -20,6 +20,19 @@ use crate::session::{self, Session, Tokens, Turn};
 use crate::slash::{self, Slash};
 use crate::turn::ChatTurn;
 
+/// The conversation and the session it is kept in on disk.
+#[derive(Debug)]
+pub(super) struct Side {
+    pub(super) conversation: Chat,
+    /// The chat session, as saved in `file`.
+    pub(super) session: Session,
+    pub(super) file: PathBuf,
+    /// How long a saved session is picked up again after a restart.
+    pub(super) ttl: std::time::Duration,
+    /// Where `/export` writes when given no path.
+    pub(super) export_dir: PathBuf,
+}
+
 /// What a slash command that took a while found.
 #[derive(Debug)]
 pub enum SlashDone {
@@ -33,27 +46,27 @@ impl Owner {
     /// A chat job for `turn`: the conversation as it stands and the session's handle. A
     /// session left alone past its time to live is replaced first.
     pub(super) fn chat_work(&mut self, turn: ChatTurn) -> Work {
-        if self.session.expired(session::now(), self.session_ttl) {
-            let hours = self.session_ttl.as_secs() / 3600;
+        if self.chat.session.expired(session::now(), self.chat.ttl) {
+            let hours = self.chat.ttl.as_secs() / 3600;
             self.note(format!("the last turn was over {hours} h ago: a new conversation starts"));
             self.new_session();
         }
         Work::Chat {
             turn,
-            conversation: self.conversation.clone(),
-            resume: self.session.handle.clone(),
+            conversation: self.chat.conversation.clone(),
+            resume: self.chat.session.handle.clone(),
             episode: self.chat_episode(),
         }
     }
 
     /// The memory episode of the current conversation: its session, named by when it began.
     pub(super) fn chat_episode(&self) -> Episode {
-        Episode::Chat(self.session.created)
+        Episode::Chat(self.chat.session.created)
     }
 
     /// `chat_stop`: stops the reply streaming; what arrived is kept (see [`Self::chat_finished`]).
     pub(super) fn chat_stop(&mut self) -> AssistantEvent {
-        match self.running.as_mut().filter(|r| r.handle.is(JobKind::Chat)) {
+        match self.jobs.running.as_mut().filter(|r| r.handle.is(JobKind::Chat)) {
             Some(running) => {
                 tracing::info!(job = running.job, "stopping the chat reply");
                 running.stopped = true;
@@ -82,8 +95,8 @@ impl Owner {
                 stopped: true,
             }));
             if !running.answer.trim().is_empty() {
-                self.conversation.turns.push(stt_llm::Message::assistant(&running.answer));
-                self.session.set_chat(&self.conversation);
+                self.chat.conversation.turns.push(stt_llm::Message::assistant(&running.answer));
+                self.chat.session.set_chat(&self.chat.conversation);
             }
         }
         if (end == End::Done || stopped) && !running.answer.trim().is_empty() {
@@ -95,7 +108,7 @@ impl Owner {
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
             let elapsed = now().saturating_duration_since(running.started);
-            self.session.push_turn(Turn {
+            self.chat.session.push_turn(Turn {
                 q: running.question.clone(),
                 a: running.answer.clone(),
                 ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
@@ -126,19 +139,19 @@ impl Owner {
     pub(super) fn chat_session(&self) -> ChatSession {
         let usage =
             |t: Tokens| TokenUsage { prompt: t.prompt, completion: t.completion, cached: t.cached };
-        let endpoint = match &self.env.client {
+        let endpoint = match &self.jobs.env.client {
             Some(Provider::Cli(cli)) => cli.cli().program().to_owned(),
             Some(client) => host(&client.target()).to_owned(),
             None => String::new(),
         };
         ChatSession {
             provider: self.active().map(|id| id.to_string()),
-            model: self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
+            model: self.jobs.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
             endpoint,
             loading: self.model_loading(),
-            turns: u32::try_from(self.session.turns.len()).unwrap_or(u32::MAX),
-            last: self.session.turns.last().and_then(|t| t.tokens).map(usage),
-            total: usage(self.session.tokens),
+            turns: u32::try_from(self.chat.session.turns.len()).unwrap_or(u32::MAX),
+            last: self.chat.session.turns.last().and_then(|t| t.tokens).map(usage),
+            total: usage(self.chat.session.tokens),
         }
     }
 
@@ -147,36 +160,36 @@ impl Owner {
     }
 
     pub(super) fn save_session(&self) {
-        self.writer.save_session(self.session_file.clone(), self.session.clone());
+        self.writer.save_session(self.chat.file.clone(), self.chat.session.clone());
     }
 
     /// A new, empty session on the same provider and model. Memory closes the old one's
     /// episode: it waits for a dream.
     fn new_session(&mut self) {
-        if let Some(memory) = &self.memory {
+        if let Some(memory) = &self.memory.lane {
             memory.close(self.chat_episode());
         }
         self.close_tree();
         let mut fresh = Session::new(session::now());
-        fresh.provider = self.session.provider.take();
-        fresh.model = std::mem::take(&mut self.session.model);
-        self.session = fresh;
-        self.conversation = Chat::default();
+        fresh.provider = self.chat.session.provider.take();
+        fresh.model = std::mem::take(&mut self.chat.session.model);
+        self.chat.session = fresh;
+        self.chat.conversation = Chat::default();
     }
 
     /// A new conversation, or a provider that starts without the old one's context: the
     /// memory tree's buffer leaves the context, to be summarized (the summaries stay).
     fn close_tree(&mut self) {
-        if let Some(memory) = self.memory.as_ref().filter(|m| m.tree()) {
+        if let Some(memory) = self.memory.lane.as_ref().filter(|m| m.tree()) {
             memory.tree_close();
-            self.queue.want(Work::Tree);
+            self.jobs.queue.want(Work::Tree);
         }
     }
 
     /// `clear` and `/new`: the conversation is gone, from memory and from disk.
     pub(super) fn forget_session(&mut self) {
         self.new_session();
-        self.writer.forget_session(self.session_file.clone());
+        self.writer.forget_session(self.chat.file.clone());
         self.publish_session();
     }
 
@@ -184,7 +197,7 @@ impl Owner {
     /// saved conversation ran on, if it is there (so a restarted assistant carries on).
     pub(super) fn preferred(&self, registry: &Registry, found: &[Probed]) -> Option<Id> {
         registry.configured().or_else(|| {
-            let id = Id::parse(self.session.provider.as_deref()?)?;
+            let id = Id::parse(self.chat.session.provider.as_deref()?)?;
             found.iter().any(|p| p.id == id && p.status == ProviderStatus::Live).then_some(id)
         })
     }
@@ -201,33 +214,33 @@ impl Owner {
     ) {
         let probed = choice.and_then(|id| found.iter().find(|p| p.id == id));
         let Some(probed) = probed else {
-            self.env.client = None;
-            self.env.missing = registry.none_live(found);
-            self.env.providers = None;
+            self.jobs.env.client = None;
+            self.jobs.env.missing = registry.none_live(found);
+            self.jobs.env.providers = None;
             self.publish_session();
             return;
         };
         let id = probed.id;
-        let same = self.session.provider.as_deref() == Some(id.as_str());
-        let model = if same { self.session.model.clone() } else { String::new() };
+        let same = self.chat.session.provider.as_deref() == Some(id.as_str());
+        let model = if same { self.chat.session.model.clone() } else { String::new() };
         match registry.provider(probed, &model) {
             Ok(provider) => {
                 tracing::info!(provider = %id, target = %provider.target(), model = provider.model(), "using this model provider");
                 if let Some(old) = before.filter(|old| *old != id) {
                     self.note(format!("now using {id} ({old} is not there any more)"));
                 }
-                self.env.client = Some(provider);
+                self.jobs.env.client = Some(provider);
             }
             Err(e) => {
-                self.env.client = None;
-                self.env.missing = registry.explain(id, &model, &e);
+                self.jobs.env.client = None;
+                self.jobs.env.missing = registry.explain(id, &model, &e);
             }
         }
-        self.env.providers = Some((registry.clone(), id));
+        self.jobs.env.providers = Some((registry.clone(), id));
         if !same {
-            let had = self.session.provider.is_some();
-            self.session.switch_provider(id.as_str(), "");
-            self.conversation = self.session.chat();
+            let had = self.chat.session.provider.is_some();
+            self.chat.session.switch_provider(id.as_str(), "");
+            self.chat.conversation = self.chat.session.chat();
             if had {
                 self.save_session();
                 self.close_tree();
@@ -249,8 +262,9 @@ impl Owner {
         let outcome = match command {
             Slash::Help => Ok(slash::HELP.to_owned()),
             Slash::New => {
-                self.epoch += 1;
-                if let Some(running) = self.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
+                self.jobs.epoch += 1;
+                if let Some(running) =
+                    self.jobs.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
                 {
                     running.handle.cancel();
                 }
@@ -258,7 +272,7 @@ impl Owner {
                 Ok("a new conversation starts".to_owned())
             }
             Slash::System(text) => {
-                self.session.system = Some(text);
+                self.chat.session.system = Some(text);
                 self.save_session();
                 Ok("this conversation's system prompt is set".to_owned())
             }
@@ -292,12 +306,12 @@ impl Owner {
     }
 
     fn switch_model(&mut self, name: &str) -> Result<String, String> {
-        let (registry, id) = self.env.providers.clone().ok_or_else(no_provider)?;
+        let (registry, id) = self.jobs.env.providers.clone().ok_or_else(no_provider)?;
         let probed = self.probed(id);
         let provider =
             registry.provider(&probed, name).map_err(|e| registry.explain(id, name, &e))?;
-        self.env.client = Some(provider);
-        name.clone_into(&mut self.session.model);
+        self.jobs.env.client = Some(provider);
+        name.clone_into(&mut self.chat.session.model);
         self.save_session();
         self.publish_session();
         Ok(format!("now asking {id} for {name}"))
@@ -308,10 +322,10 @@ impl Owner {
         let probed = self.probed(id);
         let provider = registry.provider(&probed, "").map_err(|e| registry.explain(id, "", &e))?;
         let target = provider.target();
-        self.env.client = Some(provider);
-        self.env.providers = Some((registry, id));
-        self.session.switch_provider(id.as_str(), "");
-        self.conversation = self.session.chat();
+        self.jobs.env.client = Some(provider);
+        self.jobs.env.providers = Some((registry, id));
+        self.chat.session.switch_provider(id.as_str(), "");
+        self.chat.conversation = self.chat.session.chat();
         self.close_tree();
         self.save_session();
         self.publish_session();
@@ -361,12 +375,12 @@ impl Owner {
                 self.help(async move { done(SlashDone::Probed(registry.probe_all().await)) });
             }
             SlashJob::Models => {
-                let Some((registry, id)) = self.env.providers.clone() else {
+                let Some((registry, id)) = self.jobs.env.providers.clone() else {
                     return self.slash_done_now(done(SlashDone::Text(Err(no_provider()))));
                 };
                 let probed = self.probed(id);
                 let current =
-                    self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
+                    self.jobs.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default();
                 self.help(async move {
                     let text = match registry.models(&probed).await {
                         Ok(models) if models.is_empty() => {
@@ -383,11 +397,11 @@ impl Owner {
                 });
             }
             SlashJob::Export(path) => {
-                let path = export_path(&self.export_dir, path.as_deref());
+                let path = export_path(&self.chat.export_dir, path.as_deref());
                 let when = chrono::Local::now().format("%Y-%m-%d %H:%M").to_string();
-                let provider = self.session.provider.clone().unwrap_or_default();
-                let text = slash::markdown(&self.session.turns, &provider, &when);
-                let turns = self.session.turns.len();
+                let provider = self.chat.session.provider.clone().unwrap_or_default();
+                let text = slash::markdown(&self.chat.session.turns, &provider, &when);
+                let turns = self.chat.session.turns.len();
                 self.help(async move {
                     let written = tokio::task::spawn_blocking(move || {
                         crate::names::write_private(&path, text.as_bytes())

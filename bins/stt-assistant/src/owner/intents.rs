@@ -53,7 +53,7 @@ impl Owner {
     /// What `text` asks for, when it is answered here.
     pub(super) fn decided_here(&self, text: &str) -> Option<Decided> {
         let local = self.intents.local.as_ref()?;
-        let can = Can { memory: self.memory.is_some(), wake: self.wake.is_some() };
+        let can = Can { memory: self.memory.lane.is_some(), wake: self.wake.is_some() };
         local.decide(text, self.clock.local(now()).naive_local(), can)
     }
 
@@ -64,7 +64,7 @@ impl Owner {
             return AssistantEvent::IntentOutput { text, intent: None };
         };
         let local_now = self.clock.local(now()).naive_local();
-        let can = Can { memory: self.memory.is_some(), wake: self.wake.is_some() };
+        let can = Can { memory: self.memory.lane.is_some(), wake: self.wake.is_some() };
         let Some(decided) = local.decide(text, local_now, can) else {
             let why = local.why_not(text, local_now);
             return AssistantEvent::IntentOutput {
@@ -295,7 +295,7 @@ impl Owner {
     fn finished_here(&mut self) {
         let Some(running) = self.intents.running.take() else { return };
         tracing::debug!(job = running.job, intent = %running.intent, "answered here: over");
-        if let Some(memory) = &self.memory {
+        if let Some(memory) = &self.memory.lane {
             memory.close(Episode::Command(running.job));
         }
         let effects = self.core.execution_finished();
@@ -316,8 +316,8 @@ impl Owner {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Local { job, report });
         });
-        let env = self.env.clone();
-        let conversation = self.conversation.clone();
+        let env = self.jobs.env.clone();
+        let conversation = self.chat.conversation.clone();
         let local = self.intents.local.clone();
         let local_now = self.clock.local(now()).naive_local();
         let today = local_now.date().to_string();
@@ -360,9 +360,9 @@ impl Owner {
             Report::Note(text) => self.note(text),
             // What was forgotten was the chat's last exchange.
             Report::Conversation(chat) => {
-                self.session.set_chat(&chat);
+                self.chat.session.set_chat(&chat);
                 self.save_session();
-                self.conversation = chat;
+                self.chat.conversation = chat;
             }
             Report::Finished(_) => self.finished_here(),
             _ => {}

@@ -4,28 +4,46 @@
 //! its row ([`JobKind::rule`]), of the work itself, or of one exhaustive match at the end of
 //! [`Owner::finished`].
 
+use tokio::sync::oneshot;
+
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode};
 
 use super::providers::Go;
 use super::{Input, Owner, Running, now};
 use crate::kind::{JobKind, Resumes};
 use crate::lane::Sink;
-use crate::llm::{self, End, Report, Work};
+use crate::llm::{self, End, JobEnv, Report, Work};
 use crate::memory::Episode;
-use crate::queue::Job;
+use crate::queue::{InferenceQueue, Job};
 use crate::session::Tokens;
+
+/// The model jobs the owner keeps: the queue, what a job is started with, the one running,
+/// and the requests waiting for a kind to start.
+#[derive(Debug)]
+pub(super) struct Side {
+    pub(super) queue: InferenceQueue,
+    pub(super) env: JobEnv,
+    pub(super) running: Option<Running>,
+    /// The id the next job gets.
+    pub(super) next: u64,
+    /// Bumped by every `clear`: what a chat job of an older epoch reports is dropped.
+    pub(super) epoch: u64,
+    /// Requests waiting for a job of a kind to start (`memory dream`), and what they are
+    /// answered then.
+    pub(super) starts: Vec<(JobKind, oneshot::Sender<AssistantEvent>, AssistantEvent)>,
+}
 
 impl Owner {
     /// Starts the next queued job, unless one is running or the providers say to wait (no
     /// probe has chosen one yet: the first comes within a fraction of a second of the start;
     /// a server still loading its model would refuse the job).
     pub(super) fn start_next(&mut self) {
-        if self.running.is_some() {
+        if self.jobs.running.is_some() {
             return;
         }
         if self.registry.is_some() {
-            let (active, has_client) = (self.active(), self.env.client.is_some());
-            match self.providers.go(active, has_client, self.queue.depth() > 0) {
+            let (active, has_client) = (self.active(), self.jobs.env.client.is_some());
+            match self.providers.go(active, has_client, self.jobs.queue.depth() > 0) {
                 Go::Start => {}
                 Go::Wait => return,
                 Go::ProbeFirst => return self.probe_now(),
@@ -40,9 +58,9 @@ impl Owner {
             }
             _ => true,
         };
-        let Some(job) = self.queue.start_next(may) else { return };
+        let Some(job) = self.jobs.queue.start_next(may) else { return };
         let id = self.job_id();
-        self.env.fallback = self.fallback(job.kind().rule().tools);
+        self.jobs.env.fallback = self.fallback(job.kind().rule().tools);
         // A chat turn's words, as sent, for the session's display turns.
         let (work, segs, question) = match job {
             Job::Command { text, edited, segs } => {
@@ -63,8 +81,8 @@ impl Owner {
 
     /// The next job's id: the one place ids are given.
     pub(super) fn job_id(&mut self) -> u64 {
-        let id = self.next_job;
-        self.next_job += 1;
+        let id = self.jobs.next;
+        self.jobs.next += 1;
         id
     }
 
@@ -79,21 +97,23 @@ impl Owner {
             }
         });
         let kind = work.kind();
-        for (_, reply, said) in self.starts.extract_if(.., |(waits_for, ..)| *waits_for == kind) {
+        for (_, reply, said) in
+            self.jobs.starts.extract_if(.., |(waits_for, ..)| *waits_for == kind)
+        {
             let _ = reply.send(said);
         }
         // Background work a person stops is wanted again, as it was.
         let again =
             (!kind.rule().person && kind.rule().resumes != Resumes::Never).then(|| work.clone());
-        self.env.chat_system.clone_from(&self.session.system);
+        self.jobs.env.chat_system.clone_from(&self.chat.session.system);
         let inputs = self.inputs.clone();
         let out = Sink::new(move |report| {
             // Gone only when the loop has ended, and then nobody listens.
             let _ = inputs.send(Input::Llm { job: id, report });
         });
-        let handle = llm::spawn(&self.env, work, self.epoch, span.clone(), out);
+        let handle = llm::spawn(&self.jobs.env, work, self.jobs.epoch, span.clone(), out);
         span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
-        self.running = Some(Running {
+        self.jobs.running = Some(Running {
             job: id,
             handle,
             reply_id: None,
@@ -110,11 +130,11 @@ impl Owner {
     }
 
     pub(super) fn on_report(&mut self, job: u64, report: Report) {
-        let Some(running) = self.running.as_ref().filter(|r| r.job == job) else {
+        let Some(running) = self.jobs.running.as_ref().filter(|r| r.job == job) else {
             tracing::debug!("a report from a job that is over: {report:?}");
             return;
         };
-        let current = running.handle.epoch == self.epoch;
+        let current = running.handle.epoch == self.jobs.epoch;
         // A `clear` came after this chat turn started: nothing of it is shown or kept.
         let stale = running.handle.is(JobKind::Chat) && !current;
         let command = running.handle.is(JobKind::Command);
@@ -138,7 +158,7 @@ impl Owner {
         match report {
             Report::Publish(event) if !stale => self.publish(&event),
             Report::Reply { text, partial, stopped } if !stale => {
-                if let Some(running) = self.running.as_mut() {
+                if let Some(running) = self.jobs.running.as_mut() {
                     if partial {
                         running.answer.push_str(&text);
                     } else {
@@ -163,7 +183,7 @@ impl Owner {
             Report::Failed(text) if !stale => self.chat_error(text),
             Report::Publish(_) | Report::Reply { .. } | Report::Note(_) | Report::Failed(_) => {}
             Report::Usage(usage) => {
-                if let Some(running) = self.running.as_mut() {
+                if let Some(running) = self.jobs.running.as_mut() {
                     let mut tokens = running.tokens.unwrap_or_default();
                     tokens.add(Tokens::of(usage));
                     running.tokens = Some(tokens);
@@ -171,7 +191,7 @@ impl Owner {
             }
             Report::Resume(handle) => {
                 if current {
-                    self.session.handle = Some(handle);
+                    self.chat.session.handle = Some(handle);
                 }
             }
             Report::Reachable(reachable) => self.providers.answered(reachable),
@@ -194,9 +214,9 @@ impl Owner {
             Report::Extracted(window, outcome) => self.triage_extracted(*window, outcome),
             Report::Conversation(chat) => {
                 if current {
-                    self.session.set_chat(&chat);
+                    self.chat.session.set_chat(&chat);
                     self.save_session();
-                    self.conversation = chat;
+                    self.chat.conversation = chat;
                 }
             }
             Report::Finished(end) => self.finished(end),
@@ -209,11 +229,11 @@ impl Owner {
         match report {
             Report::Confirm { call_id, answer } => {
                 self.core.confirmation_requested(&call_id);
-                self.answers.insert(call_id, answer);
+                self.waiting.answers.insert(call_id, answer);
             }
             Report::ConfirmOver { call_id } => {
                 self.core.confirmation_over(&call_id);
-                self.answers.remove(&call_id);
+                self.waiting.answers.remove(&call_id);
             }
             Report::Timer { after, label } => {
                 let id = self.core.next_id();
@@ -227,16 +247,16 @@ impl Owner {
 
     /// The id of the running job's reply line, given on its first piece.
     pub(super) fn reply_id(&mut self) -> u64 {
-        let Some(running) = self.running.as_mut() else { return self.core.next_id() };
+        let Some(running) = self.jobs.running.as_mut() else { return self.core.next_id() };
         *running.reply_id.get_or_insert_with(|| self.core.next_id())
     }
 
     /// The running job is over: the next one starts.
     pub(super) fn finished(&mut self, end: End) {
-        let Some(running) = self.running.take() else { return };
-        self.queue.done();
+        let Some(running) = self.jobs.running.take() else { return };
+        self.jobs.queue.done();
         // Whatever it still waited for is moot.
-        for call_id in std::mem::take(&mut self.answers).into_keys() {
+        for call_id in std::mem::take(&mut self.waiting.answers).into_keys() {
             self.core.confirmation_over(&call_id);
         }
         tracing::debug!(?end, "job over");
@@ -249,7 +269,7 @@ impl Owner {
             && end == End::Cancelled
             && let Some(work) = running.again.clone()
         {
-            self.queue.want_again(work);
+            self.jobs.queue.want_again(work);
         }
         if end == End::Panicked {
             self.error(
@@ -263,13 +283,13 @@ impl Owner {
                 if end == End::Cancelled {
                     self.note("command cancelled".into());
                 }
-                if let Some(memory) = &self.memory {
+                if let Some(memory) = &self.memory.lane {
                     memory.close(Episode::Command(running.job));
                 }
                 let effects = self.core.execution_finished();
                 self.apply(effects);
             }
-            JobKind::Chat if running.handle.epoch == self.epoch => {
+            JobKind::Chat if running.handle.epoch == self.jobs.epoch => {
                 self.chat_finished(&running, end);
             }
             // A chat turn of a conversation since cleared: nothing of it is kept.

@@ -18,6 +18,13 @@ use crate::llm::{End, Work};
 use crate::memory::{DreamRules, Memory, Refusal, Reply, TreeShown, tools};
 use crate::recur::Recurring;
 
+/// The memory lane (none: memory is off) and the dreams it is due.
+#[derive(Debug)]
+pub(super) struct Side {
+    pub(super) lane: Option<Memory>,
+    pub(super) dreams: Dreams,
+}
+
 /// A `memory` request memory has answered.
 #[derive(Debug)]
 pub struct MemoryDone {
@@ -48,7 +55,7 @@ impl Owner {
         request: MemoryRequest,
         reply: oneshot::Sender<AssistantEvent>,
     ) {
-        let Some(memory) = self.memory.clone() else {
+        let Some(memory) = self.memory.lane.clone() else {
             return refuse(
                 reply,
                 ErrorCode::MemoryOff,
@@ -77,7 +84,7 @@ impl Owner {
         request: stt_proto::TaskRequest,
         reply: oneshot::Sender<AssistantEvent>,
     ) {
-        let Some(memory) = self.memory.clone() else {
+        let Some(memory) = self.memory.lane.clone() else {
             return refuse(
                 reply,
                 ErrorCode::MemoryOff,
@@ -139,7 +146,7 @@ impl Owner {
         let mut answer = answer;
         if matches!(request, MemoryRequest::Dreams { .. })
             && let Ok(Shown { text, .. }) = &mut answer
-            && !dreams_on_its_own(&self.dreams.rules, self.active())
+            && !dreams_on_its_own(&self.memory.dreams.rules, self.active())
         {
             *text = format!("{DREAMS_OFF}\n{text}");
         }
@@ -411,7 +418,7 @@ impl Dreams {
 impl Owner {
     /// Someone spoke, asked or was answered: the quiet a dream waits for starts over.
     pub(super) fn activity(&mut self) {
-        self.dreams.last_activity = now();
+        self.memory.dreams.last_activity = now();
     }
 
     /// Someone needs the model (`need`): the running job stops if its kind's row yields to
@@ -424,14 +431,18 @@ impl Owner {
         self.activity();
         if need == Need::BargeIn {
             self.hush();
-            if let Some(running) = self.running.as_mut().filter(|r| r.handle.is(JobKind::Chat)) {
+            if let Some(running) = self.jobs.running.as_mut().filter(|r| r.handle.is(JobKind::Chat))
+            {
                 tracing::info!(job = running.job, "the person spoke over the reply: it stops");
                 running.stopped = true;
                 running.handle.cancel();
             }
         }
-        if let Some(running) =
-            self.running.as_mut().filter(|r| !r.preempted && r.handle.kind.rule().yields_to(need))
+        if let Some(running) = self
+            .jobs
+            .running
+            .as_mut()
+            .filter(|r| !r.preempted && r.handle.kind.rule().yields_to(need))
         {
             let (kind, why) = (running.handle.kind.name(), need.name());
             tracing::info!(job = running.job, kind, why, "someone needs the model: the job stops");
@@ -447,22 +458,22 @@ impl Owner {
     /// [`Resumes::AfterQuiet`]: crate::kind::Resumes::AfterQuiet
     pub(super) fn quiet(&self) -> bool {
         self.core.mode() == stt_proto::Mode::Idle
-            && now().saturating_duration_since(self.dreams.last_activity) >= RESUME_QUIET
+            && now().saturating_duration_since(self.memory.dreams.last_activity) >= RESUME_QUIET
     }
 
     /// `memory dream`: a dream starts as soon as the model is free; the reply says when.
     fn dream_asked(&mut self, reply: oneshot::Sender<AssistantEvent>) {
-        if self.running.as_ref().is_some_and(|r| r.handle.is(JobKind::Dream)) {
+        if self.jobs.running.as_ref().is_some_and(|r| r.handle.is(JobKind::Dream)) {
             let _ = reply.send(AssistantEvent::MemoryOutput {
                 text: "a dream is already running (`stt-ctl memory dreams` shows its log)".into(),
                 entries: vec![],
             });
             return;
         }
-        if self.env.client.is_none() {
+        if self.jobs.env.client.is_none() {
             let _ = reply.send(AssistantEvent::Error(ErrorMsg::new(
                 ErrorCode::NoExecutor,
-                format!("a dream needs the model: {}", self.env.missing),
+                format!("a dream needs the model: {}", self.jobs.env.missing),
             )));
             return;
         }
@@ -471,23 +482,23 @@ impl Owner {
             text: "a dream started; `stt-ctl memory dreams` shows what it did".into(),
             entries: vec![],
         };
-        self.starts.push((JobKind::Dream, reply, started));
+        self.jobs.starts.push((JobKind::Dream, reply, started));
     }
 
     /// Now and then, when everything is quiet, asks memory whether a dream is due.
     pub(super) fn maybe_dream(&mut self) {
-        self.dreams.beats += 1;
-        if self.dreams.beats < CHECK_EVERY || self.dreams.check.running() {
+        self.memory.dreams.beats += 1;
+        if self.memory.dreams.beats < CHECK_EVERY || self.memory.dreams.check.running() {
             return;
         }
-        self.dreams.beats = 0;
-        let Some(memory) = self.memory.clone() else { return };
+        self.memory.dreams.beats = 0;
+        let Some(memory) = self.memory.lane.clone() else { return };
         if !self.idle_for_dream() {
             return;
         }
-        self.dreams.check.start();
-        let quiet = now().saturating_duration_since(self.dreams.last_activity);
-        let rules = self.dreams.rules;
+        self.memory.dreams.check.start();
+        let quiet = now().saturating_duration_since(self.memory.dreams.last_activity);
+        let rules = self.memory.dreams.rules;
         self.help(async move {
             let due = memory.dream_due(quiet, rules).await.ok().flatten();
             Helped::DreamDue(due)
@@ -497,16 +508,16 @@ impl Owner {
     /// Whether nothing needs the model: no job, none queued, nobody in a command or chat;
     /// and the model in use may dream on its own.
     fn idle_for_dream(&self) -> bool {
-        self.running.is_none()
-            && self.queue.depth() == 0
+        self.jobs.running.is_none()
+            && self.jobs.queue.depth() == 0
             && self.core.mode() == stt_proto::Mode::Idle
-            && self.env.client.as_ref().is_some_and(stt_llm::Provider::supports_tools)
-            && dreams_on_its_own(&self.dreams.rules, self.active())
+            && self.jobs.env.client.as_ref().is_some_and(stt_llm::Provider::supports_tools)
+            && dreams_on_its_own(&self.memory.dreams.rules, self.active())
     }
 
     /// Memory said whether a dream is due.
     pub(super) fn dream_due(&mut self, trigger: Option<String>) {
-        self.dreams.check.done();
+        self.memory.dreams.check.done();
         if let Some(trigger) = trigger.filter(|_| self.idle_for_dream()) {
             tracing::info!(%trigger, "a dream is due");
             self.want_dream(&trigger);
@@ -516,15 +527,15 @@ impl Owner {
     /// The memory tree may want a summary (its buffer grew or was closed): a job looks once
     /// the model is free.
     pub(super) fn tree_may_be_due(&mut self) {
-        if self.memory.as_ref().is_some_and(crate::memory::Memory::tree) {
-            self.queue.want(Work::Tree);
+        if self.memory.lane.as_ref().is_some_and(crate::memory::Memory::tree) {
+            self.jobs.queue.want(Work::Tree);
         }
     }
 
     /// A dream is wanted (`trigger`: why).
     pub(super) fn want_dream(&mut self, trigger: &str) {
-        let max_steps = self.dreams.rules.max_steps;
-        self.queue.want(Work::Dream { trigger: trigger.to_owned(), max_steps });
+        let max_steps = self.memory.dreams.rules.max_steps;
+        self.jobs.queue.want(Work::Dream { trigger: trigger.to_owned(), max_steps });
     }
 
     /// The dream job ended: one that did not finish is recorded as interrupted (what it
@@ -533,7 +544,7 @@ impl Owner {
         if end == End::Done {
             return;
         }
-        let Some(memory) = self.memory.clone() else { return };
+        let Some(memory) = self.memory.lane.clone() else { return };
         let status = if end == End::Cancelled { "interrupted" } else { "failed" };
         self.note(format!("memory: the dream was {status}; it goes on later"));
         self.help(async move {

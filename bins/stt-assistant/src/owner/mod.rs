@@ -50,7 +50,7 @@ use crate::kind::{JobKind, Need};
 use crate::llm::{self, Chat, JobEnv, Report, Work};
 use crate::memory::{Episode, Memory};
 use crate::queue::InferenceQueue;
-use crate::session::{self, Session, Tokens};
+use crate::session::{self, Tokens};
 use crate::timers::Timers;
 use crate::writer::{Failed, Writer};
 use providers::Providers;
@@ -184,31 +184,22 @@ struct Running {
 #[derive(Debug)]
 pub struct Owner {
     core: Core,
-    queue: InferenceQueue,
-    env: JobEnv,
-    running: Option<Running>,
-    next_job: u64,
-    /// Bumped by every `clear`: what a chat job of an older epoch reports is dropped.
-    epoch: u64,
-    conversation: Chat,
-    /// Where the answer to each call waiting for a yes or no goes.
-    answers: HashMap<String, oneshot::Sender<bool>>,
+    /// The model jobs: queued, running, and what waits for one to start.
+    jobs: jobs::Side,
     timers: Timers,
-    held: Option<Held>,
+    /// A held execute, and the calls waiting for a yes or no.
+    waiting: Waiting,
     writer: Writer,
-    publisher: Publisher,
-    viewers: Arc<AtomicUsize>,
+    /// Where events go, and who watches.
+    bus: Bus,
     registry: Option<Registry>,
     /// What is known of the providers, and what follows from it.
     providers: Providers,
-    /// The chat session, as saved in `session_file`.
-    session: Session,
-    session_file: PathBuf,
-    session_ttl: Duration,
-    export_dir: PathBuf,
-    heartbeat_seq: u64,
+    /// The conversation and its session on disk.
+    chat: chat::Side,
     inputs: mpsc::UnboundedSender<Input>,
-    memory: Option<Memory>,
+    /// The memory lane and its dreams.
+    memory: memory::Side,
     /// The voice lane and what the loop keeps of it.
     voice: voice::Side,
     /// The dictation lane and how it types.
@@ -220,18 +211,37 @@ pub struct Owner {
     /// The wake-ups, when the assistant may speak up on its own.
     wake: Option<wake::Side>,
     clock: crate::wake::Clock,
-    capture_ambient: bool,
-    /// The stretch of idle speech being captured: its id, and when its last words came.
-    ambient: Option<(u64, Instant)>,
-    dreams: memory::Dreams,
+    /// Idle speech, kept when the config asks.
+    ambient: Ambient,
     /// The helper tasks started by the loop (probes, warm-up, memory's answers, slash
     /// commands): each comes back as a [`Helped`]; aborted when the loop ends.
     helpers: JoinSet<Helped>,
-    /// Requests waiting for a job of a kind to start (`memory dream`), and what they are
-    /// answered then.
-    starts: Vec<(JobKind, oneshot::Sender<AssistantEvent>, AssistantEvent)>,
     /// The commands answered without the model, and the one running.
     intents: intents::Side,
+}
+
+/// What waits for the person: an execute held until the last words are in, and each call
+/// waiting for a yes or no (where its answer goes).
+#[derive(Debug, Default)]
+struct Waiting {
+    held: Option<Held>,
+    answers: HashMap<String, oneshot::Sender<bool>>,
+}
+
+/// Where the owner's events go, and who watches them.
+#[derive(Debug)]
+struct Bus {
+    publisher: Publisher,
+    viewers: Arc<AtomicUsize>,
+    heartbeat_seq: u64,
+}
+
+/// Idle speech: kept only with `[memory].capture_ambient`; the stretch being captured is
+/// its session id and when its last words came.
+#[derive(Debug)]
+struct Ambient {
+    capture: bool,
+    current: Option<(u64, Instant)>,
 }
 
 /// Idle speech after this long a pause starts a new ambient session.
@@ -259,38 +269,37 @@ impl Owner {
         let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local(now())));
         let mut owner = Self {
             core: parts.core,
-            queue,
-            env: parts.env,
-            running: None,
-            next_job: 1,
-            epoch: 0,
-            conversation: session.chat(),
-            answers: HashMap::new(),
+            jobs: jobs::Side {
+                queue,
+                env: parts.env,
+                running: None,
+                next: 1,
+                epoch: 0,
+                starts: Vec::new(),
+            },
             timers: Timers::default(),
-            held: None,
+            waiting: Waiting::default(),
             writer: parts.writer,
-            publisher: parts.publisher,
-            viewers: parts.viewers,
+            bus: Bus { publisher: parts.publisher, viewers: parts.viewers, heartbeat_seq: 0 },
             registry: parts.registry,
             providers: Providers::new(),
-            session,
-            session_file: parts.session_file,
-            session_ttl: parts.session_ttl,
-            export_dir: parts.export_dir,
-            heartbeat_seq: 0,
+            chat: chat::Side {
+                conversation: session.chat(),
+                session,
+                file: parts.session_file,
+                ttl: parts.session_ttl,
+                export_dir: parts.export_dir,
+            },
             inputs,
-            memory,
+            memory: memory::Side { lane: memory, dreams: memory::Dreams::new(dream_rules, now()) },
             voice: voice::Side::new(parts.voice),
             dictate: dictate::Side { lane: None, settings: parts.dictate },
             triage,
             threads,
             wake,
             clock: parts.clock,
-            capture_ambient,
-            ambient: None,
-            dreams: memory::Dreams::new(dream_rules, now()),
+            ambient: Ambient { capture: capture_ambient, current: None },
             helpers: JoinSet::new(),
-            starts: Vec::new(),
             intents: intents::Side::new(parts.intents),
         };
         if voice_on && let Err(e) = owner.voice_on() {
@@ -316,7 +325,7 @@ impl Owner {
         loop {
             let next_deadline = [
                 self.timers.next_deadline(),
-                self.held.as_ref().map(|h| h.deadline),
+                self.waiting.held.as_ref().map(|h| h.deadline),
                 self.core.turn_deadline(),
                 self.wake_deadline(),
             ]
@@ -357,7 +366,7 @@ impl Owner {
             // here, once the turn is over.
             self.start_next();
         }
-        if let Some(running) = &self.running {
+        if let Some(running) = &self.jobs.running {
             running.handle.cancel();
         }
         // What helpers were doing is moot now.
@@ -526,12 +535,14 @@ impl Owner {
     /// Keeps idle speech when `[memory].capture_ambient` asks for it. A pause longer than
     /// [`AMBIENT_GAP`] closes one stretch and starts the next.
     fn capture_ambient(&mut self, t: &stt_proto::Transcript) {
-        let Some(memory) = self.memory.as_ref().filter(|_| self.capture_ambient) else { return };
+        let Some(memory) = self.memory.lane.as_ref().filter(|_| self.ambient.capture) else {
+            return;
+        };
         if self.core.mode() != stt_proto::Mode::Idle || t.text.trim().is_empty() {
             return;
         }
         let now = now();
-        let id = match self.ambient {
+        let id = match self.ambient.current {
             Some((id, last)) if now.saturating_duration_since(last) < AMBIENT_GAP => id,
             Some((id, _)) => {
                 memory.close(Episode::Ambient(id));
@@ -539,7 +550,7 @@ impl Owner {
             }
             None => session::now(),
         };
-        self.ambient = Some((id, now));
+        self.ambient.current = Some((id, now));
         let speaker = t.speaker.as_deref();
         memory.turn(Episode::Ambient(id), stt_memory::Role::Ambient, speaker, "idle", &t.text);
     }
@@ -552,7 +563,7 @@ impl Owner {
         speaker: Option<&str>,
         text: &str,
     ) {
-        let Some(memory) = &self.memory else { return };
+        let Some(memory) = &self.memory.lane else { return };
         let mode = match episode {
             Episode::Chat(_) => "chat",
             Episode::Command(_) => "command",
@@ -564,7 +575,7 @@ impl Owner {
     /// Holds a `command_execute` until the flow is ready or `deadline`; one at a time.
     fn hold(&mut self, deadline: Instant, reply: oneshot::Sender<AssistantEvent>) {
         tracing::debug!("holding command_execute until the flow is ready");
-        if let Some(earlier) = self.held.replace(Held { deadline, reply }) {
+        if let Some(earlier) = self.waiting.held.replace(Held { deadline, reply }) {
             let _ = earlier.reply.send(AssistantEvent::Error(ErrorMsg::new(
                 ErrorCode::Busy,
                 "another command_execute took the place of this one",
@@ -575,17 +586,17 @@ impl Owner {
     /// Tries the held `command_execute` again: it runs once the flow is ready, and is refused
     /// with the reason once its deadline has passed (or at once, for any other refusal).
     fn retry_held(&mut self) {
-        let Some(held) = self.held.take() else { return };
+        let Some(held) = self.waiting.held.take() else { return };
         let answer = self.request(&Request::CommandExecute { wait_ms: None });
         if not_ready(&answer) && now() < held.deadline {
-            self.held = Some(held);
+            self.waiting.held = Some(held);
             return;
         }
         let _ = held.reply.send(answer);
     }
 
     fn viewer_count(&self) -> u32 {
-        u32::try_from(self.viewers.load(Ordering::SeqCst)).unwrap_or(u32::MAX)
+        u32::try_from(self.bus.viewers.load(Ordering::SeqCst)).unwrap_or(u32::MAX)
     }
 
     fn request(&mut self, request: &Request) -> AssistantEvent {
@@ -616,7 +627,9 @@ impl Owner {
             Request::TimerCancel { timer_id } => return self.cancel_timer(*timer_id),
             Request::ChatStop => return self.chat_stop(),
             Request::VoiceToggle => return self.voice_toggle(),
-            Request::Intents(stt_proto::IntentsRequest::Test { text }) => return self.intent_test(text),
+            Request::Intents(stt_proto::IntentsRequest::Test { text }) => {
+                return self.intent_test(text);
+            }
             _ => {}
         }
         if let Request::CommandExecute { .. } = request
@@ -629,13 +642,13 @@ impl Owner {
         let outside = Outside {
             viewers: self.viewer_count(),
             llm_enabled: self.registry.is_some(),
-            queue_has_room: self.queue.has_room(),
+            queue_has_room: self.jobs.queue.has_room(),
             model_loading: self.model_loading(),
             here,
         };
         let (reply, effects) = self.core.request(request, now(), outside);
         if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
-            self.queue.drop_oldest_chat();
+            self.jobs.queue.drop_oldest_chat();
         }
         self.apply(effects);
         reply
@@ -663,12 +676,18 @@ impl Owner {
             stt_healthy,
             stt_detail,
             llm_enabled: self.registry.is_some(),
-            llm_endpoint: self.env.client.as_ref().map(Provider::target).unwrap_or_default(),
+            llm_endpoint: self.jobs.env.client.as_ref().map(Provider::target).unwrap_or_default(),
             llm_reachable: self.providers.reachable(),
             llm_provider: self.active().map(|id| id.to_string()),
-            llm_model: self.env.client.as_ref().map(|c| c.model().to_owned()).unwrap_or_default(),
-            inference_queue: self.queue.depth(),
-            inference_busy: self.queue.busy(),
+            llm_model: self
+                .jobs
+                .env
+                .client
+                .as_ref()
+                .map(|c| c.model().to_owned())
+                .unwrap_or_default(),
+            inference_queue: self.jobs.queue.depth(),
+            inference_busy: self.jobs.queue.busy(),
             viewers: self.viewer_count(),
             command_buffer: buffer.to_owned(),
             command_edited: edited,
@@ -693,7 +712,7 @@ impl Owner {
                         continue;
                     }
                     self.answered();
-                    if self.queue.push_command(text, edited, segs).is_err() {
+                    if self.jobs.queue.push_command(text, edited, segs).is_err() {
                         // The core checked for room; report it and stand down all the same.
                         self.error(
                             ErrorCode::Busy,
@@ -705,7 +724,7 @@ impl Owner {
                 }
                 Effect::ChatTurn(turn) => {
                     self.answered();
-                    if let Some(dropped) = self.queue.push_chat(turn) {
+                    if let Some(dropped) = self.jobs.queue.push_chat(turn) {
                         let words = dropped.words;
                         self.error(
                             ErrorCode::Busy,
@@ -714,15 +733,15 @@ impl Owner {
                     }
                 }
                 Effect::DropQueuedChat => {
-                    self.queue.drop_chat();
+                    self.jobs.queue.drop_chat();
                 }
                 Effect::ClearHistory => {
-                    self.epoch += 1;
-                    self.conversation = Chat::default();
+                    self.jobs.epoch += 1;
+                    self.chat.conversation = Chat::default();
                     self.forget_session();
                     // A chat turn in flight belongs to the conversation just forgotten.
                     if let Some(running) =
-                        self.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
+                        self.jobs.running.as_ref().filter(|r| r.handle.is(JobKind::Chat))
                     {
                         running.handle.cancel();
                     }
@@ -749,7 +768,7 @@ impl Owner {
                 }
                 Effect::CancelCommand => {
                     if let Some(running) =
-                        self.running.as_ref().filter(|r| r.handle.is(JobKind::Command))
+                        self.jobs.running.as_ref().filter(|r| r.handle.is(JobKind::Command))
                     {
                         tracing::info!(job = running.job, "cancelling the running command");
                         running.handle.cancel();
@@ -762,7 +781,7 @@ impl Owner {
                     }
                 }
                 Effect::Answer { call_id, allow } => {
-                    if let Some(answer) = self.answers.remove(&call_id) {
+                    if let Some(answer) = self.waiting.answers.remove(&call_id) {
                         // The call may have timed out a moment ago: then no one listens.
                         let _ = answer.send(allow);
                     }
@@ -797,20 +816,20 @@ impl Owner {
     /// Tells subscribers how things stand (and, now and then, sees whether a dream is due).
     fn heartbeat(&mut self) {
         self.maybe_dream();
-        self.heartbeat_seq += 1;
+        self.bus.heartbeat_seq += 1;
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
-            seq: self.heartbeat_seq,
+            seq: self.bus.heartbeat_seq,
             mode: self.core.mode(),
             stt_healthy: self.core.stt_health(now()).0,
             daemon_backlog: self.core.daemon_backlog(),
-            inference_queue: self.queue.depth(),
-            inference_busy: self.queue.busy(),
+            inference_queue: self.jobs.queue.depth(),
+            inference_busy: self.jobs.queue.busy(),
             stt_remote: self.core.stt_remote(),
         }));
     }
 
     fn publish(&self, event: &AssistantEvent) {
-        self.publisher.publish(event);
+        self.bus.publisher.publish(event);
     }
 
     fn note(&mut self, text: String) {

@@ -244,7 +244,12 @@ impl Providers {
 impl Owner {
     /// The provider in use.
     pub(super) fn active(&self) -> Option<Id> {
-        self.env.providers.as_ref().map(|(_, id)| *id).filter(|_| self.env.client.is_some())
+        self.jobs
+            .env
+            .providers
+            .as_ref()
+            .map(|(_, id)| *id)
+            .filter(|_| self.jobs.env.client.is_some())
     }
 
     /// With `[llm].failover`, the provider a job's request goes to when the one in use fails
@@ -261,7 +266,7 @@ impl Owner {
     /// Why a command cannot run on the provider in use (a chat-only CLI), naming one that
     /// can; `None` when it can, or when there is no provider (the job says so).
     pub(super) fn chat_only(&self) -> Option<ErrorMsg> {
-        let client = self.env.client.as_ref()?;
+        let client = self.jobs.env.client.as_ref()?;
         if client.supports_tools() {
             return None;
         }
@@ -328,7 +333,7 @@ impl Owner {
             tracing::debug!(provider = ?choice, "probe: the model still does not answer");
         }
         let loading = self.model_loading();
-        if let Some(delay) = self.providers.next_look(loading, self.env.client.is_some()) {
+        if let Some(delay) = self.providers.next_look(loading, self.jobs.env.client.is_some()) {
             self.probe_soon(delay);
         }
         if was_loading != loading {
@@ -347,11 +352,11 @@ impl Owner {
     /// its command slot, so that the first command costs what every later one does. One
     /// request, `max_tokens` 1; jobs wait for it ([`Providers::loading`]).
     fn warm_up(&mut self) {
-        let Some(client) = self.env.client.clone() else {
+        let Some(client) = self.jobs.env.client.clone() else {
             self.providers.warmed();
             return;
         };
-        let env = self.env.clone();
+        let env = self.jobs.env.clone();
         // Where `up` has llama-server save and restore slots (none without a home).
         let dir = stt_config::dirs::llama_slots_dir_with(&stt_config::Env::from_process()).ok();
         self.help(async move {

@@ -107,7 +107,7 @@ impl Owner {
             error: None,
         }));
         if top.is_some_and(|(_, p)| p >= self.triage.threshold) {
-            self.queue.want(Work::Triage(Box::new(Extraction {
+            self.jobs.queue.want(Work::Triage(Box::new(Extraction {
                 id,
                 seg_ids: found.seg_ids,
                 utterances: found.utterances,

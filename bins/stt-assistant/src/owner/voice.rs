@@ -129,7 +129,7 @@ impl Owner {
     /// sentences while it streams (`done` false), all of it once it is done.
     pub(super) fn speak_answer(&mut self, done: bool) {
         let (true, Some(voice), Some(running)) =
-            (self.voice.on, &self.voice.lane, self.running.as_mut())
+            (self.voice.on, &self.voice.lane, self.jobs.running.as_mut())
         else {
             return;
         };
@@ -163,7 +163,7 @@ impl Owner {
             self.voice.echo.hushed(at);
             self.voice.talk.hushed(at);
         }
-        if let Some(running) = self.running.as_mut() {
+        if let Some(running) = self.jobs.running.as_mut() {
             // What is left of this answer is not said either.
             running.spoken = usize::MAX;
         }

@@ -64,7 +64,7 @@ impl Owner {
                 tracing::info!("waking up: a proactive turn");
                 let now = local.format("%A %-d %B %Y, %H:%M").to_string();
                 let today = local.format("%Y-%m-%d").to_string();
-                self.queue.want(Work::Proactive(Wakeup { now, today }));
+                self.jobs.queue.want(Work::Proactive(Wakeup { now, today }));
             }
             Look::Later(why) => tracing::info!("a wake-up waits: {why}"),
             Look::Held => tracing::debug!("a wake-up waits: a person comes first"),
@@ -80,8 +80,8 @@ impl Owner {
         self.core.hearing()
             || self.core.mode() == Mode::CommandArmed
             || !self.core.awaiting().is_empty()
-            || self.queue.depth() > 0
-            || self.running.as_ref().is_some_and(|r| r.handle.kind.rule().person)
+            || self.jobs.queue.depth() > 0
+            || self.jobs.running.as_ref().is_some_and(|r| r.handle.kind.rule().person)
     }
 
     /// What a wake tool asked for.
@@ -116,7 +116,7 @@ impl Owner {
         let Some(side) = self.wake.as_mut() else { return };
         side.wakes.shown();
         let quiet = side.wakes.quiet(local).is_some();
-        if let Some(running) = self.running.as_mut() {
+        if let Some(running) = self.jobs.running.as_mut() {
             running.answer.clone_from(&text);
             running.spoken = if quiet { usize::MAX } else { 0 };
         }
@@ -131,8 +131,8 @@ impl Owner {
             stopped: false,
         }));
         // A person may answer it in chat: the model then sees what it said.
-        self.conversation.turns.push(Message::assistant(text));
-        self.session.set_chat(&self.conversation);
+        self.chat.conversation.turns.push(Message::assistant(text));
+        self.chat.session.set_chat(&self.chat.conversation);
         self.save_session();
     }
 }

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::lane::{Sink, Thread};
+use crate::lane::{self, Jobs, Sink, Thread};
 use classify::{Classifier, EmbeddingClassifier, Example};
 pub use window::{Signals, Window};
 
@@ -72,7 +72,7 @@ enum Ask {
 /// The handle the owner keeps.
 #[derive(Debug, Clone)]
 pub struct Triage {
-    asks: mpsc::Sender<Ask>,
+    asks: Jobs<Ask>,
 }
 
 impl Triage {
@@ -95,23 +95,22 @@ impl Triage {
 
     fn send(&self, ask: Ask) {
         // The thread is gone only once the lane is off, which the owner was told.
-        let _ = self.asks.send(ask);
+        self.asks.send(ask);
     }
 }
 
 /// Starts the lane's threads: the worker, and the loader that hands it the classifier.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Triage, [Thread; 2])> {
-    let (asks, rx) = mpsc::channel();
     let window = settings.window;
     let worker_reports = reports.clone();
-    let worker = Thread::spawn("triage", move || serve(window, &rx, &worker_reports))?;
+    let (asks, worker) = lane::start("triage", move |rx| serve(window, &rx, &worker_reports))?;
     let loaded = asks.clone();
     let loader = Thread::spawn("triage-loader", move || {
         let started = Instant::now();
         match load(&settings) {
             Ok((classifier, examples, own)) => {
                 reports.send(Report::Ready { examples, own, took: started.elapsed() });
-                let _ = loaded.send(Ask::Loaded(classifier));
+                loaded.send(Ask::Loaded(classifier));
             }
             // The worker ends when the owner drops the handle; until then it only keeps the
             // window.
