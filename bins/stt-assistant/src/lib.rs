@@ -12,7 +12,8 @@
 //! typed into the focused window) and [`writer`] (the writes that block); [`intents`]
 //! (commands answered without the model) and [`wake`] (when the assistant speaks up on its
 //! own). Beside them, small and plain: [`lane`] (how a lane's reports reach the loop),
-//! [`ids`] (the one id allocator), [`recur`] (work started again and again, one at a time),
+//! [`ids`] (the one id allocator), [`clock`] (the one clock, given to the owner: the loop's
+//! time and the local time read from it), [`recur`] (work started again and again, one at a time),
 //! [`settle`] (when a turn is over), [`turn`] (a chat turn as kept), [`talk`] (a person
 //! speaking over the voice), [`slash`] (chat's slash commands), [`session`] (the chat session
 //! kept across restarts) and [`names`] (speaker names kept across restarts). This file turns
@@ -32,6 +33,7 @@
 //! lane's interrupt count and device stopper (so that a stop silences the device from the
 //! owner's thread at once), and what the standard channels hold.
 
+pub mod clock;
 pub mod core;
 pub mod dictate;
 pub mod echo;
@@ -131,7 +133,7 @@ pub struct Settings {
     /// memory (where the planner keeps its tasks) is.
     pub wake: Option<wake::Settings>,
     /// The local time the loop goes by (a test sets its own).
-    pub clock: wake::Clock,
+    pub clock: clock::Clock,
     /// How dictation types (`[dictate]`), and the desktop session it types into.
     pub dictate: stt_dictate::TypistSettings,
     /// The commands answered without the model (`[intents]`); `None` when they are off.
@@ -194,7 +196,7 @@ impl Settings {
                 hours: config.planner.dnd_minutes().ok().flatten().map(wake::Hours::new),
                 file: state.join(wake::FILE),
             }),
-            clock: wake::Clock::System,
+            clock: clock::Clock::System,
             dictate: dictate_settings(&config.dictate, env),
             intents: intents_settings(config, env)?,
         })

@@ -10,7 +10,7 @@
 //! `chat-session.json.broken` and a fresh session starts, with a note.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use stt_llm::{Message, Role};
@@ -185,11 +185,6 @@ fn cap_messages(messages: &mut Vec<Stored>) {
         let pair = if messages.len() > 1 && messages[1].role == "assistant" { 2 } else { 1 };
         messages.drain(..pair);
     }
-}
-
-/// Seconds since the Unix epoch, now.
-pub fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The session at `path` as of `now`, and a note for people when it could not be kept (it

@@ -1,7 +1,7 @@
 //! The assistant speaking up on its own. The model schedules its next look at what is due
 //! with the `heartbeat` tool (10 to 720 minutes ahead); when that time comes the loop asks
 //! [`Wakes::due`] whether to run a proactive turn now. Plain data on the local wall clock
-//! (the loop's [`Clock`]), so tests move time instead of waiting for it.
+//! (the loop's [`Clock`](crate::clock::Clock)), so tests move time instead of waiting for it.
 //!
 //! A person comes first: a wake-up that finds someone speaking, a command armed or running,
 //! or the model busy for a person looks again a little later ([`RETRY`]); one in the first
@@ -13,7 +13,7 @@
 //! What the loop keeps across restarts ([`Saved`]) is written by the writer thread.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Local, NaiveTime, TimeDelta, Timelike};
 use serde::{Deserialize, Serialize};
@@ -64,48 +64,6 @@ pub struct Settings {
     pub hours: Option<Hours>,
     /// Where the next wake-up is kept across restarts.
     pub file: std::path::PathBuf,
-}
-
-/// The local time the loop goes by: the system's, or, in tests, one that starts where the
-/// test says and moves with the loop's (tokio's) clock, `speed` times as fast (a test with a
-/// real model, whose answers take real seconds, lets an hour pass in a minute).
-#[derive(Debug, Clone, Copy, Default)]
-pub enum Clock {
-    #[default]
-    System,
-    /// `at` when the loop's clock read `start`.
-    Test { at: DateTime<Local>, start: Instant, speed: u32 },
-}
-
-impl Clock {
-    /// A clock that reads `at` now, `now` on the loop's clock, and keeps its pace.
-    pub fn starting(at: DateTime<Local>, now: Instant) -> Self {
-        Self::Test { at, start: now, speed: 1 }
-    }
-
-    /// A clock that reads `at` now and runs `speed` times as fast as the loop's.
-    pub fn fast(at: DateTime<Local>, now: Instant, speed: u32) -> Self {
-        Self::Test { at, start: now, speed: speed.max(1) }
-    }
-
-    /// The local time when the loop's clock reads `now`.
-    pub fn local(&self, now: Instant) -> DateTime<Local> {
-        match self {
-            Self::System => Local::now(),
-            Self::Test { at, start, speed } => {
-                let passed = now.saturating_duration_since(*start).saturating_mul(*speed);
-                *at + TimeDelta::from_std(passed).unwrap_or(TimeDelta::MAX)
-            }
-        }
-    }
-
-    /// How long the loop waits for `ahead` of this clock's time to pass.
-    pub fn wait(&self, ahead: Duration) -> Duration {
-        match self {
-            Self::System => ahead,
-            Self::Test { speed, .. } => ahead / (*speed).max(1),
-        }
-    }
 }
 
 /// Do-not-disturb hours: from one minute of the day to another, across midnight when the
@@ -417,17 +375,6 @@ mod tests {
         assert_eq!(w.quiet_for(0, at(10, 20)), None);
         assert_eq!(w.quiet(at(10, 20)), None);
         assert_eq!(w.quiet_for(99_999, at(10, 0)), Some(at(10, 0) + TimeDelta::days(1)));
-    }
-
-    #[test]
-    fn a_test_clock_starts_where_it_is_told_and_may_run_fast() {
-        let start = Instant::now();
-        let clock = Clock::fast(at(10, 0), start, 60);
-        assert_eq!(clock.local(start + Duration::from_secs(2)), at(10, 2));
-        assert_eq!(clock.wait(Duration::from_secs(600)), Duration::from_secs(10));
-        let steady = Clock::starting(at(10, 0), start);
-        assert_eq!(steady.local(start + Duration::from_secs(120)), at(10, 2));
-        assert_eq!(Clock::System.wait(Duration::from_secs(5)), Duration::from_secs(5));
     }
 
     #[test]

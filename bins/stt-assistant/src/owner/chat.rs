@@ -12,11 +12,11 @@ use stt_proto::{
     Ack, AssistantEvent, ChatMessage, ChatRole, ChatSession, ErrorCode, ErrorMsg, TokenUsage,
 };
 
-use super::{Helped, Owner, Running, now};
+use super::{Helped, Owner, Running};
 use crate::kind::JobKind;
 use crate::llm::{Chat, End, Work};
 use crate::memory::Episode;
-use crate::session::{self, Session, Tokens, Turn};
+use crate::session::{Session, Tokens, Turn};
 use crate::slash::{self, Slash};
 use crate::turn::ChatTurn;
 
@@ -46,7 +46,7 @@ impl Owner {
     /// A chat job for `turn`: the conversation as it stands and the session's handle. A
     /// session left alone past its time to live is replaced first.
     pub(super) fn chat_work(&mut self, turn: ChatTurn) -> Work {
-        if self.chat.session.expired(session::now(), self.chat.ttl) {
+        if self.chat.session.expired(self.clock.unix(), self.chat.ttl) {
             let hours = self.chat.ttl.as_secs() / 3600;
             self.note(format!("the last turn was over {hours} h ago: a new conversation starts"));
             self.new_session();
@@ -107,7 +107,7 @@ impl Owner {
         self.tree_may_be_due();
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
-            let elapsed = now().saturating_duration_since(running.started);
+            let elapsed = self.clock.now().saturating_duration_since(running.started);
             self.chat.session.push_turn(Turn {
                 q: running.question.clone(),
                 a: running.answer.clone(),
@@ -170,7 +170,7 @@ impl Owner {
             memory.close(self.chat_episode());
         }
         self.close_tree();
-        let mut fresh = Session::new(session::now());
+        let mut fresh = Session::new(self.clock.unix());
         fresh.provider = self.chat.session.provider.take();
         fresh.model = std::mem::take(&mut self.chat.session.model);
         self.chat.session = fresh;
@@ -397,8 +397,9 @@ impl Owner {
                 });
             }
             SlashJob::Export(path) => {
-                let path = export_path(&self.chat.export_dir, path.as_deref());
-                let when = chrono::Local::now().format("%Y-%m-%d %H:%M").to_string();
+                let path =
+                    export_path(&self.chat.export_dir, path.as_deref(), self.clock.local_now());
+                let when = self.clock.local_now().format("%Y-%m-%d %H:%M").to_string();
                 let provider = self.chat.session.provider.clone().unwrap_or_default();
                 let text = slash::markdown(&self.chat.session.turns, &provider, &when);
                 let turns = self.chat.session.turns.len();
@@ -431,13 +432,17 @@ fn no_provider() -> String {
 }
 
 /// Where `/export` writes: the path given (relative ones under `dir`), or a new file in `dir`
-/// named for the time.
-fn export_path(dir: &std::path::Path, given: Option<&str>) -> PathBuf {
+/// named for the time `at`.
+fn export_path(
+    dir: &std::path::Path,
+    given: Option<&str>,
+    at: chrono::DateTime<chrono::Local>,
+) -> PathBuf {
     match given {
         Some(path) => {
             let path = PathBuf::from(path);
             if path.is_absolute() { path } else { dir.join(path) }
         }
-        None => dir.join(format!("chat-{}.md", chrono::Local::now().format("%Y%m%d-%H%M%S"))),
+        None => dir.join(format!("chat-{}.md", at.format("%Y%m%d-%H%M%S"))),
     }
 }

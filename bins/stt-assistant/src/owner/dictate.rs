@@ -45,7 +45,7 @@ impl Owner {
             dictation.start();
         }
         tracing::info!("dictation on");
-        self.writer.audit_dictation(DictationRecord::on(chrono::Local::now()));
+        self.writer.audit_dictation(DictationRecord::on(self.clock.local_now()));
     }
 
     pub(super) fn on_dictate(&mut self, report: crate::dictate::Report) {
@@ -53,7 +53,7 @@ impl Owner {
             crate::dictate::Report::Failed { why } => self.error(ErrorCode::DictateFailed, why),
             crate::dictate::Report::Ended { phrases, chars } => {
                 tracing::info!(phrases, chars, "dictation off");
-                let record = DictationRecord::off(phrases, chars, chrono::Local::now());
+                let record = DictationRecord::off(phrases, chars, self.clock.local_now());
                 self.writer.audit_dictation(record);
             }
         }

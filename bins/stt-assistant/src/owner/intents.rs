@@ -16,7 +16,7 @@ use serde_json::json;
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode, Request, SideEffect};
 use stt_tools::ActionRecord;
 
-use super::{Helped, Input, Owner, now, wake};
+use super::{Helped, Input, Owner, wake};
 use crate::intents::{self, Action, Can, Decided, Local};
 use crate::lane::Sink;
 use crate::llm::command::{By, run_call};
@@ -54,7 +54,7 @@ impl Owner {
     pub(super) fn decided_here(&self, text: &str) -> Option<Decided> {
         let local = self.intents.local.as_ref()?;
         let can = Can { memory: self.memory.lane.is_some(), wake: self.wake.is_some() };
-        local.decide(text, self.clock.local(now()).naive_local(), can)
+        local.decide(text, self.clock.local_now().naive_local(), can)
     }
 
     /// `intent_test`: what `text` would do as a command, without running it.
@@ -63,7 +63,7 @@ impl Owner {
             let text = "the model: commands without the model are off ([intents].enabled)".into();
             return AssistantEvent::IntentOutput { text, intent: None };
         };
-        let local_now = self.clock.local(now()).naive_local();
+        let local_now = self.clock.local_now().naive_local();
         let can = Can { memory: self.memory.lane.is_some(), wake: self.wake.is_some() };
         let Some(decided) = local.decide(text, local_now, can) else {
             let why = local.why_not(text, local_now);
@@ -103,7 +103,7 @@ impl Owner {
     /// are said once done).
     fn foreseen(&self, decided: &Decided) -> Option<String> {
         let local = self.intents.local.as_ref()?;
-        let local_now = self.clock.local(now()).naive_local();
+        let local_now = self.clock.local_now().naive_local();
         let said = |values: &[(&str, &str)]| local.answer(&decided.intent, values);
         Some(match &decided.action {
             Action::Time => said(&[("time", &intents::clock(local_now))]),
@@ -143,10 +143,10 @@ impl Owner {
             text,
             edited,
             intent: decided.intent.clone(),
-            started: now(),
+            started: self.clock.now(),
             dictate_after: false,
         });
-        let local_now = self.clock.local(now()).naive_local();
+        let local_now = self.clock.local_now().naive_local();
         let answer = |owner: &Self, values: &[(&str, &str)]| {
             owner
                 .intents
@@ -242,10 +242,10 @@ impl Owner {
     ) {
         let Some(running) = self.intents.running.as_ref() else { return };
         let latency_ms =
-            u64::try_from(now().saturating_duration_since(running.started).as_millis())
+            u64::try_from(self.clock.now().saturating_duration_since(running.started).as_millis())
                 .unwrap_or(u64::MAX);
         self.writer.audit_action(ActionRecord {
-            ts: stt_tools::audit::timestamp(chrono::Local::now()),
+            ts: stt_tools::audit::timestamp(self.clock.local_now()),
             mode: "command".into(),
             text: running.text.clone(),
             edited: running.edited,
@@ -319,13 +319,13 @@ impl Owner {
         let env = self.jobs.env.clone();
         let conversation = self.chat.conversation.clone();
         let local = self.intents.local.clone();
-        let local_now = self.clock.local(now()).naive_local();
-        let today = local_now.date().to_string();
+        let at = self.clock.local_now();
+        let today = at.date_naive().to_string();
         self.help(async move {
             let said = |values: &[(&str, &str)]| {
                 local.as_ref().map(|l| l.answer(&intent, values)).unwrap_or_default()
             };
-            let here = Here { text: &text, edited, now: local_now, today: &today, conversation };
+            let here = Here { text: &text, edited, at, today: &today, conversation };
             let answer = run_action(&env, action, &here, &said, &out).await;
             out.send(Report::Reply { text: answer, partial: false, stopped: false });
             out.send(Report::Finished(End::Done));
@@ -371,7 +371,7 @@ impl Owner {
 
     /// The timers, as said: "2 timers: pasta, 3 minutes left; tea, 50 seconds left."
     fn timers_said(&self, label: Option<&str>) -> String {
-        let timers = self.timers.list(now());
+        let timers = self.timers.list(self.clock.now());
         let timers: Vec<_> =
             timers.iter().filter(|t| label.is_none_or(|l| same(&t.label, l))).collect();
         let one = |t: &stt_proto::TimerInfo| {
@@ -396,7 +396,7 @@ impl Owner {
 
     /// Cancels the timer with `label` (or the only one), or every timer with `all`; (ok, as said).
     fn cancel_timers(&mut self, label: Option<&str>, all: bool) -> (bool, String) {
-        let timers = self.timers.list(now());
+        let timers = self.timers.list(self.clock.now());
         let chosen: Vec<u64> = timers
             .iter()
             .filter(|t| all || label.is_none_or(|l| same(&t.label, l)))
@@ -441,7 +441,8 @@ fn same(label: &str, said: &str) -> bool {
 struct Here<'a> {
     text: &'a str,
     edited: bool,
-    now: chrono::NaiveDateTime,
+    /// The local time the command was run at (the owner's clock).
+    at: chrono::DateTime<chrono::Local>,
     today: &'a str,
     /// The chat conversation as the command found it.
     conversation: crate::llm::Chat,
@@ -455,7 +456,8 @@ async fn run_action(
     said: &impl Fn(&[(&str, &str)]) -> String,
     out: &Sink<Report>,
 ) -> String {
-    let Here { text, edited, now, today, .. } = *here;
+    let Here { text, edited, at, today, .. } = *here;
+    let now = at.naive_local();
     let call = |name: &str, args: serde_json::Value| stt_llm::ToolCall {
         id: format!("local_{name}"),
         name: name.to_owned(),
@@ -637,7 +639,7 @@ async fn forget_last(
         }
     }
     out.send(Report::Audit(Box::new(ActionRecord {
-        ts: stt_tools::audit::timestamp(chrono::Local::now()),
+        ts: stt_tools::audit::timestamp(here.at),
         mode: "command".into(),
         text: here.text.to_owned(),
         edited: here.edited,

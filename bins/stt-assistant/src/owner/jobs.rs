@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode};
 
 use super::providers::Go;
-use super::{Input, Owner, Running, now};
+use super::{Input, Owner, Running};
 use crate::kind::{JobKind, Resumes};
 use crate::lane::Sink;
 use crate::llm::{self, End, JobEnv, Report, Work};
@@ -123,7 +123,7 @@ impl Owner {
             cut: false,
             again,
             preempted: false,
-            started: now(),
+            started: self.clock.now(),
             tokens: None,
             spoken: 0,
         });
@@ -238,7 +238,7 @@ impl Owner {
             Report::Timer { after, label } => {
                 let id = self.core.next_id();
                 tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, now() + after);
+                self.timers.add(id, label, self.clock.now() + after);
             }
             Report::Audit(record) => self.writer.audit_action(*record),
             other => tracing::debug!("not a tool's report: {other:?}"),

@@ -12,7 +12,7 @@ use stt_memory::{Hit, Item, ItemId, Kind, Stats, Target};
 use stt_proto::{AssistantEvent, ErrorCode, ErrorMsg, MemoryEntry, MemoryRequest, SideEffect};
 use stt_tools::ActionRecord;
 
-use super::{Helped, Owner, now};
+use super::{Helped, Owner};
 use crate::kind::{JobKind, Need};
 use crate::llm::{End, Work};
 use crate::memory::{DreamRules, Memory, Refusal, Reply, TreeShown, tools};
@@ -128,7 +128,7 @@ impl Owner {
             };
             tracing::info!(?id, all, ok, "memory forget");
             self.writer.audit_action(ActionRecord {
-                ts: stt_tools::audit::timestamp(chrono::Local::now()),
+                ts: stt_tools::audit::timestamp(self.clock.local_now()),
                 mode: "control".into(),
                 text: String::new(),
                 edited: false,
@@ -418,7 +418,7 @@ impl Dreams {
 impl Owner {
     /// Someone spoke, asked or was answered: the quiet a dream waits for starts over.
     pub(super) fn activity(&mut self) {
-        self.memory.dreams.last_activity = now();
+        self.memory.dreams.last_activity = self.clock.now();
     }
 
     /// Someone needs the model (`need`): the running job stops if its kind's row yields to
@@ -458,7 +458,8 @@ impl Owner {
     /// [`Resumes::AfterQuiet`]: crate::kind::Resumes::AfterQuiet
     pub(super) fn quiet(&self) -> bool {
         self.core.mode() == stt_proto::Mode::Idle
-            && now().saturating_duration_since(self.memory.dreams.last_activity) >= RESUME_QUIET
+            && self.clock.now().saturating_duration_since(self.memory.dreams.last_activity)
+                >= RESUME_QUIET
     }
 
     /// `memory dream`: a dream starts as soon as the model is free; the reply says when.
@@ -497,7 +498,7 @@ impl Owner {
             return;
         }
         self.memory.dreams.check.start();
-        let quiet = now().saturating_duration_since(self.memory.dreams.last_activity);
+        let quiet = self.clock.now().saturating_duration_since(self.memory.dreams.last_activity);
         let rules = self.memory.dreams.rules;
         self.help(async move {
             let due = memory.dream_due(quiet, rules).await.ok().flatten();

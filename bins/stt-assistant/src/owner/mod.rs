@@ -140,7 +140,7 @@ pub struct Parts {
     /// The wake-ups' settings; `None` when the assistant does not speak up on its own.
     pub wake: Option<crate::wake::Settings>,
     /// The local time the loop goes by.
-    pub clock: crate::wake::Clock,
+    pub clock: crate::clock::Clock,
     /// How dictation types, and into which session.
     pub dictate: stt_dictate::TypistSettings,
     /// The commands answered without the model; `None` when `[intents].enabled` is false.
@@ -210,7 +210,7 @@ pub struct Owner {
     threads: Vec<crate::lane::Thread>,
     /// The wake-ups, when the assistant may speak up on its own.
     wake: Option<wake::Side>,
-    clock: crate::wake::Clock,
+    clock: crate::clock::Clock,
     /// Idle speech, kept when the config asks.
     ambient: Ambient,
     /// The helper tasks started by the loop (probes, warm-up, memory's answers, slash
@@ -250,7 +250,8 @@ const AMBIENT_GAP: Duration = Duration::from_secs(600);
 impl Owner {
     /// An owner whose lanes report into `inputs`.
     pub fn new(parts: Parts, inputs: mpsc::UnboundedSender<Input>) -> Self {
-        let (session, note) = session::load(&parts.session_file, session::now(), parts.session_ttl);
+        let (session, note) =
+            session::load(&parts.session_file, parts.clock.unix(), parts.session_ttl);
         if let Some(note) = note {
             tracing::info!("{note}");
         }
@@ -266,7 +267,7 @@ impl Owner {
         let voice_on = parts.voice.enabled;
         let mut threads = Vec::new();
         let triage = triage::Side::start(parts.triage, &inputs, &mut threads);
-        let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local(now())));
+        let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local_now()));
         let mut owner = Self {
             core: parts.core,
             jobs: jobs::Side {
@@ -291,7 +292,10 @@ impl Owner {
                 export_dir: parts.export_dir,
             },
             inputs,
-            memory: memory::Side { lane: memory, dreams: memory::Dreams::new(dream_rules, now()) },
+            memory: memory::Side {
+                lane: memory,
+                dreams: memory::Dreams::new(dream_rules, parts.clock.now()),
+            },
             voice: voice::Side::new(parts.voice),
             dictate: dictate::Side { lane: None, settings: parts.dictate },
             triage,
@@ -355,9 +359,9 @@ impl Owner {
                     self.retry_held();
                 }
                 () = sleep_until(next_deadline) => {
-                    let effects = self.core.turn_due(now());
+                    let effects = self.core.turn_due(self.clock.now());
                     self.apply(effects);
-                    self.fire_timers(now());
+                    self.fire_timers(self.clock.now());
                     self.look();
                     self.retry_held();
                 }
@@ -441,7 +445,7 @@ impl Owner {
                     }),
                     _ => {}
                 }
-                let effects = self.core.daemon_event(event, now());
+                let effects = self.core.daemon_event(event, self.clock.now());
                 self.apply(effects);
                 if let Some(words) = partial {
                     self.foresee(&words);
@@ -460,7 +464,7 @@ impl Owner {
                 if let Request::CommandExecute { wait_ms: Some(ms @ 1..) } = request
                     && not_ready(&answer)
                 {
-                    self.hold(now() + Duration::from_millis(ms), reply);
+                    self.hold(self.clock.now() + Duration::from_millis(ms), reply);
                     return;
                 }
                 // A client that hung up has no reply to read.
@@ -541,14 +545,14 @@ impl Owner {
         if self.core.mode() != stt_proto::Mode::Idle || t.text.trim().is_empty() {
             return;
         }
-        let now = now();
+        let now = self.clock.now();
         let id = match self.ambient.current {
             Some((id, last)) if now.saturating_duration_since(last) < AMBIENT_GAP => id,
             Some((id, _)) => {
                 memory.close(Episode::Ambient(id));
                 id + 1
             }
-            None => session::now(),
+            None => self.clock.unix(),
         };
         self.ambient.current = Some((id, now));
         let speaker = t.speaker.as_deref();
@@ -588,7 +592,7 @@ impl Owner {
     fn retry_held(&mut self) {
         let Some(held) = self.waiting.held.take() else { return };
         let answer = self.request(&Request::CommandExecute { wait_ms: None });
-        if not_ready(&answer) && now() < held.deadline {
+        if not_ready(&answer) && self.clock.now() < held.deadline {
             self.waiting.held = Some(held);
             return;
         }
@@ -646,7 +650,7 @@ impl Owner {
             model_loading: self.model_loading(),
             here,
         };
-        let (reply, effects) = self.core.request(request, now(), outside);
+        let (reply, effects) = self.core.request(request, self.clock.now(), outside);
         if let AssistantEvent::Error(ErrorMsg { code: ErrorCode::Busy, .. }) = &reply {
             self.jobs.queue.drop_oldest_chat();
         }
@@ -668,7 +672,7 @@ impl Owner {
     }
 
     fn status(&self) -> Status {
-        let now = now();
+        let now = self.clock.now();
         let (stt_healthy, stt_detail) = self.core.stt_health(now);
         let (buffer, edited) = self.core.buffer();
         Status {
@@ -747,13 +751,13 @@ impl Owner {
                     }
                 }
                 Effect::NameSpeaker { speaker_id, name } => {
-                    let record = SpeakerRecord::name(&speaker_id, &name, chrono::Local::now());
+                    let record = SpeakerRecord::name(&speaker_id, &name, self.clock.local_now());
                     self.writer.audit_speaker(record);
                     self.writer.save_names(self.core.names().clone());
                 }
                 Effect::ForgetSpeaker { speaker_id } => {
                     tracing::info!(speaker_id, "forgetting a speaker");
-                    let record = SpeakerRecord::forget(&speaker_id, chrono::Local::now());
+                    let record = SpeakerRecord::forget(&speaker_id, self.clock.local_now());
                     self.writer.audit_speaker(record);
                     // Names first: the daemon reads them when it applies the edit.
                     self.writer.save_names(self.core.names().clone());
@@ -761,7 +765,7 @@ impl Owner {
                 }
                 Effect::MergeSpeaker { speaker_id, into } => {
                     tracing::info!(speaker_id, into, "merging a speaker into another");
-                    let record = SpeakerRecord::merge(&speaker_id, &into, chrono::Local::now());
+                    let record = SpeakerRecord::merge(&speaker_id, &into, self.clock.local_now());
                     self.writer.audit_speaker(record);
                     self.writer.save_names(self.core.names().clone());
                     self.writer.edit_speakers(SpeakerEditOp::Merge { speaker_id, into });
@@ -820,7 +824,7 @@ impl Owner {
         self.publish(&AssistantEvent::Heartbeat(AssistantHeartbeat {
             seq: self.bus.heartbeat_seq,
             mode: self.core.mode(),
-            stt_healthy: self.core.stt_health(now()).0,
+            stt_healthy: self.core.stt_health(self.clock.now()).0,
             daemon_backlog: self.core.daemon_backlog(),
             inference_queue: self.jobs.queue.depth(),
             inference_busy: self.jobs.queue.busy(),
@@ -857,13 +861,6 @@ fn not_ready(reply: &AssistantEvent) -> bool {
 }
 
 /// Sleeps until `deadline`; never returns without one.
-/// The loop's clock: tokio's, so that a test that pauses tokio's time moves this clock
-/// too (every deadline the loop keeps, held requests, timers and the heartbeat's staleness,
-/// then passes in virtual time).
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
-
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
 
-use super::{Input, Owner, now};
+use super::{Input, Owner};
 use crate::echo::Heard;
 use crate::kind::Need;
 
@@ -159,7 +159,7 @@ impl Owner {
     pub(super) fn hush(&mut self) {
         if let Some(voice) = &self.voice.lane {
             voice.stop();
-            let at = now();
+            let at = self.clock.now();
             self.voice.echo.hushed(at);
             self.voice.talk.hushed(at);
         }
@@ -174,7 +174,7 @@ impl Owner {
     /// emptied, a person's words without the voice's around them. Barges in when a person
     /// speaks over the voice.
     pub(super) fn overheard(&mut self, mut event: DaemonEvent) -> Option<DaemonEvent> {
-        let at = now();
+        let at = self.clock.now();
         match &mut event {
             DaemonEvent::SpeechStart(start) if self.voice.echo.audible(at) => {
                 // Well into a piece, speech that starts is not the piece's echo starting.

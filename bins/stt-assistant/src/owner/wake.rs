@@ -8,7 +8,7 @@ use std::time::Instant;
 use stt_llm::Message;
 use stt_proto::{AssistantEvent, ChatMessage, ChatRole, Mode};
 
-use super::{Owner, now};
+use super::Owner;
 use crate::llm::Work;
 use crate::llm::proactive::Wakeup;
 use crate::wake::{Asked, Look, Wakes};
@@ -44,7 +44,7 @@ impl Owner {
     /// When the loop next looks at the wake-ups.
     pub(super) fn wake_deadline(&self) -> Option<Instant> {
         let next = self.wake.as_ref()?.wakes.next()?;
-        let now = now();
+        let now = self.clock.now();
         let ahead = (next - self.clock.local(now)).to_std().unwrap_or_default();
         Some(now + self.clock.wait(ahead))
     }
@@ -52,7 +52,7 @@ impl Owner {
     /// Runs a proactive turn if one is due and nothing holds it back.
     pub(super) fn look(&mut self) {
         let busy = self.person_first();
-        let local = self.clock.local(now());
+        let local = self.clock.local_now();
         let Some(side) = self.wake.as_mut() else { return };
         let Some(look) = side.wakes.due(local, busy) else { return };
         // Not for a hold every 30 s while a person speaks: nothing a restart needs.
@@ -86,7 +86,7 @@ impl Owner {
 
     /// What a wake tool asked for.
     pub(super) fn wake_asked(&mut self, asked: Asked) {
-        let local = self.clock.local(now());
+        let local = self.clock.local_now();
         let Some(side) = self.wake.as_mut() else { return };
         match asked {
             Asked::Wake(minutes) => {
@@ -112,7 +112,7 @@ impl Owner {
     /// the assistant keeps quiet now (it does not start one then; this guards a quiet asked
     /// for while it ran).
     pub(super) fn reminder(&mut self, text: String) {
-        let local = self.clock.local(now());
+        let local = self.clock.local_now();
         let Some(side) = self.wake.as_mut() else { return };
         side.wakes.shown();
         let quiet = side.wakes.quiet(local).is_some();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Local};
 use serde_json::json;
 
-use stt_assistant::wake::Clock;
+use stt_assistant::clock::Clock;
 use stt_assistant::{Settings, serve};
 use stt_bus::{BoundSocket, Link, Publisher, Subscription};
 use stt_config::{Config, Env};
