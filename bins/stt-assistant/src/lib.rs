@@ -405,14 +405,12 @@ pub async fn serve(
     }
     let (memory, memory_thread) = match settings.memory.clone() {
         Some(settings) => {
-            let (memory, thread) = memory::spawn(settings.clone(), sink(&inputs_tx, Input::Memory))
+            let (memory, thread) = memory::spawn(settings, sink(&inputs_tx, Input::Memory))
                 .context("cannot start the memory thread")?;
-            (Some((memory, settings)), Some(thread))
+            (Some(memory), Some(thread))
         }
         None => (None, None),
     };
-    // Stopped last, once nothing can ask it anything more.
-    let last = memory.as_ref().map(|(memory, _)| memory.clone());
     let writer = writer::spawn(
         writer::SpeakerFiles {
             names: settings.names_file.clone(),
@@ -442,7 +440,7 @@ pub async fn serve(
                 providers: None,
                 tools: Arc::new(tools),
                 settings: Arc::new(settings.lane.clone()),
-                memory: last.clone(),
+                memory: memory.clone(),
                 chat_system: None,
             },
             writer,
@@ -452,7 +450,7 @@ pub async fn serve(
             session_file: settings.session_file.clone(),
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
-            memory,
+            memory: settings.memory.clone(),
             voice: settings.voice.clone(),
             triage: settings.triage.clone(),
             wake: settings.wake.clone(),
@@ -479,7 +477,8 @@ pub async fn serve(
     for task in tasks {
         task.await.context("an assistant task panicked")?;
     }
-    if let Some(memory) = last {
+    // Memory stops last, once nothing can ask it anything more.
+    if let Some(memory) = memory {
         memory.stop().await;
     }
     if let Some(thread) = memory_thread {

@@ -130,9 +130,9 @@ pub struct Parts {
     pub session_ttl: Duration,
     /// Where `/export` writes when given no path.
     pub export_dir: PathBuf,
-    /// Long-term memory and its settings; `None` when `[memory].enabled` is false. The same
-    /// handle is in `env` for jobs.
-    pub memory: Option<(Memory, crate::memory::Settings)>,
+    /// Long-term memory's settings; `None` when `[memory].enabled` is false. Its handle is
+    /// `env.memory`, the jobs' too.
+    pub memory: Option<crate::memory::Settings>,
     /// The voice lane's settings, whether replies are spoken at start among them.
     pub voice: crate::voice::Settings,
     /// The triage lane's settings; `None` when it is off.
@@ -256,9 +256,10 @@ impl Owner {
             tracing::info!("{note}");
         }
         let mut queue = parts.queue;
-        let (memory, capture_ambient, dream_rules) = match parts.memory {
-            Some((memory, settings)) => (Some(memory), settings.capture_ambient, settings.dreams),
-            None => (None, false, crate::memory::DreamRules::OFF),
+        let memory = parts.env.memory.clone();
+        let (capture_ambient, dream_rules) = match parts.memory {
+            Some(settings) => (settings.capture_ambient, settings.dreams),
+            None => (false, crate::memory::DreamRules::OFF),
         };
         if memory.as_ref().is_some_and(Memory::tree) {
             // A summary left due by the last run is written first.
