@@ -55,6 +55,18 @@ impl<R> Sink<R> {
         Self(Arc::new(f))
     }
 
+    /// Reports sent on into the loop's `inputs`, each made an input by `wrap`. Once the loop
+    /// has ended nobody listens, and they are dropped.
+    pub fn to<I: Send + 'static>(
+        inputs: &tokio::sync::mpsc::UnboundedSender<I>,
+        wrap: impl Fn(R) -> I + Send + Sync + 'static,
+    ) -> Self {
+        let inputs = inputs.clone();
+        Self::new(move |report| {
+            let _ = inputs.send(wrap(report));
+        })
+    }
+
     pub fn send(&self, report: R) {
         (self.0)(report);
     }

@@ -405,7 +405,7 @@ pub async fn serve(
     }
     let (memory, memory_thread) = match settings.memory.clone() {
         Some(settings) => {
-            let (memory, thread) = memory::spawn(settings, sink(&inputs_tx, Input::Memory))
+            let (memory, thread) = memory::spawn(settings, Sink::to(&inputs_tx, Input::Memory))
                 .context("cannot start the memory thread")?;
             (Some(memory), Some(thread))
         }
@@ -417,7 +417,7 @@ pub async fn serve(
             edits: settings.edits_file.clone(),
         },
         settings.audit_dir.clone().map(stt_tools::AuditLog::new),
-        sink(&inputs_tx, Input::Written),
+        Sink::to(&inputs_tx, Input::Written),
     )
     .context("cannot start the writer thread")?;
     let core = Core::new(settings.require_viewer, settings.stt_stale_after)
@@ -465,7 +465,7 @@ pub async fn serve(
         tokio::spawn(server.serve(socket, shutdown.clone())),
     ];
     if let Some(registry) = registry {
-        let out = sink(&inputs_tx, Input::Providers);
+        let out = Sink::to(&inputs_tx, Input::Providers);
         tasks.push(tokio::spawn(owner::probes(
             registry,
             settings.probe_every,
@@ -485,15 +485,6 @@ pub async fn serve(
         tokio::task::spawn_blocking(|| thread.join()).await.context("joining the memory thread")?;
     }
     Ok(())
-}
-
-/// A lane's sink into the loop's input channel, each report wrapped by `wrap`.
-fn sink<R: 'static>(inputs: &mpsc::UnboundedSender<Input>, wrap: fn(R) -> Input) -> Sink<R> {
-    let inputs = inputs.clone();
-    Sink::new(move |report| {
-        // Gone only when the loop has ended, and then nobody listens.
-        let _ = inputs.send(wrap(report));
-    })
 }
 
 #[cfg(test)]

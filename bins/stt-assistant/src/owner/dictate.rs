@@ -1,4 +1,4 @@
-//! The loop's side of dictation: the lane started when first needed, each dictation's start
+//! The loop's side of dictation: the lane, started with the others, each dictation's start
 //! and end audited, what the lane could not type told.
 
 use stt_proto::ErrorCode;
@@ -6,12 +6,32 @@ use stt_tools::DictationRecord;
 
 use super::{Input, Owner};
 
-/// The dictation lane and how it types.
+/// The dictation lane.
 #[derive(Debug)]
 pub(super) struct Side {
-    /// The lane, once dictation has been on (started by the first `dictate_start`).
+    /// The lane; none when its thread could not start (said at start, and to each
+    /// `dictate_start`).
     pub lane: Option<crate::dictate::Dictation>,
-    pub settings: stt_dictate::TypistSettings,
+}
+
+impl Side {
+    /// Starts the lane's thread, which types as `settings` say (it waits for a dictation).
+    pub fn start(
+        settings: stt_dictate::TypistSettings,
+        inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
+        threads: &mut Vec<crate::lane::Thread>,
+    ) -> Self {
+        match crate::dictate::spawn(settings, crate::lane::Sink::to(inputs, Input::Dictate)) {
+            Ok((lane, thread)) => {
+                threads.push(thread);
+                Self { lane: Some(lane) }
+            }
+            Err(e) => {
+                tracing::error!("dictation is off: cannot start its thread: {e}");
+                Self { lane: None }
+            }
+        }
+    }
 }
 
 impl Owner {
@@ -24,26 +44,14 @@ impl Owner {
             }
             return;
         }
-        if self.dictate.lane.is_none() {
-            let inputs = self.inputs.clone();
-            let reports = crate::lane::Sink::new(move |report| {
-                // Gone only when the loop has ended, and then nobody listens.
-                let _ = inputs.send(Input::Dictate(report));
-            });
-            match crate::dictate::spawn(self.dictate.settings.clone(), reports) {
-                Ok((dictation, thread)) => {
-                    self.dictate.lane = Some(dictation);
-                    self.threads.push(thread);
-                }
-                Err(e) => {
-                    self.error(ErrorCode::Internal, format!("cannot start dictation: {e}"));
-                    return;
-                }
-            }
-        }
-        if let Some(dictation) = &self.dictate.lane {
-            dictation.start();
-        }
+        let Some(dictation) = &self.dictate.lane else {
+            self.error(
+                ErrorCode::Internal,
+                "dictation is off: its thread could not start (see the log)",
+            );
+            return;
+        };
+        dictation.start();
         tracing::info!("dictation on");
         self.writer.audit_dictation(DictationRecord::on(self.clock.local_now()));
     }

@@ -311,11 +311,7 @@ impl Owner {
     fn run_in_helper(&mut self, job: u64, action: Action, intent: String) {
         let Some(running) = self.intents.running.as_ref() else { return };
         let (text, edited) = (running.text.clone(), running.edited);
-        let inputs = self.inputs.clone();
-        let out = Sink::new(move |report| {
-            // Gone only when the loop has ended, and then nobody listens.
-            let _ = inputs.send(Input::Local { job, report });
-        });
+        let out = crate::lane::Sink::to(&self.inputs, move |report| Input::Local { job, report });
         let env = self.jobs.env.clone();
         let conversation = self.chat.conversation.clone();
         let local = self.intents.local.clone();

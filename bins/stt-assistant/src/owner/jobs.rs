@@ -11,7 +11,6 @@ use stt_proto::{AssistantEvent, ChatMessage, ChatRole, ErrorCode};
 use super::providers::Go;
 use super::{Input, Owner, Running};
 use crate::kind::{JobKind, Resumes};
-use crate::lane::Sink;
 use crate::llm::{self, End, JobEnv, Report, Work};
 use crate::memory::Episode;
 use crate::queue::{InferenceQueue, Job};
@@ -106,11 +105,7 @@ impl Owner {
         let again =
             (!kind.rule().person && kind.rule().resumes != Resumes::Never).then(|| work.clone());
         self.jobs.env.chat_system.clone_from(&self.chat.session.system);
-        let inputs = self.inputs.clone();
-        let out = Sink::new(move |report| {
-            // Gone only when the loop has ended, and then nobody listens.
-            let _ = inputs.send(Input::Llm { job: id, report });
-        });
+        let out = crate::lane::Sink::to(&self.inputs, move |report| Input::Llm { job: id, report });
         let handle = llm::spawn(&self.jobs.env, work, self.jobs.epoch, span.clone(), out);
         span.in_scope(|| tracing::debug!(kind = handle.kind.name(), "job started"));
         self.jobs.running = Some(Running {

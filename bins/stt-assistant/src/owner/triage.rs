@@ -28,11 +28,7 @@ impl Side {
     ) -> Self {
         let Some(settings) = settings else { return Self::default() };
         let threshold = settings.escalate;
-        let inputs = inputs.clone();
-        let reports = crate::lane::Sink::new(move |report| {
-            // Gone only when the loop has ended, and then nobody listens.
-            let _ = inputs.send(Input::Triage(report));
-        });
+        let reports = crate::lane::Sink::to(inputs, Input::Triage);
         match crate::triage::spawn(settings, reports) {
             Ok((lane, started)) => {
                 threads.extend(started);

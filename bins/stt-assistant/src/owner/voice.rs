@@ -97,11 +97,7 @@ impl Owner {
     /// voice on its own thread and says if it cannot).
     pub(super) fn voice_on(&mut self) -> Result<(), String> {
         if self.voice.lane.is_none() {
-            let inputs = self.inputs.clone();
-            let reports = crate::lane::Sink::new(move |report| {
-                // Gone only when the loop has ended, and then nobody listens.
-                let _ = inputs.send(Input::Voice(report));
-            });
+            let reports = crate::lane::Sink::to(&self.inputs, Input::Voice);
             let (voice, thread) = crate::voice::spawn(self.voice.settings.clone(), reports)
                 .map_err(|e| format!("cannot start the voice thread: {e}"))?;
             self.voice.lane = Some(voice);
