@@ -21,8 +21,8 @@ use stt_assistant::{Settings, serve};
 use stt_bus::{BoundSocket, Link, Publisher, Subscription};
 use stt_config::{Config, Env};
 use stt_proto::{
-    AssistantEvent, ChatMessage, ChatRole, DaemonEvent, ErrorCode, Hello, MemoryRequest, Mode,
-    Request, SpeechStart, Status, TaskRequest,
+    AssistantEvent, ChatMessage, ChatRole, DaemonEvent, ErrorCode, MemoryRequest, Mode, Request,
+    SpeechStart, Status, TaskRequest,
 };
 use stt_testkit::llm_server::{LlmServer, Script};
 use tokio_util::sync::CancellationToken;
@@ -77,15 +77,8 @@ impl Served {
                 .map(|(name, sub)| (name, root.join(sub).into_os_string())),
         );
         let shutdown = CancellationToken::new();
-        let daemon = Publisher::default();
         let daemon_path = dir.path().join("stt-daemon.sock");
-        let bound = BoundSocket::bind(&daemon_path, "stt-daemon").unwrap();
-        tokio::spawn(stt_bus::publish_server::serve(
-            bound,
-            daemon.clone(),
-            Hello::new("stt-daemon"),
-            shutdown.clone(),
-        ));
+        let daemon = crate::common::daemon(&daemon_path, &shutdown);
 
         let mut settings = Settings::from_config(config, &env).unwrap();
         settings.clock = clock(tokio::time::Instant::now().into_std());

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use stt_assistant::{Settings, serve};
-use stt_bus::{BoundSocket, Publisher};
+use stt_bus::BoundSocket;
 use stt_config::{Config, Env};
-use stt_proto::{AssistantEvent, Hello, Request};
+use stt_proto::{AssistantEvent, Request};
 use stt_testkit::{DEADLINE, expect_within};
 use tokio_util::sync::CancellationToken;
 
@@ -64,20 +64,14 @@ async fn child_no_lane_outlives_the_assistant() {
     let settings = Settings::from_config(&config, &env).unwrap();
 
     let shutdown = CancellationToken::new();
-    let daemon = Publisher::default();
     let daemon_path = root.join("stt-daemon.sock");
-    let bound = BoundSocket::bind(&daemon_path, "stt-daemon").unwrap();
-    tokio::spawn(stt_bus::publish_server::serve(
-        bound,
-        daemon.clone(),
-        Hello::new("stt-daemon"),
-        shutdown.clone(),
-    ));
+    let _daemon = crate::common::daemon(&daemon_path, &shutdown);
     let control = root.join("stt-assistant.sock");
     let socket = BoundSocket::bind(&control, "stt-assistant").unwrap();
     let assistant = tokio::spawn(serve(socket, daemon_path, settings, shutdown.clone()));
 
-    // Dictation's lane starts with the first dictation, the voice's with the first reply.
+    // Every lane is running from the start but the voice's, which starts with the first
+    // reply; a dictation and a reply make every lane busy before the stop.
     let ask = |request: Request| {
         let control = control.clone();
         async move {

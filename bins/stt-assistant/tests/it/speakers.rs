@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use stt_bus::{BoundSocket, Publisher};
 use stt_proto::speaker_files::{EDITS_FILE, NAMES_FILE, SpeakerEditOp, SpeakerEdits};
-use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, Hello, Request, Speakers};
+use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, Request, Speakers};
 use stt_testkit::{DEADLINE, Sandbox, msg};
 use tokio_util::sync::CancellationToken;
 
@@ -91,14 +90,7 @@ async fn forget_and_merge_reach_the_daemons_files_and_unknown_ids_are_refused() 
 
     // The daemon: a publish-only socket whose roster the test decides.
     let shutdown = CancellationToken::new();
-    let daemon = Publisher::default();
-    let bound = BoundSocket::bind(&sandbox.daemon_socket(), "stt-daemon").unwrap();
-    tokio::spawn(stt_bus::publish_server::serve(
-        bound,
-        daemon.clone(),
-        Hello::new("stt-daemon"),
-        shutdown.clone(),
-    ));
+    let daemon = crate::common::daemon(&sandbox.daemon_socket(), &shutdown);
     let program = Path::new(env!("CARGO_BIN_EXE_stt-assistant"));
     let mut assistant = sandbox.spawn_program("stt-assistant", program, &[]);
     let control = sandbox.assistant_socket();

@@ -1,5 +1,5 @@
-//! What the lane tests share: a lane whose model is the scripted server, and a job run to its
-//! end.
+//! What the assistant's tests share: a lane whose model is the scripted server, a job run to
+//! its end, and a stand-in daemon (a publish-only socket the test writes events on).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,4 +82,21 @@ pub async fn run(env: &JobEnv, work: Work) -> Vec<Report> {
         .expect("the job ended");
     assert!(matches!(reports.last(), Some(Report::Finished(End::Done))), "{reports:?}");
     reports
+}
+
+/// A stand-in daemon: the real publish server on `path`, whose events the test publishes;
+/// it stops with `shutdown`.
+pub fn daemon(
+    path: &std::path::Path,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> stt_bus::Publisher {
+    let daemon = stt_bus::Publisher::default();
+    let bound = stt_bus::BoundSocket::bind(path, "stt-daemon").unwrap();
+    tokio::spawn(stt_bus::publish_server::serve(
+        bound,
+        daemon.clone(),
+        stt_proto::Hello::new("stt-daemon"),
+        shutdown.clone(),
+    ));
+    daemon
 }
