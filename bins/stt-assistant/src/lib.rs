@@ -12,7 +12,7 @@
 //! typed into the focused window) and [`writer`] (the writes that block); [`intents`]
 //! (commands answered without the model) and [`wake`] (when the assistant speaks up on its
 //! own). Beside them, small and plain: [`lane`] (how a lane's reports reach the loop),
-//! [`ids`] (the one id allocator), [`clock`] (the one clock, given to the owner: the loop's
+//! [`ids`] (the one id allocator), [`tool`] (the tool a model's call names), [`clock`] (the one clock, given to the owner: the loop's
 //! time and the local time read from it), [`recur`] (work started again and again, one at a time),
 //! [`settle`] (when a turn is over), [`turn`] (a chat turn as kept), [`talk`] (a person
 //! speaking over the voice), [`slash`] (chat's slash commands), [`session`] (the chat session
@@ -52,6 +52,7 @@ pub mod settle;
 pub mod slash;
 pub mod talk;
 pub mod timers;
+pub mod tool;
 pub mod triage;
 pub mod turn;
 pub mod voice;
@@ -394,11 +395,11 @@ pub async fn serve(
     let registry = settings.llm.clone().map(stt_llm::registry::Registry::new);
     let tools = stt_tools::Registry::configured(&settings.tools, &settings.models)
         .map_err(anyhow::Error::msg)?;
-    if let Some(name) = tools
-        .specs()
-        .map(|s| s.name.as_str())
-        .find(|n| memory::tools::is_memory_tool(n) || wake::TOOLS.contains(n))
-    {
+    // The registry refuses a command named like a built-in tool; memory's and the wake-ups'
+    // are the assistant's.
+    let taken =
+        |name: &str| matches!(tool::Named::of(name), tool::Named::Memory(_) | tool::Named::Wake(_));
+    if let Some(name) = tools.specs().map(|s| s.name.as_str()).find(|n| taken(n)) {
         anyhow::bail!(
             "[[tools.command]] '{name}' has the name of one of memory's tools; choose another name"
         );

@@ -36,24 +36,27 @@ pub const MAX_QUIET_MINUTES: u32 = 24 * 60;
 /// The wake-up file, in the assistant's state directory.
 pub const FILE: &str = "wake.json";
 
-pub const HEARTBEAT: &str = "heartbeat";
-pub const SET_DO_NOT_DISTURB: &str = "set_do_not_disturb";
+stt_tools::tools! {
+    /// The tools that change the wake-ups, as commands and proactive turns get them.
+    pub enum Tool {
+        /// When the assistant next wakes up on its own.
+        Heartbeat = "heartbeat",
+        /// Quiet: no wake-ups for some minutes.
+        SetDoNotDisturb = "set_do_not_disturb",
+    }
+}
 
-/// The tools that change the wake-ups, as commands and proactive turns get them.
-pub const TOOLS: [&str; 2] = [HEARTBEAT, SET_DO_NOT_DISTURB];
-
-/// Whether a command's words, about plans, call for wake-up tool `name`: looking again
+/// Whether a command's words, about plans, call for wake-up tool `tool`: looking again
 /// later ("check on my progress tomorrow") or quiet hours ("don't disturb me tonight").
-pub fn called_for(name: &str, text: &str) -> bool {
+pub fn called_for(tool: Tool, text: &str) -> bool {
     const AGAIN: [&str; 8] =
         ["check", "again", "later", "follow", "nudge", "ping", "remind", "progress"];
     const QUIET: [&str; 5] = ["disturb", "quiet", "silence", "mute", "interrupt"];
     let words: Vec<String> = stt_memory::text::words(text).collect();
     let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    match name {
-        HEARTBEAT => any(&AGAIN),
-        SET_DO_NOT_DISTURB => any(&QUIET),
-        _ => false,
+    match tool {
+        Tool::Heartbeat => any(&AGAIN),
+        Tool::SetDoNotDisturb => any(&QUIET),
     }
 }
 
@@ -253,45 +256,43 @@ pub fn told(asked: Asked) -> String {
     }
 }
 
-/// The spec of wake tool `name`.
-pub fn spec(name: &str) -> Option<ToolSpec> {
-    let (description, parameters) = match name {
-        HEARTBEAT => (
+/// The spec of wake tool `tool`.
+pub fn spec(tool: Tool) -> ToolSpec {
+    let (description, parameters) = match tool {
+        Tool::Heartbeat => (
             "Choose when you next wake up on your own to look at the user's tasks and \
              reminders and remind them of what is due: minutes from now, 10 to 720.",
             json!({"type": "object", "properties": {
                 "minutes": {"type": "integer", "description": "Minutes from now, 10 to 720"}
             }, "required": ["minutes"]}),
         ),
-        SET_DO_NOT_DISTURB => (
+        Tool::SetDoNotDisturb => (
             "Keep quiet (no reminders on your own) for some minutes, up to 1440; 0 ends a quiet.",
             json!({"type": "object", "properties": {
                 "minutes": {"type": "integer", "description": "Minutes of quiet from now; 0 ends it"}
             }, "required": ["minutes"]}),
         ),
-        _ => return None,
     };
-    Some(ToolSpec {
-        name: name.to_owned(),
+    ToolSpec {
+        name: tool.name().to_owned(),
         description: description.to_owned(),
         parameters,
         side_effect: SideEffect::Local,
         requires_confirmation: false,
-    })
+    }
 }
 
-/// What a call of wake tool `name` with `args` asks for, or what was wrong with it.
-pub fn ask(name: &str, args: &Value) -> Result<Asked, String> {
+/// What a call of wake tool `tool` with `args` asks for, or what was wrong with it.
+pub fn ask(tool: Tool, args: &Value) -> Result<Asked, String> {
     let minutes = args
         .get("minutes")
         .and_then(crate::memory::plans::whole)
-        .ok_or_else(|| format!("{name} needs 'minutes', a whole number"))?;
+        .ok_or_else(|| format!("{tool} needs 'minutes', a whole number"))?;
     let minutes = u32::try_from(minutes.max(0)).unwrap_or(u32::MAX);
-    match name {
-        HEARTBEAT => Ok(Asked::Wake(minutes)),
-        SET_DO_NOT_DISTURB => Ok(Asked::Quiet(minutes)),
-        _ => Err(format!("there is no tool named '{name}'")),
-    }
+    Ok(match tool {
+        Tool::Heartbeat => Asked::Wake(minutes),
+        Tool::SetDoNotDisturb => Asked::Quiet(minutes),
+    })
 }
 
 #[cfg(test)]
@@ -379,12 +380,12 @@ mod tests {
 
     #[test]
     fn the_tools_take_whole_minutes() {
-        assert_eq!(ask(HEARTBEAT, &json!({"minutes": 30})), Ok(Asked::Wake(30)));
-        assert_eq!(ask(SET_DO_NOT_DISTURB, &json!({"minutes": 0})), Ok(Asked::Quiet(0)));
-        assert!(ask(HEARTBEAT, &json!({})).unwrap_err().contains("minutes"));
-        assert!(ask(HEARTBEAT, &json!({"minutes": "soon"})).is_err());
-        for name in TOOLS {
-            assert_eq!(spec(name).unwrap().name, name);
+        assert_eq!(ask(Tool::Heartbeat, &json!({"minutes": 30})), Ok(Asked::Wake(30)));
+        assert_eq!(ask(Tool::SetDoNotDisturb, &json!({"minutes": 0})), Ok(Asked::Quiet(0)));
+        assert!(ask(Tool::Heartbeat, &json!({})).unwrap_err().contains("minutes"));
+        assert!(ask(Tool::Heartbeat, &json!({"minutes": "soon"})).is_err());
+        for tool in Tool::ALL {
+            assert_eq!(spec(*tool).name, tool.name());
         }
     }
 

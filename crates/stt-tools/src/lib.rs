@@ -26,4 +26,42 @@ pub mod registry;
 pub mod screen;
 
 pub use audit::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
-pub use registry::{Outcome, Registry, ToolSpec};
+pub use registry::{Builtin, Outcome, Registry, ToolSpec};
+
+/// Declares an enum of tools, each with the name the model calls it by: the enum, `ALL` (in
+/// declaration order), `name()` and `named()`, the one place a tool's name is spelled. The
+/// model's call names a tool as a string; it is read into the enum once, where it comes in,
+/// and matched as the enum (exhaustively) from there on.
+#[macro_export]
+macro_rules! tools {
+    ($(#[$meta:meta])* $vis:vis enum $ty:ident { $($(#[$doc:meta])* $tool:ident = $name:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $ty {
+            $($(#[$doc])* $tool,)+
+        }
+
+        impl $ty {
+            /// Every tool, in declaration order.
+            pub const ALL: &[$ty] = &[$($ty::$tool),+];
+
+            /// The name the model calls it by.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($ty::$tool => $name,)+
+                }
+            }
+
+            /// The tool the model's call names, if it is one of these.
+            pub fn named(name: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|tool| tool.name() == name)
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}

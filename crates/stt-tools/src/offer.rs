@@ -8,10 +8,7 @@
 //! The user's own tools (`[[tools.command]]`) are always offered, first: they are few, they
 //! do not change while the assistant runs, and so they stay in the prefix the server keeps.
 
-use crate::registry::{
-    CAPTURE_SCREEN, CLIPBOARD_COPY, FETCH_WEB, GET_DATETIME, LIST_DIR, NOTIFY, OPEN_URL, READ_FILE,
-    SET_TIMER, WEB_SEARCH,
-};
+use crate::registry::Builtin;
 
 const TIME: [&str; 29] = [
     "time",
@@ -109,16 +106,15 @@ const SCREEN: [&str; 8] =
 
 /// The words that call for built-in tool `name`; `None` for a tool of the user's own.
 fn words_for(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        GET_DATETIME => &TIME,
-        SET_TIMER => &TIMER,
-        NOTIFY => &NOTIFICATION,
-        CLIPBOARD_COPY => &CLIPBOARD,
-        OPEN_URL => &BROWSER,
-        CAPTURE_SCREEN => &SCREEN,
-        LIST_DIR | READ_FILE => &DOCUMENTS,
-        FETCH_WEB | WEB_SEARCH => &WEB,
-        _ => return None,
+    Some(match Builtin::named(name)? {
+        Builtin::GetDatetime => &TIME,
+        Builtin::SetTimer => &TIMER,
+        Builtin::Notify => &NOTIFICATION,
+        Builtin::ClipboardCopy => &CLIPBOARD,
+        Builtin::OpenUrl => &BROWSER,
+        Builtin::CaptureScreen => &SCREEN,
+        Builtin::ListDir | Builtin::ReadFile => &DOCUMENTS,
+        Builtin::FetchWeb | Builtin::WebSearch => &WEB,
     })
 }
 
@@ -140,30 +136,34 @@ pub fn asked_for(name: &str, text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn offered(text: &str) -> Vec<&'static str> {
-        [GET_DATETIME, SET_TIMER, NOTIFY, CLIPBOARD_COPY, OPEN_URL, FETCH_WEB, LIST_DIR]
+    use Builtin::{
+        CaptureScreen, ClipboardCopy, FetchWeb, GetDatetime, ListDir, Notify, OpenUrl, SetTimer,
+    };
+
+    fn offered(text: &str) -> Vec<Builtin> {
+        [GetDatetime, SetTimer, Notify, ClipboardCopy, OpenUrl, FetchWeb, ListDir]
             .into_iter()
-            .filter(|name| asked_for(name, text))
+            .filter(|tool| asked_for(tool.name(), text))
             .collect()
     }
 
     #[test]
     fn a_command_is_offered_the_tools_its_words_name() {
-        assert_eq!(offered("What is the capital of France?"), Vec::<&str>::new());
-        assert_eq!(offered("Turn off the kitchen lights."), Vec::<&str>::new());
-        assert_eq!(offered("What time is it?"), [GET_DATETIME]);
-        assert_eq!(offered("Set a timer for an hour and a half."), [SET_TIMER]);
-        assert_eq!(offered("Start a thirty second timer for the tea."), [SET_TIMER]);
-        assert_eq!(offered("Put the word banana on the clipboard."), [CLIPBOARD_COPY]);
-        assert_eq!(offered("Show a notification saying backup done."), [NOTIFY]);
-        assert_eq!(offered("Open example.org."), [OPEN_URL]);
-        assert_eq!(offered("Search the web for rust news"), [FETCH_WEB]);
-        assert_eq!(offered("Read my notes file"), [LIST_DIR]);
+        assert_eq!(offered("What is the capital of France?"), Vec::<Builtin>::new());
+        assert_eq!(offered("Turn off the kitchen lights."), Vec::<Builtin>::new());
+        assert_eq!(offered("What time is it?"), [GetDatetime]);
+        assert_eq!(offered("Set a timer for an hour and a half."), [SetTimer]);
+        assert_eq!(offered("Start a thirty second timer for the tea."), [SetTimer]);
+        assert_eq!(offered("Put the word banana on the clipboard."), [ClipboardCopy]);
+        assert_eq!(offered("Show a notification saying backup done."), [Notify]);
+        assert_eq!(offered("Open example.org."), [OpenUrl]);
+        assert_eq!(offered("Search the web for rust news"), [FetchWeb]);
+        assert_eq!(offered("Read my notes file"), [ListDir]);
     }
 
     #[test]
     fn the_users_own_tools_are_always_offered() {
         assert!(always("lights") && asked_for("lights", "what is the capital of France"));
-        assert!(!always(SET_TIMER) && !always(CAPTURE_SCREEN));
+        assert!(!always(SetTimer.name()) && !always(CaptureScreen.name()));
     }
 }

@@ -32,19 +32,27 @@ pub struct ToolSpec {
     pub requires_confirmation: bool,
 }
 
+crate::tools! {
+    /// A tool stt has built in. The document, web and screen tools ([`Builtin::CONTEXT`])
+    /// are there only when the config allows them.
+    pub enum Builtin {
+        GetDatetime = "get_datetime",
+        SetTimer = "set_timer",
+        Notify = "notify",
+        ClipboardCopy = "clipboard_copy",
+        OpenUrl = "open_url",
+        ListDir = "list_dir",
+        ReadFile = "read_file",
+        FetchWeb = "fetch_web",
+        WebSearch = "web_search",
+        CaptureScreen = "capture_screen",
+    }
+}
+
 /// What a tool does when run.
 #[derive(Debug, Clone, PartialEq)]
 enum Action {
-    GetDatetime,
-    SetTimer,
-    Notify,
-    ClipboardCopy,
-    OpenUrl,
-    ListDir(Roots),
-    ReadFile(Roots),
-    FetchWeb,
-    WebSearch(String),
-    CaptureScreen(Screen),
+    Builtin(Builtin),
     Command(ToolCommand),
 }
 
@@ -81,53 +89,52 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Registry {
     tools: Vec<(ToolSpec, Action)>,
+    /// Where `list_dir` and `read_file` may read.
+    roots: Roots,
+    /// `web_search`'s endpoint.
+    search_url: String,
+    /// `capture_screen`'s reader.
+    screen: Option<Screen>,
 }
 
 impl Registry {
     /// The built-in tools plus `commands` from the config. A command named like a built-in
     /// is refused, with the name.
     pub fn new(commands: &[ToolCommand]) -> Result<Self, String> {
-        let mut tools = builtins();
+        let tools = Builtin::ALL
+            .iter()
+            .filter(|tool| !Builtin::CONTEXT.contains(tool))
+            .map(|tool| (tool.spec(), Action::Builtin(*tool)))
+            .collect();
+        let mut registry =
+            Self { tools, roots: Roots::new(&[]), search_url: String::new(), screen: None };
         for command in commands {
-            if tools.iter().any(|(spec, _)| spec.name == command.name) {
+            if Builtin::named(&command.name).is_some() {
                 return Err(format!(
                     "[[tools.command]] '{}' has the name of a built-in tool; choose another name",
                     command.name
                 ));
             }
-            tools.push((command_spec(command), Action::Command(command.clone())));
+            registry.tools.push((command_spec(command), Action::Command(command.clone())));
         }
-        Ok(Self { tools })
+        Ok(registry)
     }
 
     /// The built-in tools, the document, web and screen tools `config` allows (OCR's models
     /// and ONNX Runtime under `models`), and its commands.
     pub fn configured(config: &ToolsConfig, models: &std::path::Path) -> Result<Self, String> {
         let mut registry = Self::new(&config.command)?;
-        let roots = Roots::new(&config.document_roots);
-        let mut more = vec![
-            (context_spec(LIST_DIR), Action::ListDir(roots.clone())),
-            (context_spec(READ_FILE), Action::ReadFile(roots)),
-        ];
-        if config.web {
-            more.push((context_spec(FETCH_WEB), Action::FetchWeb));
-        }
-        if !config.search_url.trim().is_empty() {
-            more.push((context_spec(WEB_SEARCH), Action::WebSearch(config.search_url.clone())));
-        }
+        registry.roots = Roots::new(&config.document_roots);
+        registry.search_url = config.search_url.trim().to_owned();
         if config.screen {
-            let reader = Screen::new(models.to_owned(), stt_onnx::runtime_library(models));
-            more.push((context_spec(CAPTURE_SCREEN), Action::CaptureScreen(reader)));
+            registry.screen =
+                Some(Screen::new(models.to_owned(), stt_onnx::runtime_library(models)));
         }
-        for (spec, action) in more {
-            if registry.contains(&spec.name) {
-                return Err(format!(
-                    "[[tools.command]] '{}' has the name of a built-in tool; choose another name",
-                    spec.name
-                ));
-            }
-            registry.tools.push((spec, action));
-        }
+        let mut more = vec![Builtin::ListDir, Builtin::ReadFile];
+        more.extend(config.web.then_some(Builtin::FetchWeb));
+        more.extend((!registry.search_url.is_empty()).then_some(Builtin::WebSearch));
+        more.extend(config.screen.then_some(Builtin::CaptureScreen));
+        registry.tools.extend(more.into_iter().map(|tool| (tool.spec(), Action::Builtin(tool))));
         Ok(registry)
     }
 
@@ -152,43 +159,7 @@ impl Registry {
             return Outcome::done(false, format!("bad arguments for {name}: {why}"));
         }
         match action {
-            Action::GetDatetime => Outcome::done(true, now_text(chrono::Local::now())),
-            Action::SetTimer => set_timer(args),
-            Action::Notify => {
-                let title = str_arg(args, "title");
-                let body = str_arg(args, "body");
-                run_argv(&["notify-send", "--app-name=stt", &title, &body], None).await
-            }
-            Action::ClipboardCopy => copy_to_clipboard(&str_arg(args, "text")).await,
-            Action::ListDir(roots) => {
-                let (roots, path) = (roots.clone(), str_arg(args, "path"));
-                blocking(move || context::list_dir(&roots, &path)).await
-            }
-            Action::ReadFile(roots) => {
-                let (roots, path) = (roots.clone(), str_arg(args, "path"));
-                let offset =
-                    args["offset"].as_u64().map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
-                blocking(move || context::read_file(&roots, &path, offset)).await
-            }
-            Action::FetchWeb => done(context::fetch_web(&str_arg(args, "url")).await),
-            Action::WebSearch(endpoint) => {
-                done(context::web_search(endpoint, &str_arg(args, "query")).await)
-            }
-            Action::CaptureScreen(reader) => {
-                let window = args["window"].as_bool().unwrap_or(false);
-                let path = std::env::var_os("PATH").unwrap_or_default();
-                done(reader.capture(window, screen::Session::current(), &path).await)
-            }
-            Action::OpenUrl => {
-                let url = str_arg(args, "url");
-                if !["http://", "https://", "mailto:"].iter().any(|s| url.starts_with(s)) {
-                    return Outcome::done(
-                        false,
-                        format!("refusing to open '{url}': only http, https and mailto links"),
-                    );
-                }
-                run_argv(&["xdg-open", &url], None).await
-            }
+            Action::Builtin(tool) => self.run_builtin(*tool, args).await,
             Action::Command(command) => {
                 let values: BTreeMap<String, String> = args
                     .as_object()
@@ -210,142 +181,162 @@ impl Registry {
     }
 }
 
-fn builtins() -> Vec<(ToolSpec, Action)> {
-    let spec = |name: &str, description: &str, parameters: Value, side_effect, confirm| ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-        side_effect,
-        requires_confirmation: confirm,
-    };
-    vec![
-        (
-            spec(
-                GET_DATETIME,
-                // Worded as an action the model takes: worded as a noun phrase ("The current
-                // local date, time, …"), the 1.5B model wrote it out as its answer, with a
-                // made-up date, instead of calling it (docs/PERFORMANCE.md, bench-llm).
+impl Registry {
+    async fn run_builtin(&self, tool: Builtin, args: &Value) -> Outcome {
+        match tool {
+            Builtin::GetDatetime => Outcome::done(true, now_text(chrono::Local::now())),
+            Builtin::SetTimer => set_timer(args),
+            Builtin::Notify => {
+                let title = str_arg(args, "title");
+                let body = str_arg(args, "body");
+                run_argv(&["notify-send", "--app-name=stt", &title, &body], None).await
+            }
+            Builtin::ClipboardCopy => copy_to_clipboard(&str_arg(args, "text")).await,
+            Builtin::ListDir => {
+                let (roots, path) = (self.roots.clone(), str_arg(args, "path"));
+                blocking(move || context::list_dir(&roots, &path)).await
+            }
+            Builtin::ReadFile => {
+                let (roots, path) = (self.roots.clone(), str_arg(args, "path"));
+                let offset =
+                    args["offset"].as_u64().map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX));
+                blocking(move || context::read_file(&roots, &path, offset)).await
+            }
+            Builtin::FetchWeb => done(context::fetch_web(&str_arg(args, "url")).await),
+            Builtin::WebSearch => {
+                done(context::web_search(&self.search_url, &str_arg(args, "query")).await)
+            }
+            Builtin::CaptureScreen => {
+                let Some(reader) = &self.screen else {
+                    return Outcome::done(false, "reading the screen is off ([tools].screen)");
+                };
+                let window = args["window"].as_bool().unwrap_or(false);
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                done(reader.capture(window, screen::Session::current(), &path).await)
+            }
+            Builtin::OpenUrl => {
+                let url = str_arg(args, "url");
+                if !["http://", "https://", "mailto:"].iter().any(|s| url.starts_with(s)) {
+                    return Outcome::done(
+                        false,
+                        format!("refusing to open '{url}': only http, https and mailto links"),
+                    );
+                }
+                run_argv(&["xdg-open", &url], None).await
+            }
+        }
+    }
+}
+
+impl Builtin {
+    /// The document and web tools ([`context`]) and the screen's, offered to a command
+    /// whose words call for them ([`crate::offer::asked_for`]): what they read comes first,
+    /// so a call written beside one of them waits for what it reads.
+    pub const CONTEXT: [Builtin; 5] =
+        [Self::ListDir, Self::ReadFile, Self::FetchWeb, Self::WebSearch, Self::CaptureScreen];
+
+    /// What the model is told about this tool, and how it is classed.
+    pub fn spec(self) -> ToolSpec {
+        let object = |properties: Value| json!({"type": "object", "properties": properties});
+        let with = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+        let (description, parameters, side_effect, requires_confirmation) = match self {
+            // Worded as an action the model takes: worded as a noun phrase ("The current
+            // local date, time, …"), the 1.5B model wrote it out as its answer, with a
+            // made-up date, instead of calling it (docs/PERFORMANCE.md, bench-llm).
+            Self::GetDatetime => (
                 "Look up today's date, the current local time and the weekday. You cannot know \
                  them without calling this.",
-                json!({"type": "object", "properties": {}}),
+                object(json!({})),
                 SideEffect::ReadOnly,
                 false,
             ),
-            Action::GetDatetime,
-        ),
-        (
-            spec(
-                SET_TIMER,
+            Self::SetTimer => (
                 "Start a timer or reminder that notifies the user when it ends.",
-                json!({"type": "object", "properties": {
-                    "minutes": {"type": "number", "description": "Minutes from now (may be fractional)"},
-                    "label": {"type": "string", "description": "What the reminder says"}
-                }, "required": ["minutes"]}),
+                with(
+                    json!({
+                        "minutes": {"type": "number", "description": "Minutes from now (may be fractional)"},
+                        "label": {"type": "string", "description": "What the reminder says"}
+                    }),
+                    &["minutes"],
+                ),
                 SideEffect::Local,
                 false,
             ),
-            Action::SetTimer,
-        ),
-        (
-            spec(
-                NOTIFY,
+            Self::Notify => (
                 "Show a desktop notification.",
-                json!({"type": "object", "properties": {
-                    "title": {"type": "string"},
-                    "body": {"type": "string"}
-                }, "required": ["title"]}),
+                with(json!({"title": {"type": "string"}, "body": {"type": "string"}}), &["title"]),
                 SideEffect::Local,
                 false,
             ),
-            Action::Notify,
-        ),
-        (
-            spec(
-                CLIPBOARD_COPY,
+            Self::ClipboardCopy => (
                 "Copy text to the clipboard.",
-                json!({"type": "object", "properties": {
-                    "text": {"type": "string"}
-                }, "required": ["text"]}),
+                with(json!({"text": {"type": "string"}}), &["text"]),
                 SideEffect::Local,
                 false,
             ),
-            Action::ClipboardCopy,
-        ),
-        (
-            spec(
-                OPEN_URL,
+            Self::OpenUrl => (
                 "Open a web page or mail link in the user's browser.",
-                json!({"type": "object", "properties": {
-                    "url": {"type": "string", "description": "An http, https or mailto URL"}
-                }, "required": ["url"]}),
+                with(
+                    json!({"url": {"type": "string", "description": "An http, https or mailto URL"}}),
+                    &["url"],
+                ),
                 SideEffect::External,
                 true,
             ),
-            Action::OpenUrl,
-        ),
-    ]
-}
-
-pub const GET_DATETIME: &str = "get_datetime";
-pub const SET_TIMER: &str = "set_timer";
-pub const NOTIFY: &str = "notify";
-pub const CLIPBOARD_COPY: &str = "clipboard_copy";
-pub const OPEN_URL: &str = "open_url";
-pub const LIST_DIR: &str = "list_dir";
-pub const READ_FILE: &str = "read_file";
-pub const FETCH_WEB: &str = "fetch_web";
-pub const WEB_SEARCH: &str = "web_search";
-pub const CAPTURE_SCREEN: &str = "capture_screen";
-
-/// The document and web tools ([`context`]), offered to a command whose words call for them
-/// ([`crate::offer::asked_for`]).
-pub const CONTEXT: [&str; 5] = [LIST_DIR, READ_FILE, FETCH_WEB, WEB_SEARCH, CAPTURE_SCREEN];
-
-fn context_spec(name: &str) -> ToolSpec {
-    let (description, parameters, side_effect) = match name {
-        LIST_DIR => (
-            "List the files and folders in one of the user's document folders.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "The folder, e.g. \"notes\"; empty for the first document folder"}
-            }}),
-            SideEffect::ReadOnly,
-        ),
-        READ_FILE => (
-            "Read one of the user's documents (text, Markdown, PDF or DOCX) from their document folders.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "The file, e.g. \"notes/shopping.md\""},
-                "offset": {"type": "integer", "description": "Character to start from, to read on in a long file"}
-            }, "required": ["path"]}),
-            SideEffect::ReadOnly,
-        ),
-        FETCH_WEB => (
-            "Read the text of the web page at a URL, to answer what the page says.",
-            json!({"type": "object", "properties": {
-                "url": {"type": "string", "description": "An http or https URL"}
-            }, "required": ["url"]}),
-            SideEffect::External,
-        ),
-        CAPTURE_SCREEN => (
-            "Read the text on the user's screen, or in the window they are using.",
-            json!({"type": "object", "properties": {
-                "window": {"type": "boolean", "description": "true for the focused window only"}
-            }}),
-            SideEffect::ReadOnly,
-        ),
-        _ => (
-            "Search the web; returns the first results with their links.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "What to search for"}
-            }, "required": ["query"]}),
-            SideEffect::External,
-        ),
-    };
-    ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        parameters,
-        side_effect,
-        requires_confirmation: false,
+            Self::ListDir => (
+                "List the files and folders in one of the user's document folders.",
+                object(json!({
+                    "path": {"type": "string", "description": "The folder, e.g. \"notes\"; empty for the first document folder"}
+                })),
+                SideEffect::ReadOnly,
+                false,
+            ),
+            Self::ReadFile => (
+                "Read one of the user's documents (text, Markdown, PDF or DOCX) from their document folders.",
+                with(
+                    json!({
+                        "path": {"type": "string", "description": "The file, e.g. \"notes/shopping.md\""},
+                        "offset": {"type": "integer", "description": "Character to start from, to read on in a long file"}
+                    }),
+                    &["path"],
+                ),
+                SideEffect::ReadOnly,
+                false,
+            ),
+            Self::FetchWeb => (
+                "Read the text of the web page at a URL, to answer what the page says.",
+                with(
+                    json!({"url": {"type": "string", "description": "An http or https URL"}}),
+                    &["url"],
+                ),
+                SideEffect::External,
+                false,
+            ),
+            Self::CaptureScreen => (
+                "Read the text on the user's screen, or in the window they are using.",
+                object(json!({
+                    "window": {"type": "boolean", "description": "true for the focused window only"}
+                })),
+                SideEffect::ReadOnly,
+                false,
+            ),
+            Self::WebSearch => (
+                "Search the web; returns the first results with their links.",
+                with(
+                    json!({"query": {"type": "string", "description": "What to search for"}}),
+                    &["query"],
+                ),
+                SideEffect::External,
+                false,
+            ),
+        };
+        ToolSpec {
+            name: self.name().to_owned(),
+            description: description.to_owned(),
+            parameters,
+            side_effect,
+            requires_confirmation,
+        }
     }
 }
 

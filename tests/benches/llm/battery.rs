@@ -40,10 +40,10 @@ const SPEAKER: &str = "Unknown";
 
 /// One request as `up` made a command's before the tools were chosen by its words: the
 /// command system prompt, every built-in tool and every one of memory's
-/// (`memory::tools::ASSISTANT`), a question no tool answers, and `max_tokens` 1 (as
+/// (`memory::Tool::ASSISTANT`), a question no tool answers, and `max_tokens` 1 (as
 /// `command::warm` sends its request): what its prompt costs.
 async fn every_tool(env: &JobEnv, client: &Provider) -> Result<Usage, LlmError> {
-    let memory = memory::tools::specs(&memory::tools::ASSISTANT);
+    let memory = memory::tools::specs(&memory::Tool::ASSISTANT);
     let tools: Vec<ToolSpec> = env
         .tools
         .specs()

@@ -221,34 +221,34 @@ pub const EVERYDAY: [Everyday; 64] = [
     Everyday {
         said: "Make the insurance task my top priority.",
         want: "prioritize the insurance task to priority 1",
-        acts: &[memory::plans::PRIORITIZE],
+        acts: &[memory::Tool::Prioritize.name()],
         right: |v| {
             let ids = task_ids(v.tasks, "insurance");
-            v.called(memory::plans::PRIORITIZE)
+            v.called(memory::Tool::Prioritize.name())
                 .any(|a| of_task(a, &ids) && memory::plans::whole(&a["priority"]) == Some(1))
         },
     },
     Everyday {
         said: "Push the insurance task back by one week.",
         want: "reschedule the insurance task by shift_days 7 (or to its due date a week later)",
-        acts: &[memory::plans::RESCHEDULE],
+        acts: &[memory::Tool::Reschedule.name()],
         right: |v| week_later(v, "insurance"),
     },
     Everyday {
         said: "Mark the milk task as done.",
         want: "update_task_status of the milk task to done (or mark_plan_done, that leaves it \
                done)",
-        acts: &[memory::plans::UPDATE_TASK_STATUS, memory::plans::MARK_PLAN_DONE],
+        acts: &[memory::Tool::UpdateTaskStatus.name(), memory::Tool::MarkPlanDone.name()],
         right: |v| {
             status_set(v, "milk", "done")
-                || (v.called(memory::plans::MARK_PLAN_DONE).next().is_some()
+                || (v.called(memory::Tool::MarkPlanDone.name()).next().is_some()
                     && v.after.iter().any(|t| has(t, "milk") && t.status == "done"))
         },
     },
     Everyday {
         said: "Drop the Spanish goal.",
         want: "update_task_status of the Spanish task to dropped",
-        acts: &[memory::plans::UPDATE_TASK_STATUS],
+        acts: &[memory::Tool::UpdateTaskStatus.name()],
         right: |v| status_set(v, "spanish", "dropped"),
     },
     // The clipboard.
@@ -467,7 +467,7 @@ pub const SAID_BEFORE: [(&str, &str); 2] = [
 /// Whether a call of `tool` reads and changes nothing that a person would notice: the time,
 /// memory or the planner read.
 fn reads(tool: &str) -> bool {
-    tool == GET_DATETIME || memory::tools::is_recall(tool)
+    tool == GET_DATETIME || memory::Tool::named(tool).is_some_and(memory::Tool::reads_only)
 }
 
 /// One everyday command's outcome.

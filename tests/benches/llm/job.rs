@@ -40,8 +40,8 @@ impl Base {
         let offered = tools
             .specs()
             .map(|s| s.name.clone())
-            .chain(memory::tools::command_tools().map(str::to_owned))
-            .chain(stt_assistant::wake::TOOLS.iter().map(|n| (*n).to_owned()))
+            .chain(memory::Tool::commands().map(|t| t.name().to_owned()))
+            .chain(stt_assistant::wake::Tool::ALL.iter().map(|t| t.name().to_owned()))
             .collect();
         Self {
             settings: Arc::new(settings.lane),

@@ -6,18 +6,19 @@ use serde_json::Value;
 
 use stt_assistant::memory;
 use stt_proto::TaskEntry;
+use stt_tools::Builtin;
 
 use crate::text::{holds, words};
 
-// The tools the checks speak of.
-pub const GET_DATETIME: &str = "get_datetime";
-pub const SET_TIMER: &str = "set_timer";
-pub const NOTIFY: &str = "notify";
-pub const CLIPBOARD_COPY: &str = "clipboard_copy";
-pub const OPEN_URL: &str = "open_url";
-pub const ADD_INTENTION: &str = memory::tools::ADD_INTENTION;
-const CREATE_TASK: &str = memory::plans::CREATE_TASK;
-const BREAK_DOWN_TASK: &str = memory::plans::BREAK_DOWN_TASK;
+// The tools the checks speak of, by the names the runs report.
+pub const GET_DATETIME: &str = Builtin::GetDatetime.name();
+pub const SET_TIMER: &str = Builtin::SetTimer.name();
+pub const NOTIFY: &str = Builtin::Notify.name();
+pub const CLIPBOARD_COPY: &str = Builtin::ClipboardCopy.name();
+pub const OPEN_URL: &str = Builtin::OpenUrl.name();
+pub const ADD_INTENTION: &str = memory::Tool::AddIntention.name();
+const CREATE_TASK: &str = memory::Tool::CreateTask.name();
+const BREAK_DOWN_TASK: &str = memory::Tool::BreakDownTask.name();
 pub const MAKE_TASK: &[&str] = &[CREATE_TASK, BREAK_DOWN_TASK];
 
 /// What a command did, for its check: the calls as they ran (their `tool_call` events, in
@@ -214,15 +215,15 @@ pub fn made_task(v: &Verdict<'_>, key: &str) -> bool {
 
 /// The planner asked what there is to do.
 pub fn asked_planner(v: &Verdict<'_>) -> bool {
-    [memory::plans::GET_NEXT_ACTIONS, memory::plans::LIST_TASKS]
+    [memory::Tool::GetNextActions, memory::Tool::ListTasks]
         .iter()
-        .any(|tool| v.called(tool).next().is_some())
+        .any(|tool| v.called(tool.name()).next().is_some())
 }
 
 /// An `update_task_status` of a task with `key` (as it was before the command) to `status`.
 pub fn status_set(v: &Verdict<'_>, key: &str, status: &str) -> bool {
     let ids = task_ids(v.tasks, key);
-    v.called(memory::plans::UPDATE_TASK_STATUS)
+    v.called(memory::Tool::UpdateTaskStatus.name())
         .any(|a| of_task(a, &ids) && a["status"].as_str().map(str::trim) == Some(status))
 }
 
@@ -230,7 +231,7 @@ pub fn status_set(v: &Verdict<'_>, key: &str, status: &str) -> bool {
 /// after the one it had, and neither given otherwise.
 pub fn week_later(v: &Verdict<'_>, key: &str) -> bool {
     let ids = task_ids(v.tasks, key);
-    v.called(memory::plans::RESCHEDULE).any(|a| {
+    v.called(memory::Tool::Reschedule.name()).any(|a| {
         let Some(id) = memory::plans::whole(&a["task_id"]).filter(|id| ids.contains(id)) else {
             return false;
         };
@@ -274,9 +275,9 @@ pub fn cannot(v: &Verdict<'_>) -> bool {
 
 /// Memory asked for what was said before.
 pub fn recalled(v: &Verdict<'_>) -> bool {
-    [memory::tools::RECALL, memory::tools::SEARCH_RECENT, memory::tools::EXPLORE_TREE]
+    [memory::Tool::Recall, memory::Tool::SearchRecent, memory::Tool::ExploreTree]
         .iter()
-        .any(|tool| v.called(tool).next().is_some())
+        .any(|tool| v.called(tool.name()).next().is_some())
 }
 
 /// Whether an answer says that it cannot do what was asked.

@@ -15,8 +15,10 @@ use super::{
     JobEnv, Report, SLOT_COMMAND, SLOT_OTHER, complete, error, no_client, recall, sentences,
 };
 use crate::lane::Sink;
-use crate::memory::{self, Episode, tools as memory_tools};
+use crate::memory::{self, Episode, Tool as MemoryTool, tools as memory_tools};
+use crate::tool::{Named, is};
 use crate::wake;
+use stt_tools::Builtin;
 
 /// Commands sample greedily, whatever `[llm].temperature` says (that is chat's): a command
 /// wants the likeliest call, and the same words should do the same thing every time. At 0.2
@@ -234,7 +236,8 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             let tried = tried.iter().any(|(made, ok): &(Call, bool)| {
                 made.name == call.name && (*ok || made.arguments == call.arguments)
             });
-            tried && (call.name != memory_tools::EXPLORE_TREE || explored.contains(&call.arguments))
+            tried
+                && (!is(&call.name, MemoryTool::ExploreTree) || explored.contains(&call.arguments))
         };
         if calls.iter().any(again) {
             return report(env, client, text, &ran, out).await;
@@ -242,7 +245,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
         explored.extend(
             calls
                 .iter()
-                .filter(|c| c.name == memory_tools::EXPLORE_TREE)
+                .filter(|c| is(&c.name, MemoryTool::ExploreTree))
                 .map(|c| c.arguments.clone()),
         );
         messages.push(Message::calls(calls.clone()));
@@ -351,7 +354,7 @@ async fn open_tasks(env: &JobEnv) -> Vec<(i64, String)> {
 /// 1.5B model gave "add a task to buy milk" a due date of 2023-04-15), and a date, not a
 /// date and a time ("2026-12-31 09:00", which the tool refuses), when they do.
 fn task_dated_as_said(call: &mut Call, text: &str) {
-    if call.name != crate::memory::plans::CREATE_TASK {
+    if !is(&call.name, MemoryTool::CreateTask) {
         return;
     }
     let Some(due) = call.arguments.get("due").and_then(serde_json::Value::as_str) else { return };
@@ -387,7 +390,7 @@ fn task_as_said(call: &mut Call, text: &str, tasks: &[(i64, String)]) {
     if let [id] = named[..] {
         call.arguments["task_id"] = serde_json::json!(id);
     }
-    if call.name == crate::memory::plans::PRIORITIZE {
+    if is(&call.name, MemoryTool::Prioritize) {
         let words: Vec<String> = stt_memory::text::words(text).collect();
         let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
         if has(&["top", "highest", "first", "most"]) {
@@ -396,7 +399,7 @@ fn task_as_said(call: &mut Call, text: &str, tasks: &[(i64, String)]) {
             call.arguments["priority"] = serde_json::json!(5);
         }
     }
-    if call.name == crate::memory::plans::RESCHEDULE && call.arguments.get("shift_days").is_some() {
+    if is(&call.name, MemoryTool::Reschedule) && call.arguments.get("shift_days").is_some() {
         // "Push it back by one week": the 1.5B model wrote `shift_days` 7 and a due date a
         // week from today beside it, which the tool takes first.
         let words: Vec<String> = stt_memory::text::words(text).collect();
@@ -590,25 +593,27 @@ fn keep_only(dir: &std::path::Path, file: &str) {
 /// the system prompt and the user's tools always, and as much of the rest as is the same.
 fn tools(env: &JobEnv, memory: bool, ends: bool, planner: bool, text: &str) -> Vec<ToolSpec> {
     let tree = env.memory.as_ref().is_some_and(crate::memory::Memory::tree);
-    let ending = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
+    let ending = [MemoryTool::CompleteIntention, MemoryTool::CancelIntention];
     // "Mark the milk task as done" ends a task, not a reminder: offered both, the 1.5B model
     // cancelled reminder 1.
     let ends = ends && !(planner && crate::memory::plans::names_a_task(text));
-    let offered = memory_tools::ASSISTANT.iter().copied().filter(|name| {
-        let called =
-            if ending.contains(name) { ends } else { crate::memory::called_for(name, text, false) };
-        memory && called && (tree || *name != memory_tools::EXPLORE_TREE)
+    let offered = MemoryTool::ASSISTANT.into_iter().filter(|tool| {
+        let called = if ending.contains(tool) {
+            ends
+        } else {
+            crate::memory::called_for(*tool, text, false)
+        };
+        memory && called && (tree || *tool != MemoryTool::ExploreTree)
     });
-    let plans = crate::memory::plans::PLANNER
-        .iter()
-        .copied()
-        .filter(|name| planner && crate::memory::plans::called_for(name, text));
-    let offered: Vec<&str> = offered.chain(plans).collect();
+    let plans = MemoryTool::PLANNER
+        .into_iter()
+        .filter(|tool| planner && crate::memory::plans::called_for(*tool, text));
+    let offered: Vec<MemoryTool> = offered.chain(plans).collect();
     let memory = env.memory.as_ref().map(|_| memory_tools::specs(&offered));
-    let wakes: Vec<_> = wake::TOOLS
+    let wakes: Vec<_> = wake::Tool::ALL
         .iter()
-        .filter(|name| planner && env.settings.proactive && wake::called_for(name, text))
-        .filter_map(|name| wake::spec(name))
+        .filter(|tool| planner && env.settings.proactive && wake::called_for(**tool, text))
+        .map(|tool| wake::spec(*tool))
         .collect();
     let own = env.tools.specs().filter(|spec| stt_tools::offer::always(&spec.name));
     let built_in = env.tools.specs().filter(|spec| {
@@ -630,14 +635,15 @@ fn spec_of(env: &JobEnv, name: &str) -> Option<stt_tools::registry::ToolSpec> {
     if let Some(spec) = env.tools.get(name) {
         return Some(spec.clone());
     }
-    if env.settings.proactive && wake::TOOLS.contains(&name) {
-        return wake::spec(name);
+    match Named::of(name) {
+        Named::Wake(tool) if env.settings.proactive => Some(wake::spec(tool)),
+        Named::Memory(tool)
+            if env.memory.is_some() && MemoryTool::commands().any(|t| t == tool) =>
+        {
+            Some(memory_tools::spec(tool))
+        }
+        _ => None,
     }
-    env.memory.as_ref()?;
-    memory_tools::command_tools()
-        .any(|tool| tool == name)
-        .then(|| memory_tools::specs(&[name]).pop())
-        .flatten()
 }
 
 /// The token limit of a command's request.
@@ -736,7 +742,7 @@ async fn after_tool(
     episode: Episode,
     out: &Sink<Report>,
 ) -> String {
-    let Some(memory) = env.memory.as_ref().filter(|_| !memory_tools::is_memory_tool(tool)) else {
+    let Some(memory) = env.memory.as_ref().filter(|_| !Named::of(tool).is_memory()) else {
         return result;
     };
     match memory.context(result.clone(), Some(episode), None).await {
@@ -754,7 +760,7 @@ async fn after_tool(
 /// before anything was read (the 1.5B model read a shopping list and, in the same reply, sent
 /// a notification of items it made up), and the model writes them again once it has read.
 fn batch(calls: Vec<Call>) -> Vec<Call> {
-    let reads = |c: &Call| stt_tools::registry::CONTEXT.contains(&c.name.as_str());
+    let reads = |c: &Call| matches!(Named::of(&c.name), Named::Builtin(tool) if Builtin::CONTEXT.contains(&tool));
     let calls: Vec<Call> = if calls.iter().any(reads) {
         let (kept, dropped): (Vec<Call>, Vec<Call>) = calls.into_iter().partition(reads);
         for call in dropped {
@@ -799,10 +805,10 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
             return None;
         }
         let arg = |key: &str| call.arguments[key].as_str().unwrap_or_default().trim().to_owned();
-        let (intent, values): (&str, Vec<(&str, String)>) = match call.name.as_str() {
+        let (intent, values): (&str, Vec<(&str, String)>) = match Named::of(&call.name) {
             // The clock read for words the time or date templates take whole ("what's the
             // time"); any other question of time ("how long until Friday") is the model's.
-            "get_datetime" => match intents.decide(text, now) {
+            Named::Builtin(Builtin::GetDatetime) => match intents.decide(text, now) {
                 stt_intent::Decision::Matched(m) if m.intent == "get_time" => {
                     ("get_time", vec![("time", crate::intents::clock(now))])
                 }
@@ -811,7 +817,7 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
                 }
                 _ => return None,
             },
-            "set_timer" => {
+            Named::Builtin(Builtin::SetTimer) => {
                 let seconds = call.arguments["minutes"].as_f64()? * 60.0;
                 let label = arg("label");
                 // A label that only says it is a timer, or its length, says nothing.
@@ -824,7 +830,7 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
                     vec![("duration", crate::intents::duration(seconds)), ("label", label)],
                 )
             }
-            memory_tools::ADD_INTENTION => {
+            Named::Memory(MemoryTool::AddIntention) => {
                 let due =
                     chrono::NaiveDateTime::parse_from_str(&arg("due"), "%Y-%m-%d %H:%M").ok()?;
                 (
@@ -865,7 +871,7 @@ fn to_do(text: &str) -> String {
 fn dated_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
     let dated = call.arguments["due"].as_str().is_some()
         || call.arguments["due_in_minutes"].as_f64().is_some();
-    if call.name != memory_tools::ADD_INTENTION || !dated {
+    if !is(&call.name, MemoryTool::AddIntention) || !dated {
         return;
     }
     let Some(said) = stt_intent::moment_in(text, now) else { return };
@@ -892,7 +898,7 @@ fn read_as_said(text: &str, now: chrono::NaiveDateTime) -> Option<stt_intent::Ma
 /// them whole: the 1.5B model wrote "I need to take the laundry out.", and the answer said
 /// "I'll remind you to I need to take the laundry out."
 fn worded_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
-    if call.name != memory_tools::ADD_INTENTION {
+    if !is(&call.name, MemoryTool::AddIntention) {
         return;
     }
     let Some(said) = read_as_said(text, now).filter(|m| m.intent == "reminder_add") else { return };
@@ -910,7 +916,7 @@ fn worded_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
 /// second timer", 1 for "one hour", and left the pasta out. Words no sentence reads leave
 /// the call as the model wrote it.
 fn timed_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
-    if call.name != stt_tools::registry::SET_TIMER {
+    if !is(&call.name, Builtin::SetTimer) {
         return;
     }
     let Some(said) = read_as_said(text, now) else { return };
@@ -1044,12 +1050,12 @@ fn calls_of(env: &JobEnv, reply: &Reply, offered: &[ToolSpec]) -> stt_llm::Found
     if !reply.tool_calls.is_empty() {
         return stt_llm::Found { calls: reply.tool_calls.clone(), ..Default::default() };
     }
-    let names: Vec<&str> = memory_tools::command_tools().collect();
-    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&names));
-    let wakes: Vec<_> = wake::TOOLS
+    let tools: Vec<MemoryTool> = MemoryTool::commands().collect();
+    let memory = env.memory.as_ref().map(|_| memory_tools::specs(&tools));
+    let wakes: Vec<_> = wake::Tool::ALL
         .iter()
         .filter(|_| env.settings.proactive)
-        .filter_map(|name| wake::spec(name))
+        .map(|tool| wake::spec(*tool))
         .collect();
     let specs: Vec<_> = env.tools.specs().chain(memory.iter().flatten()).chain(&wakes).collect();
     let schema_of = |name: &str| specs.iter().find(|s| s.name == name).map(|s| &s.parameters);
@@ -1063,6 +1069,7 @@ fn calls_of(env: &JobEnv, reply: &Reply, offered: &[ToolSpec]) -> stt_llm::Found
 /// adds one, then "completes" it at once).
 async fn run_memory_tool(
     env: &JobEnv,
+    tool: MemoryTool,
     call: &Call,
     added: &mut Vec<i64>,
     out: &Sink<Report>,
@@ -1070,8 +1077,8 @@ async fn run_memory_tool(
     let Some(memory) = &env.memory else {
         return Outcome::Done { ok: false, result: "memory is off ([memory].enabled)".into() };
     };
-    let ends = [memory_tools::COMPLETE_INTENTION, memory_tools::CANCEL_INTENTION];
-    if ends.contains(&call.name.as_str())
+    let ends = [MemoryTool::CompleteIntention, MemoryTool::CancelIntention];
+    if ends.contains(&tool)
         && let Some(id) = call.arguments.get("id").and_then(serde_json::Value::as_i64)
         && added.contains(&id)
     {
@@ -1081,21 +1088,20 @@ async fn run_memory_tool(
         };
     }
     // A plan the model did not write itself is written by a request of its own.
-    if call.name == crate::memory::plans::BREAK_DOWN_TASK && call.arguments.get("phases").is_none()
-    {
+    if tool == MemoryTool::BreakDownTask && call.arguments.get("phases").is_none() {
         let (ok, result) = super::plan::break_down(env, memory, &call.arguments, out).await;
         return Outcome::Done { ok, result };
     }
-    if call.name == memory_tools::DREAM_NOW {
+    if tool == MemoryTool::DreamNow {
         out.send(Report::DreamNow);
         return Outcome::Done {
             ok: true,
             result: "a dream starts once this command is over".into(),
         };
     }
-    match memory.tool(call.name.clone(), call.arguments.clone()).await {
+    match memory.tool(tool, call.arguments.clone()).await {
         Ok(memory::Called { ok, result, .. }) => {
-            if ok && call.name == memory_tools::ADD_INTENTION {
+            if ok && tool == MemoryTool::AddIntention {
                 let id = result.strip_prefix("intention ").and_then(|r| r.split(' ').next());
                 added.extend(id.and_then(|id| id.parse::<i64>().ok()));
             }
@@ -1167,18 +1173,18 @@ pub async fn run_call(
     };
     let outcome = if confirmed == Some(false) {
         Outcome::Done { ok: false, result: "the user did not allow this action".into() }
-    } else if env.tools.contains(&call.name) {
-        env.tools.run(&call.name, &call.arguments).await
-    } else if wake::TOOLS.contains(&call.name.as_str()) {
-        match wake::ask(&call.name, &call.arguments) {
-            Ok(asked) => {
-                out.send(Report::Wake(asked));
-                Outcome::Done { ok: true, result: wake::told(asked) }
-            }
-            Err(why) => Outcome::Done { ok: false, result: why },
-        }
     } else {
-        run_memory_tool(env, call, added, out).await
+        match Named::of(&call.name) {
+            Named::Builtin(_) | Named::Other => env.tools.run(&call.name, &call.arguments).await,
+            Named::Wake(tool) => match wake::ask(tool, &call.arguments) {
+                Ok(asked) => {
+                    out.send(Report::Wake(asked));
+                    Outcome::Done { ok: true, result: wake::told(asked) }
+                }
+                Err(why) => Outcome::Done { ok: false, result: why },
+            },
+            Named::Memory(tool) => run_memory_tool(env, tool, call, added, out).await,
+        }
     };
     if let Outcome::Timer { after, label, .. } = &outcome {
         out.send(Report::Timer { after: *after, label: label.clone() });

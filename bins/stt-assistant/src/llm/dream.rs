@@ -22,7 +22,7 @@ use stt_memory::text::content_words;
 
 use super::{JobEnv, Report, SLOT_OTHER, complete};
 use crate::lane::Sink;
-use crate::memory::{Rival, Round, tools as memory_tools};
+use crate::memory::{Rival, Round, Tool as MemoryTool, tools as memory_tools};
 
 const PROMPT: &str = "You maintain the long-term memory of a voice assistant while the user is \
     away. You are shown one past conversation. Save what will still matter later, with tools: \
@@ -207,7 +207,7 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
         Err(why) => return tracing::warn!("memory could not start a dream: {why}"),
     };
     tracing::info!(trigger, sessions = sessions.len(), "dream started");
-    let tools: Vec<ToolSpec> = memory_tools::specs(&memory_tools::DREAM_ROUND)
+    let tools: Vec<ToolSpec> = memory_tools::specs(&MemoryTool::DREAM_ROUND)
         .into_iter()
         .map(|s| ToolSpec { name: s.name, description: s.description, parameters: s.parameters })
         .collect();
@@ -274,7 +274,9 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             tracing::debug!(content = %reply.content, calls = ?reply.tool_calls, "dream reply");
             let mut calls = reply.tool_calls.clone();
             if calls.is_empty() {
-                calls = stt_llm::calls_in_content(&reply.content, memory_tools::is_memory_tool);
+                calls = stt_llm::calls_in_content(&reply.content, |name| {
+                    MemoryTool::named(name).is_some()
+                });
             }
             if calls.is_empty() {
                 calls = fact_lines(&reply.content, steps, &said);
@@ -295,15 +297,20 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             seen.extend(keys);
             messages.push(Message::calls(calls.clone()));
             for call in calls {
-                if call.name == "write_dream_log" {
+                let Some(tool) = MemoryTool::named(&call.name) else {
+                    let no = format!("there is no memory tool named '{}'", call.name);
+                    messages.push(Message::tool(call.id.clone(), no));
+                    continue;
+                };
+                if tool == MemoryTool::WriteDreamLog {
                     round_over = true;
                 }
-                let result = match memory.tool(call.name.clone(), call.arguments.clone()).await {
+                let result = match memory.tool(tool, call.arguments.clone()).await {
                     Ok(called) => {
-                        if called.ok && memory_tools::changes_memory(&call.name) {
+                        if called.ok && tool.changes_memory() {
                             changes += 1;
                         }
-                        if called.ok && memory_tools::saves_a_fact(&call.name) {
+                        if called.ok && tool.saves_a_fact() {
                             facts += 1;
                         }
                         created.extend(called.created);
@@ -334,7 +341,8 @@ pub async fn run(env: &JobEnv, trigger: &str, max_steps: u32, out: &Sink<Report>
             if let Ok(reply) = complete(env, client, &request, out, |_| {}).await {
                 tracing::debug!(content = %reply.content, "dream extraction");
                 for call in fact_lines(&reply.content, steps, &said) {
-                    if let Ok(called) = memory.tool(call.name, call.arguments).await
+                    if let Some(tool) = MemoryTool::named(&call.name)
+                        && let Ok(called) = memory.tool(tool, call.arguments).await
                         && called.ok
                     {
                         changes += 1;

@@ -67,7 +67,7 @@ pub struct Settings {
     /// Turns dropped at a time when summarizing fails.
     pub trim_block_turns: u32,
     /// The model may schedule its own wake-ups (`[planner].proactive`, memory on): commands
-    /// about plans are offered the wake tools ([`crate::wake::TOOLS`]).
+    /// about plans are offered the wake tools ([`crate::wake::Tool`]).
     pub proactive: bool,
 }
 
@@ -472,7 +472,7 @@ async fn recall(
     let open = context.intentions > 0;
     let ends = open
         && (!context.reminders.is_empty()
-            || memory::called_for(memory::tools::COMPLETE_INTENTION, &words, open));
+            || memory::called_for(memory::Tool::CompleteIntention, &words, open));
     let memory_tools = tools && (memory::asks_about_memory(&words, open) || ends);
     let discipline = match (tools, memory_tools) {
         (false, _) => Some(DISCIPLINE_CHAT),

@@ -48,7 +48,7 @@ pub async fn break_down(
     // is taken as the title.
     let known = match given {
         Some(id) => matches!(
-            memory.tool("get_task".into(), json!({"task_id": id})).await,
+            memory.tool(memory::Tool::GetTask, json!({"task_id": id})).await,
             Ok(memory::Called { ok: true, .. })
         ),
         None => false,
@@ -57,7 +57,7 @@ pub async fn break_down(
         Some(id) if known || title.is_empty() => id,
         _ if !title.is_empty() => {
             // A small model plans before it makes the task: the title makes it.
-            match memory.tool("create_task".into(), json!({"title": title})).await {
+            match memory.tool(memory::Tool::CreateTask, json!({"title": title})).await {
                 Ok(memory::Called { ok: true, result, .. }) => {
                     match result.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
                         Some(id) => id.parse().unwrap_or_default(),
@@ -71,7 +71,7 @@ pub async fn break_down(
         _ => return (false, "give the 'task_id' to plan, or a 'title' to make one".into()),
     };
     let days = args.get("days").and_then(whole).filter(|d| *d > 0).map(|d| d.min(MAX_DAYS));
-    let task = match memory.tool("get_task".into(), json!({"task_id": task_id})).await {
+    let task = match memory.tool(memory::Tool::GetTask, json!({"task_id": task_id})).await {
         Ok(memory::Called { ok: true, result, .. }) => result,
         Ok(memory::Called { result, .. }) => return (false, result),
         Err(refusal) => return (false, refusal.into_why()),
@@ -94,7 +94,7 @@ pub async fn break_down(
             Ok(phases) => {
                 let stored = memory
                     .tool(
-                        crate::memory::plans::BREAK_DOWN_TASK.into(),
+                        memory::Tool::BreakDownTask,
                         json!({"task_id": task_id, "phases": phases}),
                     )
                     .await;

@@ -84,7 +84,7 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
     // With something due, only the reminder is asked for: offered a tool, the small model
     // called it and wrote no reminder, twice in a row. With nothing due yet it may choose
     // when to look again instead.
-    let tools: Vec<ToolSpec> = wake::spec(wake::HEARTBEAT)
+    let tools: Vec<ToolSpec> = Some(wake::spec(HEARTBEAT))
         .into_iter()
         .filter(|_| due_now.is_empty())
         .map(|s| ToolSpec { name: s.name, description: s.description, parameters: s.parameters })
@@ -111,13 +111,13 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
         };
         let calls = if reply.tool_calls.is_empty() {
             let schema = offered.first().map(|t| &t.parameters);
-            stt_llm::find_calls(&reply.content, |name| schema.filter(|_| name == wake::HEARTBEAT))
+            stt_llm::find_calls(&reply.content, |name| schema.filter(|_| name == HEARTBEAT.name()))
                 .calls
         } else {
             reply.tool_calls.clone()
         };
         let mut results = Vec::new();
-        for call in calls.iter().filter(|c| c.name == wake::HEARTBEAT).take(1) {
+        for call in calls.iter().filter(|c| c.name == HEARTBEAT.name()).take(1) {
             results.push(heartbeat(&call.id, &call.arguments, out));
         }
         let words = without_calls(&reply.content);
@@ -135,6 +135,8 @@ pub async fn run(env: &JobEnv, wakeup: &Wakeup, out: &Sink<Report>) {
     }
 }
 
+/// The one tool a wake-up turn is offered: when to look again.
+const HEARTBEAT: wake::Tool = wake::Tool::Heartbeat;
 /// Next actions one a line: what, of which task, when.
 fn lines(actions: &[&stt_proto::NextAction]) -> String {
     actions
@@ -157,13 +159,13 @@ fn lines(actions: &[&stt_proto::NextAction]) -> String {
 fn heartbeat(id: &str, args: &Value, out: &Sink<Report>) -> (String, String) {
     out.send(Report::Publish(AssistantEvent::ToolCall(ToolCall {
         call_id: id.to_owned(),
-        tool: wake::HEARTBEAT.into(),
+        tool: HEARTBEAT.name().into(),
         args: args.clone(),
         side_effect: stt_proto::SideEffect::Local,
         requires_confirmation: false,
         awaiting_confirmation: false,
     })));
-    let (ok, result) = match wake::ask(wake::HEARTBEAT, args) {
+    let (ok, result) = match wake::ask(HEARTBEAT, args) {
         Ok(asked) => {
             out.send(Report::Wake(asked));
             (true, wake::told(asked))
@@ -172,7 +174,7 @@ fn heartbeat(id: &str, args: &Value, out: &Sink<Report>) -> (String, String) {
     };
     out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
         call_id: id.to_owned(),
-        tool: wake::HEARTBEAT.into(),
+        tool: HEARTBEAT.name().into(),
         ok,
         result: result.clone(),
         latency_ms: 0,
@@ -183,7 +185,7 @@ fn heartbeat(id: &str, args: &Value, out: &Sink<Report>) -> (String, String) {
 /// The words of a reply without a call written into it as JSON.
 fn without_calls(content: &str) -> String {
     let text = match (content.find('{'), content.rfind('}')) {
-        (Some(from), Some(to)) if from < to && content[from..=to].contains(wake::HEARTBEAT) => {
+        (Some(from), Some(to)) if from < to && content[from..=to].contains(HEARTBEAT.name()) => {
             format!("{} {}", &content[..from], &content[to + 1..])
         }
         _ => content.to_owned(),

@@ -12,14 +12,15 @@
 //! and commands go on without it.
 //!
 //! This file is the handle ([`Memory`]) and what crosses to the loop; [`thread`] is the
-//! thread that owns the store (and builds a prompt's context), [`tools`] the tools that reach
-//! memory (they run on that thread, like every other use of the store), [`plans`] the
-//! planner's, [`tree`] the memory tree's, [`called`] and [`clock`] small helpers.
+//! thread that owns the store (and builds a prompt's context), [`tool`] names the tools that
+//! reach memory, [`tools`] runs memory's (on that thread, like every other use of the store),
+//! [`plans`] the planner's, [`tree`] the memory tree's, [`called`] and [`clock`] small helpers.
 
 pub mod called;
 pub mod clock;
 pub mod plans;
 pub mod thread;
+pub mod tool;
 pub mod tools;
 pub mod tree;
 
@@ -36,6 +37,7 @@ use stt_memory::{
 pub use called::Called;
 pub use thread::spawn;
 use thread::{Lane, State, context, dream_due, item, rival, round_text};
+pub use tool::Tool;
 pub use tools::Limits;
 
 use crate::lane::{Jobs, Sink};
@@ -140,14 +142,10 @@ impl DreamRules {
     };
 }
 
-/// Whether a command's words (`text`) call for memory's tool `name` (`open`: an intention is
+/// Whether a command's words (`text`) call for memory's tool `tool` (`open`: an intention is
 /// open): a reminder's words for adding one (and for ending one, while one is open), words
 /// about what was said before for recall, "dream" for a dream now.
-pub fn called_for(name: &str, text: &str, open: bool) -> bool {
-    use tools::{
-        ADD_INTENTION, CANCEL_INTENTION, COMPLETE_INTENTION, DREAM_NOW, EXPLORE_TREE, RECALL,
-        SEARCH_RECENT,
-    };
+pub fn called_for(tool: Tool, text: &str, open: bool) -> bool {
     const REMINDING: [&str; 5] = ["remind", "reminder", "reminders", "intention", "intentions"];
     const ENDING: [&str; 7] = ["done", "did", "finished", "cancel", "drop", "delete", "remove"];
     const RECALLING: [&str; 17] = [
@@ -171,21 +169,24 @@ pub fn called_for(name: &str, text: &str, open: bool) -> bool {
     ];
     let words: Vec<String> = stt_memory::text::words(text).collect();
     let any = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
-    match name {
-        ADD_INTENTION => any(&REMINDING),
-        COMPLETE_INTENTION | CANCEL_INTENTION => open && (any(&REMINDING) || any(&ENDING)),
+    match tool {
+        Tool::AddIntention => any(&REMINDING),
+        Tool::CompleteIntention | Tool::CancelIntention => {
+            open && (any(&REMINDING) || any(&ENDING))
+        }
         // "Tell" alone is no question about the past ("tell me a joke").
-        RECALL | SEARCH_RECENT | EXPLORE_TREE => {
+        Tool::Recall | Tool::SearchRecent | Tool::ExploreTree => {
             any(&RECALLING) || words.windows(3).any(|w| w == ["i", "tell", "you"])
         }
-        DREAM_NOW => any(&["dream"]),
+        Tool::DreamNow => any(&["dream"]),
+        // The planner's have their own words (`plans::called_for`); a dream's are a dream's.
         _ => false,
     }
 }
 
 /// Whether a command's words call for any of memory's tools ([`called_for`]).
 pub fn asks_about_memory(text: &str, open: bool) -> bool {
-    tools::ASSISTANT.iter().any(|name| called_for(name, text, open))
+    Tool::ASSISTANT.into_iter().any(|tool| called_for(tool, text, open))
 }
 
 /// What a job's prompt gets from memory.
@@ -456,9 +457,9 @@ impl Memory {
         .await
     }
 
-    /// Runs memory tool `name` (see [`tools`]).
-    pub async fn tool(&self, name: String, args: serde_json::Value) -> Reply<Called> {
-        self.ask(move |store, state| state.tool(store, &name, &args)).await
+    /// Runs memory tool `tool` (see [`tools`]).
+    pub async fn tool(&self, tool: Tool, args: serde_json::Value) -> Reply<Called> {
+        self.ask(move |store, state| state.tool(store, tool, &args)).await
     }
 
     /// Writes every item as Markdown files under `dir`: what to tell the person.
@@ -699,25 +700,25 @@ mod tests {
 
     #[test]
     fn a_command_is_offered_the_memory_tools_its_words_call_for() {
-        let offered = |text: &str, open: bool| -> Vec<&str> {
-            tools::ASSISTANT.into_iter().filter(|name| called_for(name, text, open)).collect()
+        let offered = |text: &str, open: bool| -> Vec<Tool> {
+            Tool::ASSISTANT.into_iter().filter(|tool| called_for(*tool, text, open)).collect()
         };
-        let recall = [tools::RECALL, tools::SEARCH_RECENT, tools::EXPLORE_TREE];
-        assert_eq!(offered("What is the capital of France?", true), Vec::<&str>::new());
-        assert_eq!(offered("Tell me a joke.", false), Vec::<&str>::new());
+        let recall = [Tool::Recall, Tool::SearchRecent, Tool::ExploreTree];
+        assert_eq!(offered("What is the capital of France?", true), Vec::<Tool>::new());
+        assert_eq!(offered("Tell me a joke.", false), Vec::<Tool>::new());
         assert_eq!(offered("What did I tell you about my sister?", false), recall);
         assert_eq!(offered("Do you remember where my sister lives?", false), recall);
-        assert_eq!(offered("Remind me to call mum tomorrow.", false), [tools::ADD_INTENTION]);
+        assert_eq!(offered("Remind me to call mum tomorrow.", false), [Tool::AddIntention]);
         assert_eq!(
             offered("Cancel the reminder about mum.", true),
-            [tools::ADD_INTENTION, tools::COMPLETE_INTENTION, tools::CANCEL_INTENTION]
+            [Tool::AddIntention, Tool::CompleteIntention, Tool::CancelIntention]
         );
-        assert_eq!(offered("I'm done with the plants.", false), Vec::<&str>::new());
+        assert_eq!(offered("I'm done with the plants.", false), Vec::<Tool>::new());
         assert_eq!(
             offered("I'm done with the plants.", true),
-            [tools::COMPLETE_INTENTION, tools::CANCEL_INTENTION]
+            [Tool::CompleteIntention, Tool::CancelIntention]
         );
-        assert_eq!(offered("Dream now.", false), [tools::DREAM_NOW]);
+        assert_eq!(offered("Dream now.", false), [Tool::DreamNow]);
     }
 
     #[tokio::test]

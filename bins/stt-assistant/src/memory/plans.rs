@@ -4,35 +4,15 @@
 //! model breaks a task into is checked whole (every phase titled, every item dated) and
 //! stored all or nothing.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use stt_memory::Store;
 use stt_memory::planner::{self, NewPhase, NewTask, NextAction, Status, Task};
-use stt_proto::SideEffect;
 
 use super::called::Called;
-
-pub const CREATE_TASK: &str = "create_task";
-pub const BREAK_DOWN_TASK: &str = "break_down_task";
-pub const LIST_TASKS: &str = "list_tasks";
-pub const GET_TASK: &str = "get_task";
-pub const GET_NEXT_ACTIONS: &str = "get_next_actions";
-pub const MARK_PLAN_DONE: &str = "mark_plan_done";
-pub const RESCHEDULE: &str = "reschedule";
-pub const UPDATE_TASK_STATUS: &str = "update_task_status";
-pub const PRIORITIZE: &str = "prioritize";
-
-/// Every planner tool, as commands get them.
-pub const PLANNER: [&str; 9] = [
-    CREATE_TASK,
-    BREAK_DOWN_TASK,
-    LIST_TASKS,
-    GET_TASK,
-    GET_NEXT_ACTIONS,
-    MARK_PLAN_DONE,
-    RESCHEDULE,
-    UPDATE_TASK_STATUS,
-    PRIORITIZE,
-];
+use super::tool::Tool::{
+    self, BreakDownTask, CreateTask, GetNextActions, GetTask, ListTasks, MarkPlanDone, Prioritize,
+    Reschedule, UpdateTaskStatus,
+};
 
 /// Whether a command's words are about goals, tasks or plans (then it is offered the
 /// planner's tools: every schema costs a small model's attention, as memory's do).
@@ -82,10 +62,10 @@ pub fn asks_about_plans(text: &str) -> bool {
 }
 
 /// Whether a command's words, about plans ([`asks_about_plans`]), call for planner tool
-/// `name`: adding for "add" or a goal, the next actions for "next", status for "done" or
+/// `tool`: adding for "add" or a goal, the next actions for "next", status for "done" or
 /// "drop", and so on; words about plans that name none of them get the list and the next
 /// actions. Nine schemas and their 1 900 tokens had the 1.5B model answer in words instead.
-pub fn called_for(name: &str, text: &str) -> bool {
+pub fn called_for(tool: Tool, text: &str) -> bool {
     const ADDING: [&str; 13] = [
         "add", "create", "new", "make", "want", "goal", "goals", "learn", "learning", "study",
         "practice", "habit", "project",
@@ -155,20 +135,20 @@ pub fn called_for(name: &str, text: &str) -> bool {
     // Words that end a task make none, unless they say so too ("add a task: finish…").
     let makes = any(&MAKING) || !any(&ENDING);
     let named = [&ADDING[..], &LISTING, &NEXT, &STATUS, &MOVING, &RANKING].iter().any(|l| any(l));
-    match name {
+    match tool {
         // "Make the insurance task my top priority" ranks a task and "drop the Spanish goal"
         // ends one: neither makes or plans one (offered `break_down_task` for the second,
         // the 1.5B model planned the goal it was asked to drop).
-        CREATE_TASK => any(&ADDING) && !any(&RANKING) && makes,
-        BREAK_DOWN_TASK => any(&BREAKING) && makes,
-        LIST_TASKS => any(&LISTING) || !named,
-        GET_TASK => any(&SHOWING),
-        GET_NEXT_ACTIONS => any(&NEXT) || !named,
+        CreateTask => any(&ADDING) && !any(&RANKING) && makes,
+        BreakDownTask => any(&BREAKING) && makes,
+        ListTasks => any(&LISTING) || !named,
+        GetTask => any(&SHOWING),
+        GetNextActions => any(&NEXT) || !named,
         // A step of a plan is named as one; "mark the milk task as done" is about the task.
-        MARK_PLAN_DONE => any(&STATUS) && any(&STEPS),
-        UPDATE_TASK_STATUS => any(&STATUS),
-        RESCHEDULE => any(&MOVING),
-        PRIORITIZE => any(&RANKING),
+        MarkPlanDone => any(&STATUS) && any(&STEPS),
+        UpdateTaskStatus => any(&STATUS),
+        Reschedule => any(&MOVING),
+        Prioritize => any(&RANKING),
         _ => false,
     }
 }
@@ -182,92 +162,6 @@ pub fn names_a_task(text: &str) -> bool {
 
 /// Next actions a call lists at most.
 const NEXT_ACTIONS: usize = 8;
-
-/// Whether `name` only reads the planner.
-pub fn reads_only(name: &str) -> bool {
-    matches!(name, LIST_TASKS | GET_TASK | GET_NEXT_ACTIONS)
-}
-
-/// Tool `name`'s description, parameters and side effect, if it is a planner tool.
-pub fn spec(name: &str) -> Option<(&'static str, Value, SideEffect)> {
-    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
-    let task_id = json!({"type": "integer", "description": "The task's id"});
-    let date = json!({"type": "string", "description": "YYYY-MM-DD"});
-    let priority = json!({"type": "integer", "description": "1 (highest) to 5"});
-    Some(match name {
-        CREATE_TASK => (
-            "Make a task to track: a goal the user wants to reach or something to get done.",
-            object(
-                json!({"title": {"type": "string"}, "goal": {"type": "string"}, "due": date,
-                       "priority": priority}),
-                &["title"],
-            ),
-            SideEffect::Local,
-        ),
-        // The model only names the task: the plan is written by a request of its own
-        // (`llm::plan`), so a small model's call stays a line long (written inline, a plan
-        // ran past the reply's token cap). `phases` is how that request stores it.
-        BREAK_DOWN_TASK => (
-            "Plan a task day by day into phases with dated items. Give its task_id, or a title \
-             to make the task.",
-            object(
-                json!({
-                    "task_id": task_id,
-                    "title": {"type": "string"},
-                    "days": {"type": "integer", "description": "Days the plan spans, from today"}
-                }),
-                &[],
-            ),
-            SideEffect::Local,
-        ),
-        LIST_TASKS => (
-            "List the user's tasks.",
-            object(
-                json!({"status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
-                &[],
-            ),
-            SideEffect::ReadOnly,
-        ),
-        GET_TASK => (
-            "A task with its plan.",
-            object(json!({"task_id": task_id}), &["task_id"]),
-            SideEffect::ReadOnly,
-        ),
-        GET_NEXT_ACTIONS => (
-            "What the user should do next, most urgent first.",
-            object(json!({}), &[]),
-            SideEffect::ReadOnly,
-        ),
-        MARK_PLAN_DONE => (
-            "Check off a plan item the user has done.",
-            object(json!({"item_id": {"type": "integer"}}), &["item_id"]),
-            SideEffect::Local,
-        ),
-        RESCHEDULE => (
-            "Move a task: a new due date, and/or its open items by some days.",
-            object(
-                json!({"task_id": task_id, "due": date, "shift_days": {"type": "integer"}}),
-                &["task_id"],
-            ),
-            SideEffect::Local,
-        ),
-        UPDATE_TASK_STATUS => (
-            "Mark a task open, active, done or dropped.",
-            object(
-                json!({"task_id": task_id,
-                       "status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
-                &["task_id", "status"],
-            ),
-            SideEffect::Local,
-        ),
-        PRIORITIZE => (
-            "Give a task another priority.",
-            object(json!({"task_id": task_id, "priority": priority}), &["task_id", "priority"]),
-            SideEffect::Local,
-        ),
-        _ => return None,
-    })
-}
 
 /// A whole number in any JSON spelling: 7, 7.0 (the tool-call parser takes a whole float for
 /// an integer, as JSON Schema does) or "7".
@@ -491,18 +385,18 @@ fn phases(args: &Value) -> Result<Vec<NewPhase>, String> {
         .collect()
 }
 
-/// Runs planner tool `name` with `args`; `today` is the local date, `YYYY-MM-DD`. `Err` is a
+/// Runs planner tool `tool` with `args`; `today` is the local date, `YYYY-MM-DD`. `Err` is a
 /// fault of the store; a wrong argument is an `Ok` answer that says so.
 pub fn call(
     store: &mut Store,
-    name: &str,
+    tool: Tool,
     args: &Value,
     today: &str,
 ) -> stt_memory::Result<Called> {
     use stt_memory::MemoryError::{Invalid, NotFound};
     let task_id = int(args, "task_id");
-    let outcome = match name {
-        CREATE_TASK => {
+    let outcome = match tool {
+        CreateTask => {
             let priority = int(args, "priority").unwrap_or(i64::from(planner::DEFAULT_PRIORITY));
             let mut due = Some(text(args, "due").to_owned()).filter(|d| !d.is_empty());
             // A small model knows no date: one in the past is a guess. The task is made
@@ -524,7 +418,7 @@ pub fn call(
                 )
             })
         }
-        BREAK_DOWN_TASK => {
+        BreakDownTask => {
             let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
             let phases = match phases(args) {
                 Ok(phases) => phases,
@@ -541,7 +435,7 @@ pub fn call(
             }
             store.set_plan(id, &phases).and_then(|()| store.task(id)).map(|task| task_text(&task))
         }
-        LIST_TASKS => {
+        ListTasks => {
             let status = match text(args, "status") {
                 "" => None,
                 s => match Status::parse(s) {
@@ -557,11 +451,11 @@ pub fn call(
                 }
             })
         }
-        GET_TASK => {
+        GetTask => {
             let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
             store.task(id).map(|task| task_text(&task))
         }
-        GET_NEXT_ACTIONS => store.next_actions(today, NEXT_ACTIONS).map(|actions| {
+        GetNextActions => store.next_actions(today, NEXT_ACTIONS).map(|actions| {
             if actions.is_empty() {
                 "nothing to do: no open tasks".to_owned()
             } else {
@@ -571,7 +465,7 @@ pub fn call(
                 )
             }
         }),
-        MARK_PLAN_DONE => {
+        MarkPlanDone => {
             let Some(item) = int(args, "item_id") else {
                 return Ok(Called::failed("give 'item_id'"));
             };
@@ -585,7 +479,7 @@ pub fn call(
                 _ => format!("item {item} done"),
             })
         }
-        RESCHEDULE => {
+        Reschedule => {
             let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
             let due = Some(text(args, "due")).filter(|d| !d.is_empty());
             let shift = int(args, "shift_days").unwrap_or(0);
@@ -599,14 +493,14 @@ pub fn call(
                 .and_then(|()| store.task(id))
                 .map(|task| task_line(&task))
         }
-        UPDATE_TASK_STATUS => {
+        UpdateTaskStatus => {
             let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
             let Some(status) = Status::parse(text(args, "status")) else {
                 return Ok(Called::failed("'status' is open, active, done or dropped"));
             };
             store.set_task_status(id, status).map(|()| format!("task {id} is {}", status.as_str()))
         }
-        PRIORITIZE => {
+        Prioritize => {
             let Some(id) = task_id else { return Ok(Called::failed("give 'task_id'")) };
             let Some(priority) = int(args, "priority") else {
                 return Ok(Called::failed("give 'priority', 1 (highest) to 5"));
@@ -615,7 +509,7 @@ pub fn call(
                 .set_task_priority(id, u8::try_from(priority).unwrap_or(u8::MAX))
                 .map(|()| format!("task {id} has priority {priority}"))
         }
-        _ => return Ok(Called::failed(format!("no planner tool {name}"))),
+        other => return Ok(Called::failed(format!("{other} is not the planner's"))),
     };
     match outcome {
         Ok(said) => Ok(Called::ok(said)),
@@ -630,6 +524,8 @@ pub fn call(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn store() -> (tempfile::TempDir, Store) {
@@ -638,8 +534,8 @@ mod tests {
         (dir, store)
     }
 
-    fn run(store: &mut Store, name: &str, args: Value) -> Called {
-        call(store, name, &args, "2026-12-07").unwrap()
+    fn run(store: &mut Store, tool: Tool, args: Value) -> Called {
+        call(store, tool, &args, "2026-12-07").unwrap()
     }
 
     #[test]
@@ -660,37 +556,24 @@ mod tests {
 
     #[test]
     fn a_command_about_plans_is_offered_the_planner_tools_its_words_call_for() {
-        let offered = |text: &str| -> Vec<&str> {
-            PLANNER.into_iter().filter(|name| called_for(name, text)).collect()
+        let offered = |text: &str| -> Vec<Tool> {
+            Tool::PLANNER.into_iter().filter(|tool| called_for(*tool, text)).collect()
         };
-        assert_eq!(offered("what time is it"), Vec::<&str>::new());
-        assert_eq!(offered("Add a task to buy milk."), [CREATE_TASK]);
-        assert_eq!(offered("What should I do next?"), [GET_NEXT_ACTIONS]);
-        assert_eq!(offered("What's on my task list?"), [LIST_TASKS]);
-        assert_eq!(offered("Mark the milk task as done."), [UPDATE_TASK_STATUS]);
-        assert!(offered("I finished step 3 of my Rust plan.").contains(&MARK_PLAN_DONE));
-        assert_eq!(offered("Make the insurance task my top priority."), [PRIORITIZE]);
-        assert_eq!(offered("Drop the Spanish goal."), [UPDATE_TASK_STATUS]);
-        assert_eq!(
-            offered("Add a new task: finish the report."),
-            [CREATE_TASK, UPDATE_TASK_STATUS]
-        );
-        assert_eq!(offered("Push the insurance task back by one week."), [RESCHEDULE]);
+        assert_eq!(offered("what time is it"), Vec::<Tool>::new());
+        assert_eq!(offered("Add a task to buy milk."), [CreateTask]);
+        assert_eq!(offered("What should I do next?"), [GetNextActions]);
+        assert_eq!(offered("What's on my task list?"), [ListTasks]);
+        assert_eq!(offered("Mark the milk task as done."), [UpdateTaskStatus]);
+        assert!(offered("I finished step 3 of my Rust plan.").contains(&MarkPlanDone));
+        assert_eq!(offered("Make the insurance task my top priority."), [Prioritize]);
+        assert_eq!(offered("Drop the Spanish goal."), [UpdateTaskStatus]);
+        assert_eq!(offered("Add a new task: finish the report."), [CreateTask, UpdateTaskStatus]);
+        assert_eq!(offered("Push the insurance task back by one week."), [Reschedule]);
         assert_eq!(
             offered("help me learn Rust in two weeks"),
-            [CREATE_TASK, BREAK_DOWN_TASK, RESCHEDULE]
+            [CreateTask, BreakDownTask, Reschedule]
         );
-        assert_eq!(offered("how are my plans"), [LIST_TASKS, GET_NEXT_ACTIONS]);
-    }
-
-    #[test]
-    fn every_tool_has_a_spec_and_reads_or_writes_as_it_says() {
-        for name in PLANNER {
-            let (_, parameters, side_effect) = spec(name).unwrap();
-            assert_eq!(parameters["type"], "object", "{name}");
-            assert_eq!(side_effect == SideEffect::ReadOnly, reads_only(name), "{name}");
-        }
-        assert!(spec("recall_memories").is_none());
+        assert_eq!(offered("how are my plans"), [ListTasks, GetNextActions]);
     }
 
     #[test]
@@ -698,7 +581,7 @@ mod tests {
         let (_dir, mut store) = store();
         let made = run(
             &mut store,
-            CREATE_TASK,
+            CreateTask,
             json!({"title": "Learn Rust", "goal": "write a CLI", "due": "2026-12-20", "priority": "2"}),
         );
         assert!(made.ok && made.result.starts_with("task 1 made"), "{made:?}");
@@ -706,14 +589,14 @@ mod tests {
             {"title": "Basics", "items": [{"day": "2026-12-07", "text": "Chapters 1-3"}, {"day": "2026-12-08", "text": "Ownership"}]},
             {"title": "Practice", "items": [{"day": "2026-12-10", "text": "A small CLI"}]}
         ]});
-        let broken = run(&mut store, BREAK_DOWN_TASK, plan);
+        let broken = run(&mut store, BreakDownTask, plan);
         assert!(broken.ok, "{broken:?}");
         assert!(
             broken.result.contains("phase 1: Basics\n  [ ] item 1 2026-12-07: Chapters 1-3"),
             "{}",
             broken.result
         );
-        let next = run(&mut store, GET_NEXT_ACTIONS, json!({}));
+        let next = run(&mut store, GetNextActions, json!({}));
         assert!(
             next.result.starts_with(
                 "today is 2026-12-07\nitem 1: Chapters 1-3 (task 1 Learn Rust), on 2026-12-07"
@@ -722,71 +605,71 @@ mod tests {
             next.result
         );
         assert!(
-            run(&mut store, MARK_PLAN_DONE, json!({"item_id": 1})).result.ends_with("item 1 done")
+            run(&mut store, MarkPlanDone, json!({"item_id": 1})).result.ends_with("item 1 done")
         );
-        let phase = run(&mut store, MARK_PLAN_DONE, json!({"item_id": "2"}));
+        let phase = run(&mut store, MarkPlanDone, json!({"item_id": "2"}));
         assert!(phase.result.contains("its phase is finished"), "{phase:?}");
-        let listed = run(&mut store, LIST_TASKS, json!({"status": "active"}));
+        let listed = run(&mut store, ListTasks, json!({"status": "active"}));
         assert_eq!(
             listed.result,
             "task 1 [active] Learn Rust (priority 2), due 2026-12-20, 2 of 3 items done"
         );
-        let moved = run(&mut store, RESCHEDULE, json!({"task_id": 1, "shift_days": 2}));
+        let moved = run(&mut store, Reschedule, json!({"task_id": 1, "shift_days": 2}));
         assert!(moved.ok, "{moved:?}");
         assert!(
-            run(&mut store, GET_TASK, json!({"task_id": 1}))
+            run(&mut store, GetTask, json!({"task_id": 1}))
                 .result
                 .contains("item 3 2026-12-12: A small CLI")
         );
-        let last = run(&mut store, MARK_PLAN_DONE, json!({"item_id": 3}));
+        let last = run(&mut store, MarkPlanDone, json!({"item_id": 3}));
         assert!(last.result.contains("the task is done"), "{last:?}");
         assert_eq!(
-            run(&mut store, GET_NEXT_ACTIONS, json!({})).result,
+            run(&mut store, GetNextActions, json!({})).result,
             "nothing to do: no open tasks"
         );
-        assert!(run(&mut store, PRIORITIZE, json!({"task_id": 1, "priority": 1})).ok);
-        assert!(run(&mut store, UPDATE_TASK_STATUS, json!({"task_id": 1, "status": "dropped"})).ok);
+        assert!(run(&mut store, Prioritize, json!({"task_id": 1, "priority": 1})).ok);
+        assert!(run(&mut store, UpdateTaskStatus, json!({"task_id": 1, "status": "dropped"})).ok);
     }
 
     #[test]
     fn wrong_arguments_are_answered_with_what_was_expected() {
         let (_dir, mut store) = store();
         let cases = [
-            (CREATE_TASK, json!({"title": ""}), "title"),
-            (CREATE_TASK, json!({"title": "x", "due": "next week"}), "YYYY-MM-DD"),
-            (CREATE_TASK, json!({"title": "x", "priority": 9}), "1 (the highest) to 5"),
-            (BREAK_DOWN_TASK, json!({"phases": []}), "task_id"),
-            (BREAK_DOWN_TASK, json!({"task_id": 1}), "give 'phases'"),
+            (CreateTask, json!({"title": ""}), "title"),
+            (CreateTask, json!({"title": "x", "due": "next week"}), "YYYY-MM-DD"),
+            (CreateTask, json!({"title": "x", "priority": 9}), "1 (the highest) to 5"),
+            (BreakDownTask, json!({"phases": []}), "task_id"),
+            (BreakDownTask, json!({"task_id": 1}), "give 'phases'"),
             (
-                BREAK_DOWN_TASK,
+                BreakDownTask,
                 json!({"task_id": 1, "phases": [{"title": "A", "items": [{"day": "2026-12-01", "text": "b"}]}]}),
                 "today is 2026-12-07",
             ),
-            (BREAK_DOWN_TASK, json!({"task_id": 1, "phases": [{"title": "A"}]}), "no 'items'"),
+            (BreakDownTask, json!({"task_id": 1, "phases": [{"title": "A"}]}), "no 'items'"),
             (
-                BREAK_DOWN_TASK,
+                BreakDownTask,
                 json!({"task_id": 7, "phases": [{"title": "A", "items": [{"day": "2026-12-07", "text": "b"}]}]}),
                 "no task 7",
             ),
-            (MARK_PLAN_DONE, json!({}), "item_id"),
-            (MARK_PLAN_DONE, json!({"item_id": 5}), "no plan item 5"),
-            (LIST_TASKS, json!({"status": "later"}), "open, active, done or dropped"),
-            (RESCHEDULE, json!({"task_id": 1}), "shift_days"),
-            (UPDATE_TASK_STATUS, json!({"task_id": 1, "status": "finished"}), "open, active"),
-            (PRIORITIZE, json!({"task_id": 1}), "priority"),
+            (MarkPlanDone, json!({}), "item_id"),
+            (MarkPlanDone, json!({"item_id": 5}), "no plan item 5"),
+            (ListTasks, json!({"status": "later"}), "open, active, done or dropped"),
+            (Reschedule, json!({"task_id": 1}), "shift_days"),
+            (UpdateTaskStatus, json!({"task_id": 1, "status": "finished"}), "open, active"),
+            (Prioritize, json!({"task_id": 1}), "priority"),
         ];
         for (name, args, needle) in cases {
             let called = run(&mut store, name, args.clone());
             assert!(!called.ok && called.result.contains(needle), "{name} {args}: {called:?}");
         }
-        let made = run(&mut store, CREATE_TASK, json!({"title": "Plan a trip"}));
+        let made = run(&mut store, CreateTask, json!({"title": "Plan a trip"}));
         assert!(made.ok, "{made:?}");
         let bad_day = json!({"task_id": 1, "phases": [{"title": "A", "items": [{"day": "2026-02-30", "text": "b"}]}]});
-        let refused = run(&mut store, BREAK_DOWN_TASK, bad_day);
+        let refused = run(&mut store, BreakDownTask, bad_day);
         assert!(!refused.ok && refused.result.contains("phase 1"), "{refused:?}");
         assert!(store.task(1).unwrap().phases.is_empty(), "nothing of a refused plan is kept");
         // A due date gone by is a small model's guess: the task is made without it.
-        let guessed = run(&mut store, CREATE_TASK, json!({"title": "x", "due": "2023-04-15"}));
+        let guessed = run(&mut store, CreateTask, json!({"title": "x", "due": "2023-04-15"}));
         assert!(guessed.ok, "{guessed:?}");
         assert!(
             guessed.result.contains("without a due date: 2023-04-15 has passed"),

@@ -268,11 +268,11 @@ impl State {
         self.tree.ok_or_else(|| Refusal::Off(tree::OFF.into()).into())
     }
 
-    /// Runs memory tool `name` with `args`.
+    /// Runs memory tool `tool` with `args`.
     pub(super) fn tool(
         &mut self,
         store: &mut Store,
-        name: &str,
+        tool: tools::Tool,
         args: &serde_json::Value,
     ) -> Result<Called, Fault> {
         let vector = match args.get("query").and_then(|q| q.as_str()) {
@@ -295,7 +295,7 @@ impl State {
             None => Vec::new(),
         };
         let call = tools::Call {
-            name,
+            tool,
             args,
             vector: vector.as_deref(),
             limits: self.limits,
@@ -307,9 +307,9 @@ impl State {
         };
         let called = tools::call(store, &call)?;
         if let Some((dream, _)) = self.dream
-            && !tools::is_recall(name)
+            && !tool.reads_only()
         {
-            let line = format!("{name}: {}", called.result);
+            let line = format!("{tool}: {}", called.result);
             if let Err(e) = store.dream_note(dream, &line) {
                 tracing::warn!("memory: cannot write the dream log: {e}");
             }

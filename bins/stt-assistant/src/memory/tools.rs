@@ -1,9 +1,10 @@
 //! The tools that reach memory, as the model sees them and as the memory thread runs them.
 //!
-//! Two sets: [`ASSISTANT`], offered to commands (recall, the recent conversation, intentions,
-//! a dream now), and [`DREAM`], offered only to a dream (read what is pending, write and
-//! correct items, mark sessions processed). Schemas are kept small: the local model stt
-//! installs is 0.5B parameters and reads every one of them on every request.
+//! Two sets ([`Tool`]): `Tool::ASSISTANT`, offered to commands (recall, the recent
+//! conversation, intentions, a dream now), and `Tool::DREAM`, offered only to a dream (read
+//! what is pending, write and correct items, mark sessions processed). Schemas are kept
+//! small: the local model stt installs is 0.5B parameters and reads every one of them on
+//! every request.
 //!
 //! [`call`] runs one against the store and returns what the model is told. It checks its
 //! arguments itself (a small model gets them wrong often) and answers a wrong one with what
@@ -23,84 +24,10 @@ use stt_tools::registry::ToolSpec;
 pub use super::called::Called;
 use super::clock::{parse_local, when};
 use super::plans;
+pub use super::tool::Tool;
 
-/// Recall tools the model may call without asking.
-pub const RECALL: &str = "recall_memories";
-pub const SEARCH_RECENT: &str = "search_recent_conversation";
-pub const ADD_INTENTION: &str = "add_intention";
 /// A reminder due further away than this is asked about (seconds).
 const YEAR: f64 = 366.0 * 86400.0;
-pub const COMPLETE_INTENTION: &str = "complete_intention";
-pub const CANCEL_INTENTION: &str = "cancel_intention";
-/// Handled by the loop (a dream is an LLM job), not by the memory thread.
-pub const DREAM_NOW: &str = "dream_now";
-/// The memory tree, top down (only while `[memory].tree` is on).
-pub const EXPLORE_TREE: &str = "explore_memory_tree";
-
-/// The names of the memory tools commands get (the planner's are
-/// [`super::plans::PLANNER`], offered apart).
-pub const ASSISTANT: [&str; 7] = [
-    RECALL,
-    SEARCH_RECENT,
-    ADD_INTENTION,
-    COMPLETE_INTENTION,
-    CANCEL_INTENTION,
-    DREAM_NOW,
-    EXPLORE_TREE,
-];
-
-/// Every tool a command may call that the memory thread runs: memory's and the planner's.
-pub fn command_tools() -> impl Iterator<Item = &'static str> {
-    ASSISTANT.into_iter().chain(plans::PLANNER)
-}
-
-/// The names of the tools a dream gets.
-pub const DREAM: [&str; 9] = [
-    "read_session_log",
-    "list_items",
-    "create_knowledge",
-    "update_item",
-    "archive_item",
-    "record_episode",
-    "update_profile",
-    "mark_log_processed",
-    "write_dream_log",
-];
-
-/// The tools a dream's round offers the model: [`DREAM`] but the two the dream does itself
-/// (reading the round's conversation, marking it processed).
-pub const DREAM_ROUND: [&str; 7] = [
-    "list_items",
-    "create_knowledge",
-    "update_item",
-    "archive_item",
-    "record_episode",
-    "update_profile",
-    "write_dream_log",
-];
-
-/// Whether `name` only reads memory (its result is not worth keeping in the log again).
-pub fn is_recall(name: &str) -> bool {
-    matches!(name, RECALL | SEARCH_RECENT | EXPLORE_TREE | "list_items" | "read_session_log")
-        || plans::reads_only(name)
-}
-
-/// Whether a successful call of `name` changes what memory holds (a dream's log note does
-/// not: it says what the round did).
-pub fn changes_memory(name: &str) -> bool {
-    !is_recall(name) && name != "write_dream_log"
-}
-
-/// Whether a successful call of `name` saves a fact (a new one, a correction, or one found
-/// already known).
-pub fn saves_a_fact(name: &str) -> bool {
-    matches!(name, "create_knowledge" | "update_item")
-}
-
-/// Whether `name` is one of memory's tools (either set).
-pub fn is_memory_tool(name: &str) -> bool {
-    ASSISTANT.contains(&name) || DREAM.contains(&name) || plans::PLANNER.contains(&name)
-}
 
 /// What a recall tool may return.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,18 +36,22 @@ pub struct Limits {
     pub min_score: f32,
 }
 
-/// The specs of `names`.
-pub fn specs(names: &[&str]) -> Vec<ToolSpec> {
-    names.iter().filter_map(|name| spec(name)).collect()
+/// The specs of `tools`.
+pub fn specs(tools: &[Tool]) -> Vec<ToolSpec> {
+    tools.iter().map(|tool| spec(*tool)).collect()
 }
 
-fn spec(name: &str) -> Option<ToolSpec> {
+/// What the model is told of `tool`.
+pub fn spec(tool: Tool) -> ToolSpec {
     let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
     let id = json!({"type": "integer", "description": "The item's id"});
     let sources = json!({"type": "array", "items": {"type": "integer"},
         "description": "Ids of the log entries it comes from"});
-    let (description, parameters, side_effect) = match name {
-        RECALL => (
+    let task_id = json!({"type": "integer", "description": "The task's id"});
+    let date = json!({"type": "string", "description": "YYYY-MM-DD"});
+    let priority = json!({"type": "integer", "description": "1 (highest) to 5"});
+    let (description, parameters, side_effect) = match tool {
+        Tool::Recall => (
             "Look up what the user said or decided in an earlier conversation.",
             object(
                 json!({"query": {"type": "string", "description": "What to look for"}}),
@@ -128,12 +59,12 @@ fn spec(name: &str) -> Option<ToolSpec> {
             ),
             SideEffect::ReadOnly,
         ),
-        SEARCH_RECENT => (
+        Tool::SearchRecent => (
             "The latest lines of past conversations, or those matching a query.",
             object(json!({"query": {"type": "string"}}), &[]),
             SideEffect::ReadOnly,
         ),
-        ADD_INTENTION => (
+        Tool::AddIntention => (
             "Remind the user of something later: when a topic comes up (cue) or at a time (due).",
             object(
                 json!({
@@ -146,32 +77,32 @@ fn spec(name: &str) -> Option<ToolSpec> {
             ),
             SideEffect::Local,
         ),
-        COMPLETE_INTENTION => {
+        Tool::CompleteIntention => {
             ("Mark an intention done.", object(json!({"id": id}), &["id"]), SideEffect::Local)
         }
-        CANCEL_INTENTION => (
+        Tool::CancelIntention => (
             "Drop an intention that is no longer wanted.",
             object(json!({"id": id}), &["id"]),
             SideEffect::Local,
         ),
-        DREAM_NOW => ("Consolidate memory now.", object(json!({}), &[]), SideEffect::Local),
-        EXPLORE_TREE => (
+        Tool::DreamNow => ("Consolidate memory now.", object(json!({}), &[]), SideEffect::Local),
+        Tool::ExploreTree => (
             "Summaries of all earlier conversation: with no node_id the top ones; with one, \
              that summary's parts or the messages it was made from.",
             object(json!({"node_id": {"type": "integer"}}), &[]),
             SideEffect::ReadOnly,
         ),
-        "read_session_log" => (
+        Tool::ReadSessionLog => (
             "Read a pending conversation.",
             object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
             SideEffect::ReadOnly,
         ),
-        "list_items" => (
+        Tool::ListItems => (
             "List remembered items like a text.",
             object(json!({"query": {"type": "string"}}), &["query"]),
             SideEffect::ReadOnly,
         ),
-        "create_knowledge" => (
+        Tool::CreateKnowledge => (
             "Remember a lasting fact, decision, preference or pitfall.",
             object(
                 json!({
@@ -185,17 +116,17 @@ fn spec(name: &str) -> Option<ToolSpec> {
             ),
             SideEffect::Local,
         ),
-        "update_item" => (
+        Tool::UpdateItem => (
             "Rewrite an item's text (a fact rewritten replaces the old one, kept archived).",
             object(json!({"id": id, "body": {"type": "string"}}), &["id", "body"]),
             SideEffect::Local,
         ),
-        "archive_item" => (
+        Tool::ArchiveItem => (
             "Archive an item that is wrong or no longer true.",
             object(json!({"id": id, "why": {"type": "string"}}), &["id"]),
             SideEffect::Local,
         ),
-        "record_episode" => (
+        Tool::RecordEpisode => (
             "Remember what happened in a conversation, in one or two sentences.",
             object(
                 json!({
@@ -207,7 +138,7 @@ fn spec(name: &str) -> Option<ToolSpec> {
             ),
             SideEffect::Local,
         ),
-        "update_profile" => (
+        Tool::UpdateProfile => (
             "Rewrite what is known about the user, the assistant, or a named speaker.",
             object(
                 json!({
@@ -218,31 +149,101 @@ fn spec(name: &str) -> Option<ToolSpec> {
             ),
             SideEffect::Local,
         ),
-        "mark_log_processed" => (
+        Tool::MarkLogProcessed => (
             "Mark a conversation consolidated.",
             object(json!({"session_id": {"type": "integer"}}), &["session_id"]),
             SideEffect::Local,
         ),
-        "write_dream_log" => (
+        Tool::WriteDreamLog => (
             "Note in the dream log what this conversation gave; ends its round.",
             object(json!({"note": {"type": "string"}}), &["note"]),
             SideEffect::Local,
         ),
-        _ => plans::spec(name)?,
+        // The planner's.
+        Tool::CreateTask => (
+            "Make a task to track: a goal the user wants to reach or something to get done.",
+            object(
+                json!({"title": {"type": "string"}, "goal": {"type": "string"}, "due": date,
+                       "priority": priority}),
+                &["title"],
+            ),
+            SideEffect::Local,
+        ),
+        // The model only names the task: the plan is written by a request of its own
+        // (`llm::plan`), so a small model's call stays a line long (written inline, a plan
+        // ran past the reply's token cap). `phases` is how that request stores it.
+        Tool::BreakDownTask => (
+            "Plan a task day by day into phases with dated items. Give its task_id, or a title \
+             to make the task.",
+            object(
+                json!({
+                    "task_id": task_id,
+                    "title": {"type": "string"},
+                    "days": {"type": "integer", "description": "Days the plan spans, from today"}
+                }),
+                &[],
+            ),
+            SideEffect::Local,
+        ),
+        Tool::ListTasks => (
+            "List the user's tasks.",
+            object(
+                json!({"status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
+                &[],
+            ),
+            SideEffect::ReadOnly,
+        ),
+        Tool::GetTask => (
+            "A task with its plan.",
+            object(json!({"task_id": task_id}), &["task_id"]),
+            SideEffect::ReadOnly,
+        ),
+        Tool::GetNextActions => (
+            "What the user should do next, most urgent first.",
+            object(json!({}), &[]),
+            SideEffect::ReadOnly,
+        ),
+        Tool::MarkPlanDone => (
+            "Check off a plan item the user has done.",
+            object(json!({"item_id": {"type": "integer"}}), &["item_id"]),
+            SideEffect::Local,
+        ),
+        Tool::Reschedule => (
+            "Move a task: a new due date, and/or its open items by some days.",
+            object(
+                json!({"task_id": task_id, "due": date, "shift_days": {"type": "integer"}}),
+                &["task_id"],
+            ),
+            SideEffect::Local,
+        ),
+        Tool::UpdateTaskStatus => (
+            "Mark a task open, active, done or dropped.",
+            object(
+                json!({"task_id": task_id,
+                       "status": {"type": "string", "enum": ["open", "active", "done", "dropped"]}}),
+                &["task_id", "status"],
+            ),
+            SideEffect::Local,
+        ),
+        Tool::Prioritize => (
+            "Give a task another priority.",
+            object(json!({"task_id": task_id, "priority": priority}), &["task_id", "priority"]),
+            SideEffect::Local,
+        ),
     };
-    Some(ToolSpec {
-        name: name.to_owned(),
+    ToolSpec {
+        name: tool.name().to_owned(),
         description: description.to_owned(),
         parameters,
         side_effect,
         requires_confirmation: false,
-    })
+    }
 }
 
 /// Everything a call may need besides the store.
 #[derive(Debug)]
 pub struct Call<'a> {
-    pub name: &'a str,
+    pub tool: Tool,
     pub args: &'a Value,
     /// The query's embedding (recall tools), when the embedder is on.
     pub vector: Option<&'a [f32]>,
@@ -328,13 +329,13 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             given
         }
     };
-    if plans::PLANNER.contains(&call.name) {
-        return plans::call(store, call.name, args, &call.today);
+    if call.tool.is_plan() {
+        return plans::call(store, call.tool, args, &call.today);
     }
-    Ok(match call.name {
-        RECALL | SEARCH_RECENT | "list_items" => {
+    Ok(match call.tool {
+        Tool::Recall | Tool::SearchRecent | Tool::ListItems => {
             let query = text("query");
-            if query.is_empty() && call.name != SEARCH_RECENT {
+            if query.is_empty() && call.tool != Tool::SearchRecent {
                 return Ok(Called::failed("give a 'query': what to look for"));
             }
             if query.is_empty() {
@@ -349,8 +350,8 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             let q = Query {
                 vector: call.vector,
                 limit: call.limits.top_k,
-                items: call.name != SEARCH_RECENT,
-                log: call.name != "list_items",
+                items: call.tool != Tool::SearchRecent,
+                log: call.tool != Tool::ListItems,
                 ..Query::new(query)
             };
             let hits: Vec<Hit> = store
@@ -365,7 +366,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                     Target::Log(_) => None,
                 })
                 .collect();
-            if call.name == RECALL && !used.is_empty() {
+            if call.tool == Tool::Recall && !used.is_empty() {
                 store.reinforce(&used)?;
             }
             if hits.is_empty() {
@@ -373,7 +374,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             }
             Called::ok(hits.iter().map(hit_line).collect::<Vec<_>>().join("\n"))
         }
-        ADD_INTENTION => {
+        Tool::AddIntention => {
             let body = text("text");
             if body.is_empty() {
                 return Ok(Called::failed("give the 'text' of the intention"));
@@ -420,11 +421,11 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             }
             Called::ok(said)
         }
-        COMPLETE_INTENTION | CANCEL_INTENTION => {
+        Tool::CompleteIntention | Tool::CancelIntention => {
             let Some(id) = int("id") else {
                 return Ok(Called::failed("give the intention's 'id' (the prompt lists them)"));
             };
-            let state = if call.name == COMPLETE_INTENTION { "done" } else { "cancelled" };
+            let state = if call.tool == Tool::CompleteIntention { "done" } else { "cancelled" };
             match store.end_intention(ItemId(id), state) {
                 Ok(()) => Called::ok(format!("intention {id} is {state}")),
                 Err(stt_memory::MemoryError::NotFound { .. }) => {
@@ -433,8 +434,8 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Err(e) => return Err(e),
             }
         }
-        EXPLORE_TREE if !call.tree => Called::failed(super::tree::OFF),
-        EXPLORE_TREE => {
+        Tool::ExploreTree if !call.tree => Called::failed(super::tree::OFF),
+        Tool::ExploreTree => {
             let node = int("node_id").filter(|id| *id > 0).map(stt_memory::tree::NodeId);
             match super::tree::show(store, node) {
                 Ok(shown) => Called::ok(shown.text),
@@ -442,7 +443,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Err(super::Fault::Store(e)) => return Err(e),
             }
         }
-        "read_session_log" => {
+        Tool::ReadSessionLog => {
             let Some(id) = int("session_id") else {
                 return Ok(Called::failed("give a 'session_id' from the pending list"));
             };
@@ -451,7 +452,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             }
             session_text(&store.session_log(SessionId(id))?)
         }
-        "create_knowledge" => {
+        Tool::CreateKnowledge => {
             let (name, body) = (text("name"), without_speaker(text("body")));
             if body.is_empty() {
                 return Ok(Called::failed("give the fact in 'body'"));
@@ -494,7 +495,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 )),
             }
         }
-        "update_item" => {
+        Tool::UpdateItem => {
             let Some(id) = int("id").map(ItemId) else {
                 return Ok(Called::failed("give the item's 'id'"));
             };
@@ -561,7 +562,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Err(e) => return Err(e),
             }
         }
-        "archive_item" => {
+        Tool::ArchiveItem => {
             let Some(id) = int("id") else { return Ok(Called::failed("give the item's 'id'")) };
             let why = Some(text("why")).filter(|w| !w.is_empty()).unwrap_or("by a dream");
             match store.archive(ItemId(id), why)? {
@@ -569,7 +570,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 false => Called::failed(format!("there is no item {id}")),
             }
         }
-        "record_episode" => {
+        Tool::RecordEpisode => {
             let summary = text("summary");
             if summary.is_empty() {
                 return Ok(Called::failed("give the 'summary'"));
@@ -585,7 +586,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             };
             Called::ok(format!("episode {} recorded", store.remember(new)?.id().0))
         }
-        "update_profile" => {
+        Tool::UpdateProfile => {
             let (subject, body) = (text("subject").to_lowercase(), text("body"));
             if subject.is_empty() || body.is_empty() {
                 return Ok(Called::failed("give the 'subject' and the new 'body'"));
@@ -593,7 +594,7 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
             let id = store.set_profile(&subject, body, &[])?;
             Called::ok(format!("profile of {subject} is item {}", id.0))
         }
-        "mark_log_processed" => {
+        Tool::MarkLogProcessed => {
             let Some(id) = int("session_id") else {
                 return Ok(Called::failed("give the 'session_id'"));
             };
@@ -605,8 +606,20 @@ pub fn call(store: &mut Store, call: &Call<'_>) -> stt_memory::Result<Called> {
                 Err(e) => return Err(e),
             }
         }
-        "write_dream_log" => Called::ok(format!("noted: {}", text("note"))),
-        other => Called::failed(format!("there is no memory tool named '{other}'")),
+        Tool::WriteDreamLog => Called::ok(format!("noted: {}", text("note"))),
+        // A dream is the loop's to run; the planner's tools went to the planner above.
+        Tool::DreamNow
+        | Tool::CreateTask
+        | Tool::BreakDownTask
+        | Tool::ListTasks
+        | Tool::GetTask
+        | Tool::GetNextActions
+        | Tool::MarkPlanDone
+        | Tool::Reschedule
+        | Tool::UpdateTaskStatus
+        | Tool::Prioritize => {
+            Called::failed(format!("{} is not run by the memory thread", call.tool))
+        }
     })
 }
 
@@ -710,4 +723,19 @@ fn cut(text: &str, max: usize) -> String {
     let mut cut: String = text.chars().take(max).collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_spec_that_reads_or_writes_as_it_says() {
+        for tool in Tool::ALL {
+            let spec = spec(*tool);
+            assert_eq!(spec.name, tool.name());
+            assert_eq!(spec.parameters["type"], "object", "{tool}");
+            assert_eq!(spec.side_effect == SideEffect::ReadOnly, tool.reads_only(), "{tool}");
+        }
+    }
 }

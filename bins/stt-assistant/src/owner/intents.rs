@@ -158,7 +158,13 @@ impl Owner {
         match decided.action {
             Action::Time | Action::Date => {
                 let said = self.foreseen(&decided).unwrap_or_default();
-                self.done_here(said, "get_datetime", json!({}), SideEffect::ReadOnly, true);
+                self.done_here(
+                    said,
+                    stt_tools::Builtin::GetDatetime.name(),
+                    json!({}),
+                    SideEffect::ReadOnly,
+                    true,
+                );
             }
             Action::TimerList => {
                 let said = answer(self, &[("timers", &self.timers_said(None))]);
@@ -467,8 +473,11 @@ async fn run_action(
         Action::TimerSet { seconds, label } => {
             let label_or =
                 if label.is_empty() { intents::duration(seconds) } else { label.clone() };
-            let outcome =
-                run(call("set_timer", json!({"minutes": seconds / 60.0, "label": label_or}))).await;
+            let outcome = run(call(
+                stt_tools::Builtin::SetTimer.name(),
+                json!({"minutes": seconds / 60.0, "label": label_or}),
+            ))
+            .await;
             if !outcome.ok() {
                 return outcome.result().to_owned();
             }
@@ -476,7 +485,7 @@ async fn run_action(
         }
         Action::ReminderAdd { text: what, due } => {
             let args = json!({"text": what, "due": due.format("%Y-%m-%d %H:%M").to_string()});
-            let outcome = run(call(crate::memory::tools::ADD_INTENTION, args)).await;
+            let outcome = run(call(crate::memory::Tool::AddIntention.name(), args)).await;
             if !outcome.ok() {
                 return outcome.result().to_owned();
             }
@@ -492,7 +501,7 @@ async fn run_action(
         }
         Action::TaskAdd { title } => {
             let outcome =
-                run(call(crate::memory::plans::CREATE_TASK, json!({"title": title}))).await;
+                run(call(crate::memory::Tool::CreateTask.name(), json!({"title": title}))).await;
             if !outcome.ok() {
                 return outcome.result().to_owned();
             }

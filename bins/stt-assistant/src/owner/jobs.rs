@@ -140,7 +140,9 @@ impl Owner {
             }
             // What recall found is in memory already: only the call is kept.
             Report::Publish(AssistantEvent::ToolResult(result))
-                if command && !crate::memory::tools::is_recall(&result.tool) =>
+                if command
+                    && !matches!(crate::tool::Named::of(&result.tool),
+                        crate::tool::Named::Memory(tool) if tool.reads_only()) =>
             {
                 let line = format!("{} → {}", result.tool, result.result);
                 self.remember(Episode::Command(job), stt_memory::Role::Tool, None, &line);

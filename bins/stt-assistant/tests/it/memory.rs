@@ -177,7 +177,8 @@ async fn bad_arguments_get_an_answer_the_model_can_act_on() {
         ("cancel_intention", json!({"id": 99}), "there is no intention 99"),
         ("read_session_log", json!({"session_id": 5}), "there is no session 5"),
     ] {
-        let called = memory.tool(name.into(), args).await.unwrap();
+        let tool = memory::Tool::named(name).unwrap();
+        let called = memory.tool(tool, args).await.unwrap();
         assert!(!called.ok && called.result.contains(expect), "{name}: {called:?}");
     }
 }
@@ -243,13 +244,13 @@ async fn a_dream_turns_pending_conversations_into_items_and_marks_them_processed
         first.contains("Typed: My sister lives in Lisbon.") && !first.contains("bike"),
         "{first}"
     );
-    let offered: Vec<&str> = requests[0]["tools"]
+    let offered: Vec<memory::Tool> = requests[0]["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
+        .filter_map(|t| memory::Tool::named(t["function"]["name"].as_str()?))
         .collect();
-    assert_eq!(offered, memory::tools::DREAM_ROUND);
+    assert_eq!(offered, memory::Tool::DREAM_ROUND);
     // The item cites the lines it came from.
     let items = memory.list(Some(stt_memory::Kind::Knowledge), false, 5).await.unwrap();
     assert_eq!(items[0].body, "The user's sister lives in Lisbon.");
@@ -420,7 +421,7 @@ async fn a_new_fact_is_checked_against_the_nearest_older_one_and_replaces_it_whe
         "The user is allergic to cats.",
     ] {
         let args = json!({"name": "", "body": fact});
-        let called = memory.tool("create_knowledge".into(), args).await.unwrap();
+        let called = memory.tool(memory::Tool::CreateKnowledge, args).await.unwrap();
         assert!(called.ok, "{called:?}");
     }
     let said = [
@@ -606,7 +607,7 @@ async fn a_tools_result_can_cue_an_intention() {
     let memory = open(dir.path());
     let weekday = chrono::Local::now().format("%A").to_string();
     let add = json!({"text": "water the plants", "cue": weekday});
-    let added = memory.tool("add_intention".into(), add).await.unwrap();
+    let added = memory.tool(memory::Tool::AddIntention, add).await.unwrap();
     assert!(added.ok, "{added:?}");
     let server = LlmServer::start();
     server.push(Script::ToolCalls(vec![("get_datetime".into(), json!({}))]));

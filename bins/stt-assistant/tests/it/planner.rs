@@ -85,7 +85,7 @@ async fn a_goal_becomes_a_task_with_a_dated_plan_worked_through_by_the_model() {
         "{results:?}"
     );
     assert_eq!(results[1], ("mark_plan_done".into(), true, "item 1 done".into()));
-    let listed = memory.tool("list_tasks".into(), json!({})).await.unwrap();
+    let listed = memory.tool(stt_assistant::memory::Tool::ListTasks, json!({})).await.unwrap();
     assert!(
         listed.result.contains("[active] Learn Rust")
             && listed.result.contains("1 of 3 items done"),
@@ -102,7 +102,10 @@ async fn a_plan_the_model_does_not_write_in_its_call_is_written_by_a_request_of_
     let memory = common::memory(dir.path());
     let server = LlmServer::start();
     let env = common::env(&server, common::settings(), Some(memory.clone()));
-    let made = memory.tool("create_task".into(), json!({"title": "Learn Rust"})).await.unwrap();
+    let made = memory
+        .tool(stt_assistant::memory::Tool::CreateTask, json!({"title": "Learn Rust"}))
+        .await
+        .unwrap();
     assert!(made.ok, "{made:?}");
 
     server.push(Script::ToolCalls(vec![(
@@ -133,7 +136,8 @@ async fn a_plan_the_model_does_not_write_in_its_call_is_written_by_a_request_of_
     let again = requests[2]["messages"].as_array().unwrap();
     let again = again.last().unwrap()["content"].as_str().unwrap();
     assert!(again.contains("2020-01-01 has passed"), "{again}");
-    let shown = memory.tool("get_task".into(), json!({"task_id": 1})).await.unwrap();
+    let shown =
+        memory.tool(stt_assistant::memory::Tool::GetTask, json!({"task_id": 1})).await.unwrap();
     let third = format!("item 3 {}: A small program", day(2));
     assert!(shown.result.contains(&third), "{shown:?}");
 }

@@ -218,7 +218,7 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
     run(&env, Work::Tree).await;
 
     let explore = |args: serde_json::Value| {
-        Script::ToolCalls(vec![(memory::tools::EXPLORE_TREE.into(), args)])
+        Script::ToolCalls(vec![(memory::Tool::ExploreTree.name().into(), args)])
     };
     server.push(explore(serde_json::json!({})));
     server.push(explore(serde_json::json!({"node_id": 1})));
@@ -231,7 +231,7 @@ async fn a_command_explores_the_tree_from_the_top_down_to_the_messages() {
     };
     let reports = run(&env, work).await;
     let offered = server.requests()[1]["tools"].to_string();
-    assert!(offered.contains(memory::tools::EXPLORE_TREE), "{offered}");
+    assert!(offered.contains(memory::Tool::ExploreTree.name()), "{offered}");
     let results: Vec<(bool, String)> = reports
         .iter()
         .filter_map(|r| match r {
