@@ -20,6 +20,10 @@ use stt_intent::{Decision, Intents, Match, Value};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Time,
+    /// The time in another place's zone.
+    TimeIn {
+        zone: stt_intent::zone::Tz,
+    },
     Date,
     TimerSet {
         seconds: f64,
@@ -185,6 +189,7 @@ fn shown(value: &Value) -> String {
         Value::Duration(s) => duration(*s),
         Value::Time(t) => t.format("%Y-%m-%d %H:%M").to_string(),
         Value::Date(d) => d.to_string(),
+        Value::Zone(z) => z.name().to_owned(),
         Value::Text(t) => t.clone(),
     }
 }
@@ -198,6 +203,10 @@ fn action(m: &Match, can: Can) -> Option<Action> {
     };
     Some(match m.intent.as_str() {
         "get_time" => Action::Time,
+        "get_time_in" => match m.slots.get("place") {
+            Some(Value::Zone(zone)) => Action::TimeIn { zone: *zone },
+            _ => return None,
+        },
         "get_date" => Action::Date,
         "timer_set" => {
             Action::TimerSet { seconds: seconds()?, label: text("label").unwrap_or_default() }
@@ -231,6 +240,7 @@ fn action(m: &Match, can: Can) -> Option<Action> {
 pub fn describe(action: &Action, now: NaiveDateTime) -> String {
     match action {
         Action::Time => "say the time".into(),
+        Action::TimeIn { zone } => format!("say the time in {}", zone.name()),
         Action::Date => "say the date".into(),
         Action::TimerSet { seconds, label } if label.is_empty() => {
             format!("set a timer for {}", duration(*seconds))
@@ -327,6 +337,7 @@ mod tests {
                         stt_intent::Kind::Time => Value::Time(now()),
                         stt_intent::Kind::Date => Value::Date(now().date()),
                         stt_intent::Kind::Number => Value::Number(1.0),
+                        stt_intent::Kind::Zone => Value::Zone(stt_intent::zone::Tz::UTC),
                         stt_intent::Kind::Text => Value::Text("x".into()),
                     };
                     (slot, value)
@@ -341,6 +352,11 @@ mod tests {
     fn commands_become_actions_and_parts_that_are_off_leave_them_to_the_model() {
         let decide = |text: &str, can: Can| local().decide(text, now(), can).map(|d| d.action);
         assert_eq!(decide("what time is it", Can::default()), Some(Action::Time));
+        assert_eq!(
+            decide("what time is it in Tokyo", Can::default()),
+            Some(Action::TimeIn { zone: stt_intent::zone::Tz::Asia__Tokyo })
+        );
+        assert_eq!(decide("what time is it in the meeting room", Can::default()), None);
         assert_eq!(
             decide("set a timer for ten minutes for the pasta", Can::default()),
             Some(Action::TimerSet { seconds: 600.0, label: "pasta".into() })

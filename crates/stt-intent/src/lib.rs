@@ -11,14 +11,15 @@
 //! text is "call the plumber", the time "tomorrow at nine").
 //!
 //! In reading order: [`words`] (speech and templates as keys to match), [`template`] (the
-//! template syntax, expanded at load), [`slot`] and [`when`] (the kinds of slot and reading
-//! them), then [`Intents`] (a set of intents, from the built-in file [`BUILTIN`] and the
+//! template syntax, expanded at load), [`slot`], [`when`] and [`zone`] (the kinds of slot
+//! and reading them), then [`Intents`] (a set of intents, from the built-in file [`BUILTIN`] and the
 //! user's, and [`Intents::decide`]).
 
 pub mod slot;
 pub mod template;
 pub mod when;
 pub mod words;
+pub mod zone;
 
 use std::collections::BTreeMap;
 

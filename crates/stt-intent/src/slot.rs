@@ -16,13 +16,16 @@ pub enum Kind {
     Time,
     /// A day: "today", "tomorrow", "on Friday", "December 12th".
     Date,
+    /// Another place's time zone: a city a zone is named after ("Tokyo", "New York") or
+    /// a zone's name ([`crate::zone::find`]).
+    Zone,
     /// Any words, as said.
     Text,
 }
 
 impl Kind {
     /// The kinds' names, for an error.
-    pub const NAMES: &str = "number, duration, time, date or text";
+    pub const NAMES: &str = "number, duration, time, date, zone or text";
 
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -30,6 +33,7 @@ impl Kind {
             "duration" => Self::Duration,
             "time" => Self::Time,
             "date" => Self::Date,
+            "zone" => Self::Zone,
             "text" => Self::Text,
             _ => return None,
         })
@@ -46,6 +50,7 @@ impl Kind {
             Self::Duration => "duration",
             Self::Time => "time",
             Self::Date => "date",
+            Self::Zone => "zone",
             Self::Text => "text",
         }
     }
@@ -60,6 +65,7 @@ pub enum Value {
     /// A local date and time to come.
     Time(NaiveDateTime),
     Date(NaiveDate),
+    Zone(chrono_tz::Tz),
     Text(String),
 }
 
@@ -86,6 +92,7 @@ impl Value {
             Kind::Duration => when::duration(&keys).map(Value::Duration),
             Kind::Time => when::moment(&keys, now).map(Value::Time),
             Kind::Date => when::date(&keys, now.date()).map(Value::Date),
+            Kind::Zone => crate::zone::find(&said(words)).map(Value::Zone),
             Kind::Text => {
                 let text = said(words);
                 let meaningful = keys.iter().any(|k| !FILLER.contains(k));

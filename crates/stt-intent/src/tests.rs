@@ -39,7 +39,8 @@ fn the_built_in_file_loads_and_every_intent_has_an_answer() {
 #[test]
 fn a_sentence_matches_whole_or_not_at_all() {
     assert_eq!(intent("What time is it?").as_deref(), Some("get_time"));
-    assert_eq!(intent("what time is it in Tokyo"), None);
+    assert_eq!(intent("what time is it in Tokyo").as_deref(), Some("get_time_in"));
+    assert_eq!(intent("what time is it at the station"), None);
     assert_eq!(intent("what time does the bakery close"), None);
     assert_eq!(intent("is it time"), None);
 }

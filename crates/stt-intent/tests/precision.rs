@@ -22,6 +22,7 @@ fn fits(value: &Value, expected: &str) -> bool {
         }
         Value::Time(t) => t.format("%Y-%m-%d %H:%M").to_string() == expected,
         Value::Date(d) => d.to_string() == expected,
+        Value::Zone(z) => z.name() == expected,
         Value::Text(t) => t == expected,
     }
 }

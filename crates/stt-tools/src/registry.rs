@@ -16,6 +16,7 @@ use stt_config::{ToolCommand, ToolsConfig};
 
 use crate::context::{self, Roots};
 use crate::screen::{self, Screen};
+use stt_intent::zone;
 use stt_proto::SideEffect;
 
 /// How long a tool's program may run before it is stopped.
@@ -184,7 +185,20 @@ impl Registry {
 impl Registry {
     async fn run_builtin(&self, tool: Builtin, args: &Value) -> Outcome {
         match tool {
-            Builtin::GetDatetime => Outcome::done(true, now_text(chrono::Local::now())),
+            Builtin::GetDatetime => match args["zone"].as_str().map(str::trim) {
+                None | Some("") => Outcome::done(true, now_text(chrono::Local::now())),
+                Some(place) => match zone::find(place) {
+                    Some(tz) => Outcome::done(true, zone::time_in(tz, chrono::Utc::now())),
+                    None => Outcome::done(
+                        false,
+                        format!(
+                            "no time zone is named after '{place}': give a city a zone is named \
+                             after (Tokyo, New York) or a zone's name (Europe/Paris), or tell \
+                             the user you do not know that place's time"
+                        ),
+                    ),
+                },
+            },
             Builtin::SetTimer => set_timer(args),
             Builtin::Notify => {
                 let title = str_arg(args, "title");
@@ -246,7 +260,9 @@ impl Builtin {
             Self::GetDatetime => (
                 "Look up today's date, the current local time and the weekday. You cannot know \
                  them without calling this.",
-                object(json!({})),
+                object(json!({
+                    "zone": {"type": "string", "description": "Only for another place's time: its city or time zone, e.g. Tokyo"}
+                })),
                 SideEffect::ReadOnly,
                 false,
             ),
@@ -405,9 +421,10 @@ fn str_arg(args: &Value, key: &str) -> String {
     args[key].as_str().unwrap_or_default().to_owned()
 }
 
-/// The time as `get_datetime` reports it.
+/// The time as `get_datetime` reports it: the user's own, said to be so (asked the time in
+/// Tokyo, the 1.5B model called it without a zone and gave the local time as Tokyo's).
 pub fn now_text(now: chrono::DateTime<chrono::Local>) -> String {
-    now.format("%A %-d %B %Y, %H:%M:%S (%:z)").to_string()
+    now.format("%A %-d %B %Y, %H:%M:%S, the user's local time (%:z)").to_string()
 }
 
 fn set_timer(args: &Value) -> Outcome {
@@ -527,7 +544,18 @@ mod tests {
         let out = registry.run("get_datetime", &json!({})).await;
         assert!(out.ok(), "{out:?}");
         let at = chrono::Local.with_ymd_and_hms(2026, 11, 30, 9, 5, 0).unwrap();
-        assert!(now_text(at).starts_with("Monday 30 November 2026, 09:05:00 ("));
+        assert!(
+            now_text(at).starts_with("Monday 30 November 2026, 09:05:00, the user's local time (")
+        );
+    }
+
+    #[tokio::test]
+    async fn get_datetime_reports_another_places_time_or_says_it_knows_no_such_place() {
+        let registry = Registry::new(&[]).unwrap();
+        let there = registry.run("get_datetime", &json!({"zone": "Tokyo"})).await;
+        assert!(there.ok() && there.result().ends_with(" in Asia/Tokyo (+09:00)"), "{there:?}");
+        let nowhere = registry.run("get_datetime", &json!({"zone": "Narnia"})).await;
+        assert!(!nowhere.ok() && nowhere.result().contains("'Narnia'"), "{nowhere:?}");
     }
 
     #[tokio::test]

@@ -66,6 +66,17 @@ fn the_time_the_date_and_timers_need_no_model() {
     assert!(expected.contains(&time), "{time:?}, not one of {expected:?}");
     let date = answer(&stack, asked[1]);
     assert_eq!(date, format!("Today is {}.", now.format("%A %-d %B %Y")));
+    // Another place's time, from its zone (the model, asked this, gave the local time).
+    let tokyo = answer(&stack, "what time is it in Tokyo");
+    let there = |t: chrono::DateTime<chrono::Local>| {
+        t.with_timezone(&stt_intent::zone::Tz::Asia__Tokyo)
+            .format("It's %H:%M in Tokyo.")
+            .to_string()
+    };
+    assert!(
+        [there(now), there(minute_ago), there(chrono::Local::now())].contains(&tokyo),
+        "{tokyo:?}"
+    );
 
     let set = answer(&stack, "set a timer for ten minutes for the pasta");
     assert_eq!(set, "Timer set for 10 minutes: pasta.");
@@ -80,7 +91,7 @@ fn the_time_the_date_and_timers_need_no_model() {
     assert_eq!(status(&stack.sandbox)["timers"], serde_json::json!([]));
     assert_eq!(answer(&stack, "cancel the timer"), "No timers are running.");
 
-    for text in asked.iter().chain(&["set a timer for ten minutes"]) {
+    for text in asked.iter().chain(&["set a timer for ten minutes", "Tokyo"]) {
         assert!(!model_asked(&stack, text), "the model was asked {text:?}");
     }
     // The conversation and the audit log say the model did not answer.

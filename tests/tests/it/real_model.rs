@@ -506,4 +506,13 @@ fn the_model_path_dates_a_reminder_as_the_command_says() {
     let kept = intentions(&sandbox);
     assert!(kept.contains(&format!("{tomorrow} 09:00")), "{reminder}\n{kept}");
     assert!(kept.to_lowercase().contains("plumber"), "{kept}");
+    // Another place's time is that place's: the 1.5B model called `get_datetime` with no zone
+    // and gave the local time as Tokyo's.
+    let tokyo = typed_answer(&sandbox, &seen, "what time is it in Tokyo", MODEL_DEADLINE);
+    let there = |t: chrono::DateTime<chrono::Local>| {
+        t.with_timezone(&stt_intent::zone::Tz::Asia__Tokyo).format("%H:%M").to_string()
+    };
+    let now = chrono::Local::now();
+    let times = [there(now), there(now - chrono::TimeDelta::minutes(1))];
+    assert!(times.iter().any(|t| tokyo.contains(t.as_str())), "{tokyo:?}, not {times:?}");
 }

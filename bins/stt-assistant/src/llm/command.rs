@@ -255,6 +255,7 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             let now = chrono::Local::now().naive_local();
             dated_as_said(&mut call, text, now);
             timed_as_said(&mut call, text, now);
+            zoned_as_said(&mut call, text, now);
             worded_as_said(&mut call, text, now);
             task_as_said(&mut call, text, &tasks);
             task_dated_as_said(&mut call, text);
@@ -815,6 +816,19 @@ fn templated(round: &[(Call, bool)], text: &str, now: chrono::NaiveDateTime) -> 
                 stt_intent::Decision::Matched(m) if m.intent == "get_date" => {
                     ("get_date", vec![("date", crate::intents::day(now))])
                 }
+                stt_intent::Decision::Matched(m) if m.intent == "get_time_in" => {
+                    let Some(stt_intent::Value::Zone(zone)) = m.slots.get("place") else {
+                        return None;
+                    };
+                    let there = chrono::Local::now().with_timezone(zone).naive_local();
+                    (
+                        "get_time_in",
+                        vec![
+                            ("time", crate::intents::clock(there)),
+                            ("place", stt_intent::zone::city(*zone)),
+                        ],
+                    )
+                }
                 _ => return None,
             },
             Named::Builtin(Builtin::SetTimer) => {
@@ -881,6 +895,40 @@ fn dated_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
     if call.arguments["due"].as_str() != Some(said.as_str()) || minutes.is_some() {
         tracing::info!(wrote = %call.arguments["due"], ?minutes, said = %said, "the reminder is dated as the command said");
         call.arguments["due"] = serde_json::Value::String(said);
+    }
+}
+
+/// The place whose time a `get_datetime` call asks for, as the command's words name it: the
+/// zone of the city they name ("what time is it in Tokyo"; the 1.5B model called it with no
+/// zone and gave the local time as Tokyo's), and none when they name none (a zone the model
+/// added by itself is dropped: the words ask for the local time).
+fn zoned_as_said(call: &mut Call, text: &str, now: chrono::NaiveDateTime) {
+    if !is(&call.name, Builtin::GetDatetime) {
+        return;
+    }
+    let said = read_as_said(text, now).and_then(|m| match m.slots.get("place") {
+        Some(stt_intent::Value::Zone(zone)) => Some(*zone),
+        _ => None,
+    });
+    let wrote = call.arguments.get("zone").cloned();
+    let named = |zone: &stt_intent::zone::Tz| {
+        let lower = text.to_lowercase();
+        lower.contains(&stt_intent::zone::city(*zone).to_lowercase())
+            || lower.contains(&zone.name().to_lowercase())
+    };
+    let zone = said
+        .or_else(|| wrote.as_ref().and_then(|w| stt_intent::zone::find(w.as_str()?)).filter(named));
+    match (zone, call.arguments.as_object_mut()) {
+        (Some(zone), Some(args)) => {
+            args.insert("zone".into(), serde_json::json!(zone.name()));
+        }
+        (None, Some(args)) => {
+            args.remove("zone");
+        }
+        _ => return,
+    }
+    if call.arguments.get("zone") != wrote.as_ref() {
+        tracing::info!(?wrote, said = %call.arguments, "the time asked for is the place the command named");
     }
 }
 
@@ -1385,6 +1433,29 @@ mod tests {
         undated.arguments["due"] = "2026-12-09 10:00".into();
         dated_as_said(&mut undated, "remind me to call the plumber", now);
         assert_eq!(undated.arguments["due"], "2026-12-09 10:00", "the words name no time");
+    }
+
+    #[test]
+    fn the_time_is_asked_for_the_place_the_command_names() {
+        use chrono::NaiveDate;
+        let now = NaiveDate::from_ymd_opt(2026, 12, 7)
+            .and_then(|d| d.and_hms_opt(17, 53, 0))
+            .unwrap_or_default();
+        let zoned = |args: serde_json::Value, text: &str| {
+            let mut call = Call { id: "c".into(), name: "get_datetime".into(), arguments: args };
+            zoned_as_said(&mut call, text, now);
+            call.arguments
+        };
+        use serde_json::json;
+        // The 1.5B model called it with no zone.
+        assert_eq!(zoned(json!({}), "What time is it in Tokyo?"), json!({"zone": "Asia/Tokyo"}));
+        assert_eq!(
+            zoned(json!({"zone": "Tokyo"}), "how late is it over in tokyo"),
+            json!({"zone": "Asia/Tokyo"})
+        );
+        // A zone the words do not name is the model's own: dropped.
+        assert_eq!(zoned(json!({"zone": "UTC"}), "What time is it?"), json!({}));
+        assert_eq!(zoned(json!({"zone": "Narnia"}), "what time is it in Narnia"), json!({}));
     }
 
     #[test]

@@ -107,6 +107,10 @@ impl Owner {
         let said = |values: &[(&str, &str)]| local.answer(&decided.intent, values);
         Some(match &decided.action {
             Action::Time => said(&[("time", &intents::clock(local_now))]),
+            Action::TimeIn { zone } => {
+                let there = self.clock.local_now().with_timezone(zone).naive_local();
+                said(&[("time", &intents::clock(there)), ("place", &stt_intent::zone::city(*zone))])
+            }
             Action::Date => said(&[("date", &intents::day(local_now))]),
             Action::TimerSet { seconds, label } => {
                 said(&[("duration", &intents::duration(*seconds)), ("label", label)])
@@ -156,12 +160,16 @@ impl Owner {
                 .unwrap_or_default()
         };
         match decided.action {
-            Action::Time | Action::Date => {
+            Action::Time | Action::Date | Action::TimeIn { .. } => {
                 let said = self.foreseen(&decided).unwrap_or_default();
+                let args = match decided.action {
+                    Action::TimeIn { zone } => json!({"zone": zone.name()}),
+                    _ => json!({}),
+                };
                 self.done_here(
                     said,
                     stt_tools::Builtin::GetDatetime.name(),
-                    json!({}),
+                    args,
                     SideEffect::ReadOnly,
                     true,
                 );
@@ -606,6 +614,7 @@ async fn run_action(
         Action::ForgetLast => forget_last(env, here, said, out).await,
         // Done in the loop ([`Owner::run_here`]).
         Action::Time
+        | Action::TimeIn { .. }
         | Action::Date
         | Action::TimerList
         | Action::TimerCancel { .. }
