@@ -109,11 +109,25 @@ fn answer_at(events: &[(Instant, AssistantEvent)]) -> (Option<Instant>, Option<I
     (result, answer)
 }
 
+/// Cancels every timer `status` lists, so a round of [`COMMANDS`] starts as the first did:
+/// a timer left by a misheard "cancel the timer" would make the next one answer "Which one?"
+/// with a list that grows round by round (and slower to say).
+fn no_timers(sandbox: &Sandbox) {
+    let timers = stt_testkit::viewer::status(sandbox)["timers"].clone();
+    for id in timers.as_array().into_iter().flatten().filter_map(|t| t["id"].as_u64()) {
+        let out = sandbox.run("stt-ctl", &["timer-cancel", &id.to_string()]);
+        assert_eq!(out.code, Some(0), "timer-cancel {id}: {out:?}");
+    }
+}
+
 /// Typed commands: Enter → tool result, Enter → answer (ms).
 fn typed(stack: &Stack, runs: usize, deadline: Duration) -> (Vec<f64>, Vec<f64>) {
     let (mut results, mut answers) = (Vec::new(), Vec::new());
     for i in 0..runs {
         let (text, tool) = COMMANDS[i % COMMANDS.len()];
+        if i % COMMANDS.len() == 0 {
+            no_timers(&stack.sandbox);
+        }
         stack.ctl(&["command-start"]);
         stack.ctl(&["command-edit", "--text", text]);
         let from = stack.seen_len();
@@ -140,6 +154,9 @@ fn spoken(stack: &Stack, runs: usize, deadline: Duration) -> Vec<f64> {
     let mut first_audio = Vec::new();
     for i in 0..runs {
         let (text, _) = COMMANDS[i % COMMANDS.len()];
+        if i % COMMANDS.len() == 0 {
+            no_timers(&stack.sandbox);
+        }
         let seg = 1000 + i as u64;
         stack.ctl(&["command-start"]);
         stack.daemon.publish(&DaemonEvent::SpeechStart(SpeechStart { seg_id: seg, start: 0.0 }));
@@ -233,6 +250,9 @@ fn spoken_real(runs: usize, deadline: Duration) -> (Vec<f64>, Vec<String>) {
     for i in 0..runs {
         let (samples, end) = &utterances[i % utterances.len()];
         let text = COMMANDS[i % COMMANDS.len()].0;
+        if i % COMMANDS.len() == 0 {
+            no_timers(&sandbox);
+        }
         ctl(&["command-start"]);
         let before = wav_len();
         let from = seen.lock().unwrap().len();
