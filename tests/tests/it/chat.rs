@@ -434,7 +434,7 @@ fn a_chat_only_provider_refuses_a_command_naming_one_that_can() {
     });
     assert_eq!(ctl(&sandbox, &["command-start"]).code, Some(0));
     assert_eq!(
-        ctl(&sandbox, &["command-edit", "--text", "what time is it in Tokyo"]).code,
+        ctl(&sandbox, &["command-edit", "--text", "what time is it on the moon"]).code,
         Some(0)
     );
     // No daemon: the refusal for the provider comes before readiness.

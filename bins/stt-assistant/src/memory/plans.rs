@@ -1,5 +1,6 @@
-//! The planner's tools, as the model sees them and as the memory thread runs them against
-//! `stt_memory::planner`. Like memory's own tools they check their arguments themselves and
+//! The planner's tools: the words that call for each ([`called_for`]) and how the memory
+//! thread runs them against `stt_memory::planner` ([`call`]; what the model is told of them is
+//! `super::tools::spec`). Like memory's own tools they check their arguments themselves and
 //! answer a wrong one with what they expected, so a small model can try again; a plan the
 //! model breaks a task into is checked whole (every phase titled, every item dated) and
 //! stored all or nothing.

@@ -66,21 +66,8 @@ impl Tool {
         Self::Prioritize,
     ];
 
-    /// The tools a dream may call.
-    pub const DREAM: [Tool; 9] = [
-        Self::ReadSessionLog,
-        Self::ListItems,
-        Self::CreateKnowledge,
-        Self::UpdateItem,
-        Self::ArchiveItem,
-        Self::RecordEpisode,
-        Self::UpdateProfile,
-        Self::MarkLogProcessed,
-        Self::WriteDreamLog,
-    ];
-
-    /// The tools a dream's round offers the model: [`Tool::DREAM`] but the two the dream does
-    /// itself (reading the round's conversation, marking it processed).
+    /// The tools a dream's round offers the model. Besides them a dream has two it runs
+    /// itself ([`Tool::DREAM_OWN`]).
     pub const DREAM_ROUND: [Tool; 7] = [
         Self::ListItems,
         Self::CreateKnowledge,
@@ -90,6 +77,9 @@ impl Tool {
         Self::UpdateProfile,
         Self::WriteDreamLog,
     ];
+
+    /// The tools a dream runs itself: reading a round's conversation, marking it processed.
+    pub const DREAM_OWN: [Tool; 2] = [Self::ReadSessionLog, Self::MarkLogProcessed];
 
     /// Every tool a command may call: memory's and the planner's.
     pub fn commands() -> impl Iterator<Item = Tool> {
@@ -163,11 +153,10 @@ mod tests {
 
     #[test]
     fn every_tool_is_in_a_set_and_the_sets_do_not_overlap() {
-        let sets = [&Tool::ASSISTANT[..], &Tool::PLANNER, &Tool::DREAM];
+        let sets = [&Tool::ASSISTANT[..], &Tool::PLANNER, &Tool::DREAM_ROUND, &Tool::DREAM_OWN];
         for tool in Tool::ALL {
             let holding = sets.iter().filter(|set| set.contains(tool)).count();
             assert_eq!(holding, 1, "{tool} is in {holding} sets");
         }
-        assert!(Tool::DREAM_ROUND.iter().all(|t| Tool::DREAM.contains(t)));
     }
 }

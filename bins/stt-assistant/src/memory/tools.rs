@@ -1,10 +1,9 @@
 //! The tools that reach memory, as the model sees them and as the memory thread runs them.
 //!
-//! Two sets ([`Tool`]): `Tool::ASSISTANT`, offered to commands (recall, the recent
-//! conversation, intentions, a dream now), and `Tool::DREAM`, offered only to a dream (read
-//! what is pending, write and correct items, mark sessions processed). Schemas are kept
-//! small: the local model stt installs is 0.5B parameters and reads every one of them on
-//! every request.
+//! [`spec`] is what the model is told of each [`Tool`], the planner's too: memory's offered to
+//! commands (`Tool::ASSISTANT`: recall, the recent conversation, intentions, a dream now) and
+//! to a dream's rounds (`Tool::DREAM_ROUND`: write and correct items). Schemas are kept small:
+//! the local model stt installs (1.5B parameters) reads every one offered on every request.
 //!
 //! [`call`] runs one against the store and returns what the model is told. It checks its
 //! arguments itself (a small model gets them wrong often) and answers a wrong one with what

@@ -93,7 +93,7 @@ async fn every_command_starts_with_the_same_prefix_and_is_offered_the_tools_its_
     };
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Text("It is noon.".into()));
-    common::run(&env, command("what time is it in Tokyo", 1)).await;
+    common::run(&env, command("what time is it on the moon", 1)).await;
     server.push(Script::Text("Paris.".into()));
     common::run(&env, command("what is the capital of France", 2)).await;
     server.push(Script::Text("I cannot do that.".into()));
@@ -152,7 +152,7 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
     let env = common::env(&server, settings, None);
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Length("It is noon on Thursday. You also asked me once about".into()));
-    let reports = common::run(&env, command("what time is it in Tokyo", 1)).await;
+    let reports = common::run(&env, command("what time is it on the moon", 1)).await;
 
     assert_eq!(results(&reports), [("get_datetime".to_owned(), true)]);
     assert_eq!(answer(&reports).as_deref(), Some("It is noon on Thursday."));
@@ -165,7 +165,7 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
     // With no sentence ended, it is kept and marked as cut.
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Length("It is noon and".into()));
-    let reports = common::run(&env, command("what time is it in Tokyo", 2)).await;
+    let reports = common::run(&env, command("what time is it on the moon", 2)).await;
     assert_eq!(answer(&reports).as_deref(), Some("It is noon and…"));
 
     // Results echoed back in the template's markup are no answer: the outcome is asked for.
@@ -174,7 +174,7 @@ async fn the_answer_after_a_tool_is_capped_and_ends_at_a_whole_sentence() {
         "<tool_response>\nThursday 3 December 2026, 12:00\n</tool_response>".into(),
     ));
     server.push(Script::Text("It is noon.".into()));
-    let reports = common::run(&env, command("what time is it in Tokyo", 4)).await;
+    let reports = common::run(&env, command("what time is it on the moon", 4)).await;
     assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
     let asked = server.requests().last().unwrap().to_string();
     assert!(asked.contains("tell the user the outcome"), "{asked}");
@@ -275,7 +275,7 @@ async fn a_command_answered_in_words_is_streamed_and_a_call_written_as_text_is_n
     // A call the model writes as text is never shown as it streams; its answer is.
     server.push(Script::ContentCall(r#"{"name": "get_datetime", "arguments": {}}"#.into()));
     server.push(Script::Text("It is noon.".into()));
-    let reports = common::run(&env, command("what time is it in Tokyo", 2)).await;
+    let reports = common::run(&env, command("what time is it on the moon", 2)).await;
     assert_eq!(pieces(&reports), "");
     assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
 }
@@ -331,7 +331,7 @@ async fn a_call_described_instead_of_made_is_asked_for_once_and_an_invented_tool
     // An empty call where one tool that needs nothing is offered: that tool runs.
     server.push(Script::Text("<tools></tools>".into()));
     server.push(Script::Text("It is noon.".into()));
-    let reports = common::run(&env, command("what time is it in Tokyo", 3)).await;
+    let reports = common::run(&env, command("what time is it on the moon", 3)).await;
     assert_eq!(results(&reports), [("get_datetime".to_owned(), true)]);
     assert_eq!(answer(&reports).as_deref(), Some("It is noon."));
     // Where two are offered it is asked for once; still empty, the markup is never shown.
