@@ -454,7 +454,7 @@ impl Dreamer {
         use stt_assistant::llm::{self, Report, Work};
         use stt_assistant::memory;
         let started = Instant::now();
-        let embedder = (stt_embed::default_dir(models), stt_embed::runtime_library(models));
+        let embedder = stt_embed::Files::under(models);
         let settings =
             memory::Settings { embedder: Some(embedder), ..memory::Settings::new(db.into()) };
         let handle = memory::spawn(settings, Sink::new(|_| {})).unwrap().0;

@@ -18,6 +18,12 @@ use crate::lane::{self, Jobs, Sink, Thread};
 /// What the lane tells the owner.
 #[derive(Debug)]
 pub enum Report {
+    /// The session can type with these methods (found when the lane starts and at each
+    /// dictation's start, without typing).
+    Ready { methods: Vec<stt_dictate::Method> },
+    /// Nothing can type in this session: why, naming what to install. Said when the lane
+    /// starts and again when a dictation starts, before anything is said into it.
+    Off { why: String },
     /// A phrase could not be typed: why, naming what to install (dictation goes on).
     Failed { why: String },
     /// A dictation ended (`dictate_stop`): how much of it was typed.
@@ -64,18 +70,34 @@ pub fn spawn(
     Ok((Dictation { jobs }, thread))
 }
 
+/// Says what the session can type with ([`Report::Ready`]) or why nothing can
+/// ([`Report::Off`]); that why, as told (a phrase failing for it is not told again).
+fn ready(typist: &Typist, reports: &Sink<Report>) -> Option<String> {
+    match typist.ready() {
+        Ok(methods) => {
+            reports.send(Report::Ready { methods });
+            None
+        }
+        Err(e) => {
+            let why = e.to_string();
+            reports.send(Report::Off { why: why.clone() });
+            Some(why)
+        }
+    }
+}
+
 fn run(settings: TypistSettings, jobs: &mpsc::Receiver<Job>, reports: &Sink<Report>) {
     let mut typist = Typist::new(settings);
     let mut phrases = Phrases::default();
     let (mut said, mut typed) = (0_u64, 0_u64);
     // The last failure told, so a dictation into a session without a tool says it once.
-    let mut told: Option<String> = None;
+    let mut told: Option<String> = ready(&typist, reports);
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Start => {
                 phrases = Phrases::default();
                 (said, typed) = (0, 0);
-                told = None;
+                told = ready(&typist, reports);
             }
             Job::Stop => reports.send(Report::Ended { phrases: said, chars: typed }),
             Job::Phrase(text) => {

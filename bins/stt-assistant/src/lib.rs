@@ -258,8 +258,10 @@ fn triage_settings(config: &Config, env: &Env) -> anyhow::Result<Option<triage::
     let models = stt_config::dirs::models_dir_with(env)?;
     Ok(Some(triage::Settings {
         window: t.window as usize,
-        embedder: stt_config::dirs::model_path_with(&t.model, env)?,
-        runtime: stt_embed::runtime_library(&models),
+        embedder: stt_embed::Files {
+            model: stt_config::dirs::model_path_with(&t.model, env)?,
+            runtime: stt_embed::runtime_library(&models),
+        },
         own_examples,
         #[allow(clippy::cast_possible_truncation, reason = "a fraction")]
         escalate: t.escalate_threshold as f32,
@@ -275,9 +277,11 @@ fn memory_settings(config: &Config, env: &Env) -> anyhow::Result<Option<memory::
     let embedder = if m.embedding_model.as_os_str().is_empty() {
         None
     } else {
-        let dir = stt_config::dirs::model_path_with(&m.embedding_model, env)?;
         let models = stt_config::dirs::models_dir_with(env)?;
-        Some((dir, stt_embed::runtime_library(&models)))
+        Some(stt_embed::Files {
+            model: stt_config::dirs::model_path_with(&m.embedding_model, env)?,
+            runtime: stt_embed::runtime_library(&models),
+        })
     };
     Ok(Some(memory::Settings {
         db: stt_config::dirs::memory_db_with(config, env)?,

@@ -179,6 +179,23 @@ impl Typist {
         self.working
     }
 
+    /// The methods this session can type with now (their programs installed), in the order
+    /// they are tried, without typing anything; or why none can, naming what to install.
+    pub fn ready(&self) -> Result<Vec<Method>, TypeError> {
+        let session = self.settings.session.ok_or(TypeError::NoSession)?;
+        let order: Vec<Method> = match self.settings.method {
+            Some(method) => vec![method],
+            None => session.methods().to_vec(),
+        };
+        let names = order.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+        let found: Vec<Method> =
+            order.into_iter().filter(|m| self.tools(*m, session).is_some()).collect();
+        if found.is_empty() {
+            return Err(TypeError::NoTool { session, tried: names, hint: session.hint() });
+        }
+        Ok(found)
+    }
+
     /// Carries one phrase's edits out, in order (with wtype, as one program: backspaces as
     /// backspace characters); the method that did them. A method that fails is left for the
     /// next one the session has; one that is not installed is skipped.
@@ -575,6 +592,20 @@ mod tests {
         assert_eq!(s("wayland-1", ":0"), Some(Session::Wayland));
         assert_eq!(s("", ":0"), Some(Session::X11));
         assert_eq!(s("", ""), None);
+    }
+
+    #[test]
+    fn what_a_session_can_type_with_is_known_before_anything_is_typed() {
+        let _one = one_at_a_time();
+        let dir = tempfile::tempdir().unwrap();
+        let none = typist(dir.path(), Some(Session::Wayland), None).ready().unwrap_err();
+        assert!(matches!(none, TypeError::NoTool { .. }), "{none}");
+        assert!(none.to_string().contains("wtype"), "{none}");
+        assert!(matches!(typist(dir.path(), None, None).ready(), Err(TypeError::NoSession)));
+        fake(dir.path(), "dotool", 0, "");
+        let found = typist(dir.path(), Some(Session::Wayland), None).ready().unwrap();
+        assert_eq!(found, [Method::Dotool]);
+        assert_eq!(log(dir.path()), "", "nothing was typed");
     }
 
     #[test]

@@ -58,6 +58,27 @@ pub fn default_dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DIR_NAME)
 }
 
+/// Where an embedder's files are: the model's directory and the ONNX Runtime library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Files {
+    /// The directory with `model.onnx` and `tokenizer.json`.
+    pub model: PathBuf,
+    /// The ONNX Runtime library (see [`runtime_library`]).
+    pub runtime: PathBuf,
+}
+
+impl Files {
+    /// The default model and ONNX Runtime under `models_dir`.
+    pub fn under(models_dir: &Path) -> Self {
+        Self { model: default_dir(models_dir), runtime: runtime_library(models_dir) }
+    }
+
+    /// Loads the embedder ([`Embedder::load`]).
+    pub fn load(&self) -> Result<Embedder, EmbedError> {
+        Embedder::load(&self.model, &self.runtime)
+    }
+}
+
 /// The cosine similarity of two vectors from [`Embedder::embed`]: their dot product, since
 /// both have unit length. 1 for the same meaning, around 0 for unrelated texts. Vectors of
 /// different lengths are compared over the shorter.

@@ -135,23 +135,33 @@ fn without_a_desktop_session_dictation_says_what_is_missing_and_keeps_going() {
     let sandbox = Sandbox::new();
     let (daemon, assistant) = assistant_typing_into(&sandbox, None);
     let seen = watch_attached(&sandbox, DEADLINE);
-    ctl(&sandbox, "dictate-start");
-    daemon.publish(&DaemonEvent::Transcript(msg::transcript(1, "Hello there.")));
-    let error = expect_within("the error", DEADLINE, || {
+    let failures = || -> Vec<String> {
         events(&seen)
             .into_iter()
-            .find_map(|e| match e {
-                AssistantEvent::Error(e) if e.code == ErrorCode::DictateFailed => Some(e),
+            .filter_map(|e| match e {
+                AssistantEvent::Error(e) if e.code == ErrorCode::DictateFailed => Some(e.message),
                 _ => None,
             })
-            .ok_or_else(|| assistant.log())
-    });
-    assert!(error.message.contains("neither WAYLAND_DISPLAY nor DISPLAY"), "{error:?}");
+            .collect()
+    };
+    // Said as the dictation starts, before a word is said into it.
+    ctl(&sandbox, "dictate-start");
+    let error =
+        expect_within("the error", DEADLINE, || failures().pop().ok_or_else(|| assistant.log()));
+    assert!(error.contains("neither WAYLAND_DISPLAY nor DISPLAY"), "{error:?}");
     assert_eq!(status(&sandbox)["mode"], "dictate", "dictation stays on");
     // A command waits until dictation is off, and says so.
     let out = sandbox.run("stt-ctl", &["command-start"]);
     assert_ne!(out.code, Some(0));
     assert!(out.stderr.contains("dictate-stop"), "{}", out.stderr);
+    // A phrase that cannot be typed for the same reason is not told again.
+    daemon.publish(&DaemonEvent::Transcript(msg::transcript(1, "Hello there.")));
+    ctl(&sandbox, "dictate-stop");
+    expect_within("the dictation's end in the audit log", DEADLINE, || {
+        let text = audit_log(&sandbox.root().join("data/stt/audit"));
+        if text.contains("\"phrases\":1,") { Ok(()) } else { Err(text) }
+    });
+    assert_eq!(failures().len(), 1, "{:?}", failures());
 }
 
 /// A recording of a person, read by the real daemon at real time, is typed into the window

@@ -46,8 +46,8 @@ use crate::lane::{Jobs, Sink};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub db: PathBuf,
-    /// The embedding model's directory and the ONNX Runtime library; `None`: words only.
-    pub embedder: Option<(PathBuf, PathBuf)>,
+    /// The embedding model and ONNX Runtime; `None`: words only.
+    pub embedder: Option<stt_embed::Files>,
     /// What the recall tools return.
     pub limits: Limits,
     /// Offer associative hints.
@@ -744,7 +744,7 @@ mod tests {
     async fn vectors_are_made_while_idle_and_meaning_finds_a_paraphrase() {
         let dir = tempfile::tempdir().unwrap();
         let models = stt_testkit::models_dir();
-        let embedder = (stt_embed::default_dir(&models), stt_embed::runtime_library(&models));
+        let embedder = stt_embed::Files::under(&models);
         let (sink, seen) = reports();
         let db = dir.path().join("memory.sqlite");
         let memory =

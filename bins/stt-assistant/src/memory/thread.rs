@@ -113,7 +113,7 @@ impl Lane {
         }
         let meaning = match &settings.embedder {
             None => Err("no embedding model is configured ([memory].embedding_model)".to_owned()),
-            Some((dir, runtime)) => match Embedder::load(dir, runtime) {
+            Some(files) => match files.load() {
                 Ok(embedder) => {
                     let model = embedder.model_id().to_owned();
                     lane.state.embedder = Some(embedder);

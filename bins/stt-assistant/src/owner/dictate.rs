@@ -1,5 +1,6 @@
 //! The loop's side of dictation: the lane, started with the others, each dictation's start
-//! and end audited, what the lane could not type told.
+//! and end audited, what the lane could not type told (at a dictation's start when nothing
+//! in the session can type).
 
 use stt_proto::ErrorCode;
 use stt_tools::DictationRecord;
@@ -58,6 +59,18 @@ impl Owner {
 
     pub(super) fn on_dictate(&mut self, report: crate::dictate::Report) {
         match report {
+            crate::dictate::Report::Ready { methods } => {
+                let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+                tracing::info!(methods = ?names, "dictation can type");
+            }
+            // Said at once to a person starting a dictation; at the start a session without
+            // a desktop (a server, a test) is no fault.
+            crate::dictate::Report::Off { why } if self.core.mode() == stt_proto::Mode::Dictate => {
+                self.error(ErrorCode::DictateFailed, why);
+            }
+            crate::dictate::Report::Off { why } => {
+                tracing::info!(%why, "dictation cannot type here");
+            }
             crate::dictate::Report::Failed { why } => self.error(ErrorCode::DictateFailed, why),
             crate::dictate::Report::Ended { phrases, chars } => {
                 tracing::info!(phrases, chars, "dictation off");

@@ -30,10 +30,8 @@ pub const OWN_EXAMPLES: &str = "triage-examples.tsv";
 pub struct Settings {
     /// Utterances classified together on each settled turn (`[triage].window`).
     pub window: usize,
-    /// The sentence-embedding model's directory (`stt-embed`'s MiniLM).
-    pub embedder: PathBuf,
-    /// The ONNX Runtime library.
-    pub runtime: PathBuf,
+    /// The sentence-embedding model (`stt-embed`'s MiniLM) and ONNX Runtime.
+    pub embedder: stt_embed::Files,
     /// The user's own labelled examples, trained on beside the built-in ones when the file
     /// is there (`<config dir>/triage-examples.tsv`).
     pub own_examples: PathBuf,
@@ -127,8 +125,7 @@ fn load(settings: &Settings) -> Result<(Box<dyn Classifier>, usize, usize), Stri
     let own = own_examples(&settings.own_examples)?;
     let own_count = own.len();
     examples.extend(own);
-    let embedder = stt_embed::Embedder::load(&settings.embedder, &settings.runtime)
-        .map_err(|e| format!("triage is off: {e}"))?;
+    let embedder = settings.embedder.load().map_err(|e| format!("triage is off: {e}"))?;
     let classifier = EmbeddingClassifier::train(embedder, &examples)
         .map_err(|e| format!("triage is off: training the classifier failed: {e}"))?;
     Ok((Box::new(classifier), examples.len(), own_count))
