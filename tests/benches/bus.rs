@@ -469,9 +469,23 @@ fn viewers(runtime: &Runtime, socket: &Path) -> usize {
     }
 }
 
+/// The relay's assistant: stopped (SIGTERM, then waited for) when dropped, so a run that
+/// panics leaves no assistant behind holding the binary.
+struct Relay(std::process::Child);
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
+    }
+}
+
 /// The release `stt-assistant`, started to follow `daemon_socket` and serve `socket`, with
 /// the model off (nothing here is a command) and its data under `dir`.
-fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> std::process::Child {
+fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> Relay {
     let binary = stt_testkit::bin("stt-assistant");
     let config = dir.join("assistant.toml");
     std::fs::write(&config, "[llm]\nenabled = false\n[assistant]\naudit = false\n")
@@ -489,6 +503,7 @@ fn start_assistant(dir: &Path, daemon_socket: &Path, socket: &Path) -> std::proc
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()
+        .map(Relay)
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()))
 }
 
@@ -582,7 +597,7 @@ fn bench_main() -> ExitCode {
 
     // Through the real assistant: daemon → assistant → viewers.
     let relay_socket = dir.path().join("relay.sock");
-    let mut relay = start_assistant(dir.path(), &daemon_socket, &relay_socket);
+    let relay = start_assistant(dir.path(), &daemon_socket, &relay_socket);
     wait_for("the assistant to follow the daemon", Duration::from_secs(30), || {
         // Publishing is what notices the last run's subscribers are gone.
         publisher.publish(&DaemonEvent::SegmentDone(SegmentDone { seg_id: u64::MAX }));
@@ -592,11 +607,7 @@ fn bench_main() -> ExitCode {
     let readers = Readers::Assistant { socket: &relay_socket };
     let relayed =
         bus_run(&daemon, &publisher, &daemon_socket, readers, RELAY_VIEWERS, events, &text);
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(relay.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let _ = relay.wait();
+    drop(relay);
 
     // The assistant side: the real control server with a stand-in handler.
     let assistant = service_runtime();
