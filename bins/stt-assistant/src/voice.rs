@@ -1,7 +1,10 @@
 //! The voice lane: replies spoken as they stream, a sentence at a time (`[voice].enabled`).
 //!
-//! A lane like the others: its own thread (which loads the voice, so start-up never waits
-//! for it), a handle ([`Voice`]) and a report enum ([`Report`]). The owner hands it text as
+//! A lane like the others: its own thread, started with the assistant, a handle ([`Voice`])
+//! and a report enum ([`Report`]). The thread loads the voice and opens the output when
+//! replies are first to be spoken ([`Voice::load`]), so start-up never waits for it and a
+//! voice never turned on costs no model and no device; after [`Report::Off`] the next
+//! `load` tries again. The owner hands it text as
 //! the reply's sentences complete ([`Voice::say`]); the thread synthesizes each and queues it
 //! on the output, so the next sentence is synthesized while the one before plays.
 //! [`Voice::stop`] (the owner's interrupt: `chat-stop`, `command-cancel`, `clear`) drops what
@@ -72,10 +75,18 @@ pub enum Report {
     Failed { why: String },
 }
 
+/// What the lane is asked to do.
+#[derive(Debug)]
+enum Job {
+    /// Load the voice and open the output, unless done already.
+    Load,
+    Piece(Piece),
+}
+
 /// A piece of a reply to say, and the interrupt count when it was asked for; or, with
 /// `ahead`, one to synthesize now and keep for when it is said ([`Voice::prepare`]).
 #[derive(Debug)]
-struct Job {
+struct Piece {
     epoch: u64,
     text: String,
     ahead: bool,
@@ -92,15 +103,20 @@ pub struct Voice {
 }
 
 impl Voice {
+    /// Loads the voice and opens the output, if not yet: [`Report::Ready`] or
+    /// [`Report::Off`] says how it went.
+    pub fn load(&self) {
+        self.jobs.send(Job::Load);
+    }
+
     /// Says `text` after what is queued.
     pub fn say(&self, text: &str) {
         if text.trim().is_empty() {
             return;
         }
-        let job =
-            Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: false };
-        // The thread is gone only once the voice is off, which the owner was told.
-        self.jobs.send(job);
+        let piece =
+            Piece { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: false };
+        self.jobs.send(Job::Piece(piece));
     }
 
     /// Synthesizes `text` now, to be played at once when [`say`](Self::say) asks for the
@@ -110,9 +126,9 @@ impl Voice {
         if text.trim().is_empty() {
             return;
         }
-        let job =
-            Job { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: true };
-        self.jobs.send(job);
+        let piece =
+            Piece { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: true };
+        self.jobs.send(Job::Piece(piece));
     }
 
     /// Stops speaking now: what plays falls silent and nothing queued is said.
@@ -158,33 +174,58 @@ fn run(
     stopper: &Mutex<Option<Stopper>>,
     reports: &Sink<Report>,
 ) {
-    let loaded = stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK);
-    let (mut voice, fallback) = match loaded {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            reports.send(Report::Off { why: format!("the voice is off: {e}") });
-            return;
+    // Idle until asked to load: pieces before then are not said (the owner sends none).
+    while let Ok(job) = jobs.recv() {
+        if !matches!(job, Job::Load) {
+            continue;
         }
-    };
-    let rate = voice.sample_rate();
-    let (mut out, described) = match open(&settings.output, rate) {
-        Ok(opened) => opened,
-        Err(why) => {
-            reports.send(Report::Off { why: format!("the voice is off: {why}") });
-            return;
+        match load(settings, stopper) {
+            Ok((voice, out, ready)) => {
+                reports.send(ready);
+                return speak(voice, out, settings, jobs, epoch, stopper, reports);
+            }
+            // Told; the next `load` tries again.
+            Err(why) => reports.send(Report::Off { why: format!("the voice is off: {why}") }),
         }
-    };
+    }
+}
+
+/// Loads the voice and opens the output: them, and the report that says so.
+fn load(
+    settings: &Settings,
+    stopper: &Mutex<Option<Stopper>>,
+) -> Result<(stt_voice::Speaker, Out, Report), String> {
+    let (voice, fallback) =
+        stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK)
+            .map_err(|e| e.to_string())?;
+    let (out, described) = open(&settings.output, voice.sample_rate())?;
     if let Out::Device(playback) = &out {
         *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
     }
     let fallback = fallback.map(|why| format!("espeak-ng speaks the replies: {why}"));
-    reports.send(Report::Ready { voice: voice.name(), output: described, fallback });
+    let ready = Report::Ready { voice: voice.name(), output: described, fallback };
+    Ok((voice, out, ready))
+}
+
+/// Says each piece sent, until the handle is dropped.
+fn speak(
+    mut voice: stt_voice::Speaker,
+    mut out: Out,
+    settings: &Settings,
+    jobs: &mpsc::Receiver<Job>,
+    epoch: &AtomicU64,
+    stopper: &Mutex<Option<Stopper>>,
+    reports: &Sink<Report>,
+) {
+    let rate = voice.sample_rate();
     // When what is queued on the output ends, and the interrupt count it was queued under (a
     // stop empties the queue).
     let (mut busy_until, mut busy_epoch) = (Instant::now(), 0);
     // What was synthesized ahead, and its audio.
     let mut ready: Option<(String, Vec<f32>)> = None;
     for job in jobs {
+        // Loaded already.
+        let Job::Piece(job) = job else { continue };
         if job.ahead {
             if ready.as_ref().is_none_or(|(text, _)| *text != job.text) {
                 // A failure is told when the words are said, if they are.
@@ -315,6 +356,39 @@ mod tests {
         assert_eq!(Output::parse(""), Output::Device(None));
         assert_eq!(Output::parse(" hw:1 "), Output::Device(Some("hw:1".into())));
         assert_eq!(Output::parse("wav:/tmp/said.wav"), Output::Wav("/tmp/said.wav".into()));
+    }
+
+    /// The lane loads nothing until asked, says why it cannot, and tries again when asked
+    /// again (here: the WAV file's folder is made in between). espeak-ng's own voice speaks:
+    /// there is no Piper model at the path given.
+    #[test]
+    fn the_voice_loads_when_asked_and_tries_again_after_it_could_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let wav = dir.path().join("later/said.wav");
+        let settings = Settings {
+            model: dir.path().join("no-voice.onnx"),
+            runtime: dir.path().join("no-runtime.so"),
+            output: Output::Wav(wav.clone()),
+            enabled: false,
+        };
+        let (tx, rx) = mpsc::channel();
+        let (voice, thread) = spawn(settings, Sink::new(move |r| tx.send(r).unwrap())).unwrap();
+        let next = || rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        // Not on yet: nothing is said, nothing is opened.
+        voice.say("Not said.");
+        voice.load();
+        let Report::Off { why } = next() else { panic!("the folder is missing: off") };
+        assert!(why.contains("said.wav"), "{why}");
+        assert!(!wav.exists());
+        std::fs::create_dir(dir.path().join("later")).unwrap();
+        voice.load();
+        let ready = next();
+        assert!(matches!(ready, Report::Ready { fallback: Some(_), .. }), "{ready:?}");
+        voice.say("Said.");
+        drop(voice);
+        thread.join();
+        let said = std::fs::metadata(&wav).unwrap().len();
+        assert!(said > 44, "the piece after the load is said: {said} bytes");
     }
 
     #[test]

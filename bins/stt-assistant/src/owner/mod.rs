@@ -268,8 +268,9 @@ impl Owner {
         let voice_on = parts.voice.enabled;
         let mut threads = Vec::new();
         // Every lane the owner keeps starts here, at once (memory and the writer, which jobs
-        // and `serve` use too, started just before); the voice with `[voice].enabled`.
+        // and `serve` use too, started just before); the voice loads with `[voice].enabled`.
         let triage = triage::Side::start(parts.triage, &inputs, &mut threads);
+        let voice = voice::Side::start(parts.voice, &inputs, &mut threads);
         let dictate = dictate::Side::start(parts.dictate, &inputs, &mut threads);
         let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local_now()));
         let mut owner = Self {
@@ -300,7 +301,7 @@ impl Owner {
                 lane: memory,
                 dreams: memory::Dreams::new(dream_rules, parts.clock.now()),
             },
-            voice: voice::Side::new(parts.voice),
+            voice,
             dictate,
             triage,
             threads,

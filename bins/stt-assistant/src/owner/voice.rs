@@ -27,9 +27,10 @@ pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it st
 /// The voice lane and what the loop keeps of it.
 #[derive(Debug)]
 pub(super) struct Side {
-    /// The lane, once replies have been spoken (started by the first `voice_on`).
+    /// The lane; none when its thread could not start (said at start, and to `voice_on`).
     pub lane: Option<crate::voice::Voice>,
-    pub settings: crate::voice::Settings,
+    /// The voice is loaded and its output open ([`crate::voice::Report::Ready`]).
+    pub ready: bool,
     /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
     pub on: bool,
     /// Why espeak-ng speaks instead of the Piper voice, until it has been told (with the
@@ -44,11 +45,26 @@ pub(super) struct Side {
 }
 
 impl Side {
-    /// Nothing said yet; the lane starts with the first reply spoken.
-    pub fn new(settings: crate::voice::Settings) -> Self {
+    /// Starts the lane's thread, which loads nothing until the voice is first turned on.
+    pub fn start(
+        settings: crate::voice::Settings,
+        inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
+        threads: &mut Vec<crate::lane::Thread>,
+    ) -> Self {
+        let lane = match crate::voice::spawn(settings, crate::lane::Sink::to(inputs, Input::Voice))
+        {
+            Ok((lane, thread)) => {
+                threads.push(thread);
+                Some(lane)
+            }
+            Err(e) => {
+                tracing::error!("the voice is off: cannot start its thread: {e}");
+                None
+            }
+        };
         Self {
-            lane: None,
-            settings,
+            lane,
+            ready: false,
             on: false,
             fallback: None,
             echo: crate::echo::Echo::default(),
@@ -77,11 +93,12 @@ impl Owner {
         match report {
             crate::voice::Report::Ready { voice, output, fallback } => {
                 tracing::info!(voice, output, "the voice is ready");
+                self.voice.ready = true;
                 self.voice.fallback = fallback;
             }
             crate::voice::Report::Off { why } => {
-                // Off until asked again (`voice_toggle` starts a new lane, which tries again).
-                self.voice.lane = None;
+                // Off until asked again (the next `voice_on` has the lane try again).
+                self.voice.ready = false;
                 self.voice.on = false;
                 self.error(ErrorCode::Internal, why);
             }
@@ -93,16 +110,13 @@ impl Owner {
         }
     }
 
-    /// Replies spoken from now on: the voice lane is started the first time (it loads the
-    /// voice on its own thread and says if it cannot).
+    /// Replies spoken from now on: the lane loads the voice the first time (on its own
+    /// thread; it says if it cannot).
     pub(super) fn voice_on(&mut self) -> Result<(), String> {
-        if self.voice.lane.is_none() {
-            let reports = crate::lane::Sink::to(&self.inputs, Input::Voice);
-            let (voice, thread) = crate::voice::spawn(self.voice.settings.clone(), reports)
-                .map_err(|e| format!("cannot start the voice thread: {e}"))?;
-            self.voice.lane = Some(voice);
-            self.threads.push(thread);
-        }
+        let Some(voice) = &self.voice.lane else {
+            return Err("the voice is off: its thread could not start (see the log)".into());
+        };
+        voice.load();
         self.voice.on = true;
         Ok(())
     }
@@ -153,7 +167,7 @@ impl Owner {
     /// Stops the voice mid-sentence: a person stopped, cancelled or cleared, asked for
     /// something new, or spoke over it.
     pub(super) fn hush(&mut self) {
-        if let Some(voice) = &self.voice.lane {
+        if let Some(voice) = self.voice.lane.as_ref().filter(|_| self.voice.ready) {
             voice.stop();
             let at = self.clock.now();
             self.voice.echo.hushed(at);
@@ -299,7 +313,9 @@ impl Owner {
             // be heard by words (whisper writes the louder voice).
             DaemonEvent::Levels(levels) => {
                 // No voice, nothing to tell a person from.
-                self.voice.lane.as_ref()?;
+                if !self.voice.ready {
+                    return None;
+                }
                 let over = self.voice.talk.heard(at, levels.end, &levels.db);
                 if let Some(seen) =
                     self.voice.overheard.get(&levels.seg_id).filter(|s| over && !s.person)

@@ -70,8 +70,8 @@ async fn child_no_lane_outlives_the_assistant() {
     let socket = BoundSocket::bind(&control, "stt-assistant").unwrap();
     let assistant = tokio::spawn(serve(socket, daemon_path, settings, shutdown.clone()));
 
-    // Every lane is running from the start but the voice's, which starts with the first
-    // reply; a dictation and a reply make every lane busy before the stop.
+    // Every lane is running from the start (the voice's loads the voice, `[voice].enabled`);
+    // a dictation and a reply make every lane busy before the stop.
     let ask = |request: Request| {
         let control = control.clone();
         async move {
