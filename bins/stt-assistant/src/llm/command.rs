@@ -409,8 +409,37 @@ fn task_as_said(call: &mut Call, text: &str, tasks: &[(i64, String)]) {
             call.arguments.as_object_mut().map(|args| args.remove("due"));
         }
     }
+    if is(&call.name, MemoryTool::UpdateTaskStatus)
+        && let Some(status) = status_said(text)
+    {
+        // "Drop the Spanish goal": the 1.5B model wrote "done".
+        call.arguments["status"] = serde_json::json!(status);
+    }
     if call.arguments != wrote {
         tracing::info!(%wrote, said = %call.arguments, "the task is the one the command named");
+    }
+}
+
+/// The status a command's words give a task, when they name one only: dropped ("drop",
+/// "abandon", "give up"), done ("done", "finished"), active ("start", "working on") or open
+/// ("reopen").
+fn status_said(text: &str) -> Option<&'static str> {
+    let words: Vec<String> = stt_memory::text::words(text).collect();
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    let named: Vec<&'static str> = [
+        ("dropped", &["drop", "dropped", "abandon", "abandoned", "cancel", "remove", "delete"][..]),
+        ("done", &["done", "finished", "finish", "completed", "complete", "did"][..]),
+        ("active", &["start", "started", "starting", "working", "resume", "active"][..]),
+        ("open", &["reopen", "reopened"][..]),
+    ]
+    .into_iter()
+    .filter(|(_, list)| has(list))
+    .map(|(status, _)| status)
+    .collect();
+    match named[..] {
+        [one] => Some(one),
+        _ if words.windows(2).any(|w| w == ["give", "up"]) => Some("dropped"),
+        _ => None,
     }
 }
 
@@ -598,6 +627,14 @@ fn tools(env: &JobEnv, memory: bool, ends: bool, planner: bool, text: &str) -> V
     // "Mark the milk task as done" ends a task, not a reminder: offered both, the 1.5B model
     // cancelled reminder 1.
     let ends = ends && !(planner && crate::memory::plans::names_a_task(text));
+    // "Show a notification saying backup done" ends no reminder: the word is the
+    // notification's (offered both, the 1.5B model completed reminder 1 beside the notify
+    // call). Words that call for a built-in tool end one only when they say "reminder".
+    let for_a_tool = env.tools.specs().any(|spec| {
+        !stt_tools::offer::always(&spec.name) && stt_tools::offer::asked_for(&spec.name, text)
+    });
+    let ends =
+        ends && (!for_a_tool || crate::memory::called_for(MemoryTool::AddIntention, text, false));
     let offered = MemoryTool::ASSISTANT.into_iter().filter(|tool| {
         let called = if ending.contains(tool) {
             ends
@@ -1540,6 +1577,17 @@ mod tests {
             call("create_task", serde_json::json!({"title": "milk"}), "Add a task to buy milk."),
             serde_json::json!({"title": "milk"})
         );
+        // The status the words give: the 1.5B model wrote "done" for a goal dropped.
+        let tasks = [(3, "Learn Spanish".to_owned())];
+        let mut dropped = Call {
+            id: "c".into(),
+            name: "update_task_status".into(),
+            arguments: serde_json::json!({"task_id": 3, "status": "done"}),
+        };
+        task_as_said(&mut dropped, "Drop the Spanish goal.", &tasks);
+        assert_eq!(dropped.arguments, serde_json::json!({"task_id": 3, "status": "dropped"}));
+        assert_eq!(status_said("I gave up on it, give up the Spanish goal"), Some("dropped"));
+        assert_eq!(status_said("I started the report and finished the slides"), None);
     }
 
     #[test]

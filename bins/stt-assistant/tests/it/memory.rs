@@ -600,6 +600,28 @@ async fn a_dream_takes_facts_written_as_lines_too() {
     assert_eq!(stats(&memory).await.pending_sessions, 0);
 }
 
+/// With an intention open, the words that end it offer the tools that end one, unless they
+/// are another tool's words ("a notification saying backup done": the 1.5B model completed
+/// reminder 1 beside the notify call).
+#[tokio::test]
+async fn done_ends_an_intention_unless_it_is_another_tools_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory = open(dir.path());
+    let add = json!({"text": "water the plants", "cue": "plants"});
+    assert!(memory.tool(memory::Tool::AddIntention, add).await.unwrap().ok);
+    let server = LlmServer::start();
+    let env = env(&server, memory.clone());
+    let offered = async |text: &str, n: u64| -> String {
+        server.push(Script::Text("OK.".into()));
+        run(&env, command(text, n)).await;
+        server.requests().last().unwrap()["tools"].to_string()
+    };
+    let notify = offered("Show a notification saying backup done.", 1).await;
+    assert!(notify.contains("\"notify\"") && !notify.contains("complete_intention"), "{notify}");
+    let plants = offered("I'm done with the plants.", 2).await;
+    assert!(plants.contains("complete_intention"), "{plants}");
+}
+
 /// After a tool, as after a person's turn: its result's words bring an intention back.
 #[tokio::test]
 async fn a_tools_result_can_cue_an_intention() {
