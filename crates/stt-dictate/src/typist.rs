@@ -183,17 +183,29 @@ impl Typist {
     /// they are tried, without typing anything; or why none can, naming what to install.
     pub fn ready(&self) -> Result<Vec<Method>, TypeError> {
         let session = self.settings.session.ok_or(TypeError::NoSession)?;
-        let order: Vec<Method> = match self.settings.method {
-            Some(method) => vec![method],
-            None => session.methods().to_vec(),
-        };
-        let names = order.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-        let found: Vec<Method> =
-            order.into_iter().filter(|m| self.tools(*m, session).is_some()).collect();
+        let found: Vec<Method> = self
+            .methods(session)
+            .into_iter()
+            .filter(|m| self.tools(*m, session).is_some())
+            .collect();
         if found.is_empty() {
-            return Err(TypeError::NoTool { session, tried: names, hint: session.hint() });
+            return Err(self.no_tool(session));
         }
         Ok(found)
+    }
+
+    /// The methods `session` is tried with, in order: the one configured, or its own.
+    fn methods(&self, session: Session) -> Vec<Method> {
+        match self.settings.method {
+            Some(method) => vec![method],
+            None => session.methods().to_vec(),
+        }
+    }
+
+    /// None of the methods tried is installed: what was tried, and what to install.
+    fn no_tool(&self, session: Session) -> TypeError {
+        let tried = self.methods(session).iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+        TypeError::NoTool { session, tried, hint: session.hint() }
     }
 
     /// Carries one phrase's edits out, in order (with wtype, as one program: backspaces as
@@ -201,10 +213,7 @@ impl Typist {
     /// next one the session has; one that is not installed is skipped.
     pub fn edits(&mut self, edits: &[Edit]) -> Result<Method, TypeError> {
         let session = self.settings.session.ok_or(TypeError::NoSession)?;
-        let mut order: Vec<Method> = match self.settings.method {
-            Some(method) => vec![method],
-            None => session.methods().to_vec(),
-        };
+        let mut order = self.methods(session);
         if let Some(working) = self.working.filter(|m| order.contains(m)) {
             order.retain(|m| *m != working);
             order.insert(0, working);
@@ -239,14 +248,10 @@ impl Typist {
                 }
             }
         }
-        let names = match self.settings.method {
-            Some(m) => m.name().to_owned(),
-            None => session.methods().iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
-        };
         if installed {
             Err(TypeError::Failed { session, failures: failures.join("; "), hint: session.hint() })
         } else {
-            Err(TypeError::NoTool { session, tried: names, hint: session.hint() })
+            Err(self.no_tool(session))
         }
     }
 

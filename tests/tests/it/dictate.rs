@@ -156,6 +156,14 @@ fn without_a_desktop_session_dictation_says_what_is_missing_and_keeps_going() {
     assert!(out.stderr.contains("dictate-stop"), "{}", out.stderr);
     // A phrase that cannot be typed for the same reason is not told again.
     daemon.publish(&DaemonEvent::Transcript(msg::transcript(1, "Hello there.")));
+    // The daemon's socket and the control socket are not ordered against each other: the
+    // stop waits until the assistant has taken the phrase (its viewers see it relayed).
+    expect_within("the phrase relayed", DEADLINE, || {
+        let relayed = events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::Transcript(t) if t.text == "Hello there."));
+        if relayed { Ok(()) } else { Err(assistant.log()) }
+    });
     ctl(&sandbox, "dictate-stop");
     expect_within("the dictation's end in the audit log", DEADLINE, || {
         let text = audit_log(&sandbox.root().join("data/stt/audit"));
