@@ -9,21 +9,17 @@
 //!
 //! What is typed is never logged nor reported: the reports carry counts.
 
-use std::sync::mpsc;
-
 use stt_dictate::{Edit, Phrases, Typist, TypistSettings};
 
-use crate::lane::{self, Jobs, Sink, Thread};
+use crate::lane::{self, Jobs, Queue, Sink, State, Thread};
 
 /// What the lane tells the owner.
 #[derive(Debug)]
 pub enum Report {
-    /// The session can type with these methods (found when the lane starts and at each
-    /// dictation's start, without typing).
-    Ready { methods: Vec<stt_dictate::Method> },
-    /// Nothing can type in this session: why, naming what to install. Said when the lane
-    /// starts and again when a dictation starts, before anything is said into it.
-    Off { why: String },
+    /// Ready: the session can type with these methods. Off: nothing can type in this
+    /// session: why, naming what to install. Found without typing when the lane starts and
+    /// again when a dictation starts, before anything is said into it.
+    State(State<Vec<stt_dictate::Method>>),
     /// A phrase could not be typed: why, naming what to install (dictation goes on).
     Failed { why: String },
     /// A dictation ended (`dictate_stop`): how much of it was typed.
@@ -45,6 +41,11 @@ pub struct Dictation {
 }
 
 impl Dictation {
+    /// How many phrases wait to be typed, for `status`.
+    pub fn gauge(&self) -> lane::Gauge {
+        self.jobs.gauge()
+    }
+
     /// A new dictation begins.
     pub fn start(&self) {
         self.jobs.send(Job::Start);
@@ -70,23 +71,22 @@ pub fn spawn(
     Ok((Dictation { jobs }, thread))
 }
 
-/// Says what the session can type with ([`Report::Ready`]) or why nothing can
-/// ([`Report::Off`]); that why, as told (a phrase failing for it is not told again).
+/// Says what the session can type with, or why nothing can ([`Report::State`]); that why, as told (a phrase failing for it is not told again).
 fn ready(typist: &Typist, reports: &Sink<Report>) -> Option<String> {
     match typist.ready() {
         Ok(methods) => {
-            reports.send(Report::Ready { methods });
+            reports.send(Report::State(State::Ready(methods)));
             None
         }
         Err(e) => {
             let why = e.to_string();
-            reports.send(Report::Off { why: why.clone() });
+            reports.send(Report::State(State::Off { why: why.clone() }));
             Some(why)
         }
     }
 }
 
-fn run(settings: TypistSettings, jobs: &mpsc::Receiver<Job>, reports: &Sink<Report>) {
+fn run(settings: TypistSettings, jobs: &Queue<Job>, reports: &Sink<Report>) {
     let mut typist = Typist::new(settings);
     let mut phrases = Phrases::default();
     let (mut said, mut typed) = (0_u64, 0_u64);

@@ -15,13 +15,13 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use stt_audio::Resampler;
 use stt_audio::output::{Playback, Stopper};
 
-use crate::lane::{self, Jobs, Sink, Thread};
+use crate::lane::{self, Jobs, Queue, Sink, State, Thread};
 
 /// Where the speech goes.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,17 +62,25 @@ pub struct Settings {
 /// What the lane tells the owner.
 #[derive(Debug)]
 pub enum Report {
-    /// The voice is loaded and the output open; `fallback` says why espeak-ng's own voice
-    /// speaks instead of the Piper voice, with the fix (told once, when the lane starts).
-    Ready { voice: String, output: String, fallback: Option<String> },
-    /// The voice cannot speak (no espeak-ng, no device): why, with the fix.
-    Off { why: String },
+    /// Ready: the voice is loaded and the output open. Off: the voice cannot speak (no
+    /// espeak-ng, no device): why, with the fix.
+    State(State<Loaded>),
     /// A piece is queued on the device to play from `from` to `to` (as near as the lane
     /// knows): what the microphone may hear of it, for [`crate::echo`]. Not for a file.
     /// `levels`: its loudness every 20 ms ([`crate::talk::levels`]).
     Playing { text: String, from: Instant, to: Instant, levels: Vec<f32> },
     /// Saying one piece failed (the lane goes on with the next).
     Failed { why: String },
+}
+
+/// The voice loaded and where it plays.
+#[derive(Debug)]
+pub struct Loaded {
+    pub voice: String,
+    pub output: String,
+    /// Why espeak-ng's own voice speaks instead of the Piper voice, with the fix (told once,
+    /// with the first reply spoken).
+    pub fallback: Option<String>,
 }
 
 /// What the lane is asked to do.
@@ -103,8 +111,12 @@ pub struct Voice {
 }
 
 impl Voice {
-    /// Loads the voice and opens the output, if not yet: [`Report::Ready`] or
-    /// [`Report::Off`] says how it went.
+    /// How many pieces wait to be said, for `status`.
+    pub fn gauge(&self) -> lane::Gauge {
+        self.jobs.gauge()
+    }
+
+    /// Loads the voice and opens the output, if not yet: [`Report::State`] says how it went.
     pub fn load(&self) {
         self.jobs.send(Job::Load);
     }
@@ -169,7 +181,7 @@ impl Out {
 
 fn run(
     settings: &Settings,
-    jobs: &mpsc::Receiver<Job>,
+    jobs: &Queue<Job>,
     epoch: &AtomicU64,
     stopper: &Mutex<Option<Stopper>>,
     reports: &Sink<Report>,
@@ -180,12 +192,15 @@ fn run(
             continue;
         }
         match load(settings, stopper) {
-            Ok((voice, out, ready)) => {
-                reports.send(ready);
+            Ok((voice, out, loaded)) => {
+                reports.send(Report::State(State::Ready(loaded)));
                 return speak(voice, out, settings, jobs, epoch, stopper, reports);
             }
             // Told; the next `load` tries again.
-            Err(why) => reports.send(Report::Off { why: format!("the voice is off: {why}") }),
+            Err(why) => {
+                let why = format!("the voice is off: {why}");
+                reports.send(Report::State(State::Off { why }));
+            }
         }
     }
 }
@@ -194,7 +209,7 @@ fn run(
 fn load(
     settings: &Settings,
     stopper: &Mutex<Option<Stopper>>,
-) -> Result<(stt_voice::Speaker, Out, Report), String> {
+) -> Result<(stt_voice::Speaker, Out, Loaded), String> {
     let (voice, fallback) =
         stt_voice::Speaker::load(&settings.model, &settings.runtime, 2, stt_voice::ESPEAK)
             .map_err(|e| e.to_string())?;
@@ -203,8 +218,8 @@ fn load(
         *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
     }
     let fallback = fallback.map(|why| format!("espeak-ng speaks the replies: {why}"));
-    let ready = Report::Ready { voice: voice.name(), output: described, fallback };
-    Ok((voice, out, ready))
+    let loaded = Loaded { voice: voice.name(), output: described, fallback };
+    Ok((voice, out, loaded))
 }
 
 /// Says each piece sent, until the handle is dropped.
@@ -212,7 +227,7 @@ fn speak(
     mut voice: stt_voice::Speaker,
     mut out: Out,
     settings: &Settings,
-    jobs: &mpsc::Receiver<Job>,
+    jobs: &Queue<Job>,
     epoch: &AtomicU64,
     stopper: &Mutex<Option<Stopper>>,
     reports: &Sink<Report>,
@@ -349,6 +364,8 @@ pub fn sentence_end(text: &str, from: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+
     use super::*;
 
     #[test]
@@ -377,13 +394,14 @@ mod tests {
         // Not on yet: nothing is said, nothing is opened.
         voice.say("Not said.");
         voice.load();
-        let Report::Off { why } = next() else { panic!("the folder is missing: off") };
+        let Report::State(State::Off { why }) = next() else { panic!("the folder is missing") };
         assert!(why.contains("said.wav"), "{why}");
         assert!(!wav.exists());
         std::fs::create_dir(dir.path().join("later")).unwrap();
         voice.load();
         let ready = next();
-        assert!(matches!(ready, Report::Ready { fallback: Some(_), .. }), "{ready:?}");
+        let is_ready = matches!(&ready, Report::State(State::Ready(l)) if l.fallback.is_some());
+        assert!(is_ready, "{ready:?}");
         voice.say("Said.");
         drop(voice);
         thread.join();

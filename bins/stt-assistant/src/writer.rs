@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use stt_proto::speaker_files::{SpeakerEditOp, SpeakerEdits};
 use stt_tools::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
@@ -47,6 +46,11 @@ impl Writer {
     pub fn close(self) {
         drop(self.tx);
         self.thread.join();
+    }
+
+    /// How many writes wait for the thread, for `status`.
+    pub fn gauge(&self) -> lane::Gauge {
+        self.tx.gauge()
     }
 
     /// Saves `names` to the names file, replacing it.
@@ -111,8 +115,8 @@ pub fn spawn(
     mut audit: Option<AuditLog>,
     failed: Sink<Failed>,
 ) -> std::io::Result<Writer> {
-    let (tx, thread) = lane::start("stt-writer", move |rx: mpsc::Receiver<Write>| {
-        for write in rx {
+    let (tx, thread) = lane::start("stt-writer", move |rx: lane::Queue<Write>| {
+        for write in &rx {
             let now = chrono::Local::now();
             let outcome = match (&write, audit.as_mut()) {
                 (Write::Names(names), _) => names::save(&speakers.names, names).map_err(|e| {

@@ -337,14 +337,44 @@ fn describe_status(s: &Status) -> String {
         _ => String::new(),
     };
     format!(
-        "mode:       {}\nstt:        {stt}\nllm:        {llm}\n{chat}inference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}voice:      {}\nversion:    {}\n",
+        "mode:       {}\nstt:        {stt}\nllm:        {llm}\n{chat}inference:  {} queued{}\nviewers:    {}\ncommand:    {buffer}\n{timers}voice:      {}\n{}version:    {}\n",
         s.mode.as_str(),
         s.inference_queue,
         if s.inference_busy { ", busy" } else { "" },
         s.viewers,
         if s.voice { "on" } else { "off" },
+        describe_lanes(&s.lanes),
         s.version,
     )
+}
+
+/// The lanes on one line, each with its state and what waits for it; then why each lane that
+/// is off is off, a line each.
+fn describe_lanes(lanes: &[stt_proto::LaneStatus]) -> String {
+    if lanes.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = lanes
+        .iter()
+        .map(|lane| {
+            let state = match lane.state {
+                stt_proto::LaneState::Started => "started",
+                stt_proto::LaneState::Ready => "ready",
+                stt_proto::LaneState::Off => "off",
+            };
+            match lane.queued {
+                0 => format!("{} {state}", lane.name),
+                n => format!("{} {state} ({n} queued)", lane.name),
+            }
+        })
+        .collect();
+    let mut out = format!("lanes:      {}\n", each.join(" · "));
+    for lane in lanes {
+        if let Some(why) = &lane.why {
+            out.push_str(&format!("off:        {}: {why}\n", lane.name));
+        }
+    }
+    out
 }
 
 fn describe_speakers(list: &Speakers) -> String {
@@ -381,6 +411,29 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("stt-ctl").chain(args.iter().copied()))
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         assert_eq!(cli.verb.request(), expected, "{args:?}");
+    }
+
+    #[test]
+    fn status_shows_each_lane_and_why_one_is_off() {
+        use stt_proto::{LaneState, LaneStatus};
+        let lane = |name: &str, state, why: Option<&str>, queued| LaneStatus {
+            name: name.into(),
+            state,
+            why: why.map(str::to_owned),
+            queued,
+        };
+        let shown = describe_lanes(&[
+            lane("memory", LaneState::Ready, None, 0),
+            lane("writer", LaneState::Ready, None, 3),
+            lane("voice", LaneState::Off, Some("no output device: plug one in"), 0),
+            lane("dictation", LaneState::Started, None, 0),
+        ]);
+        assert_eq!(
+            shown,
+            "lanes:      memory ready · writer ready (3 queued) · voice off · dictation started\n\
+             off:        voice: no output device: plug one in\n"
+        );
+        assert_eq!(describe_lanes(&[]), "", "an older assistant lists none");
     }
 
     #[test]

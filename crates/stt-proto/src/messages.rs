@@ -1150,6 +1150,35 @@ pub struct Status {
     /// the voice.
     #[serde(default)]
     pub voice: bool,
+    /// The assistant's lanes (memory, the writer, the voice, triage, dictation): each one's
+    /// state and the jobs waiting for it; `[]` from an assistant that predates them.
+    #[serde(default)]
+    pub lanes: Vec<LaneStatus>,
+}
+
+/// One of the assistant's lanes, in `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneStatus {
+    /// `memory`, `writer`, `voice`, `triage` or `dictation`.
+    pub name: String,
+    pub state: LaneState,
+    /// Why it is off, for a person; `null` otherwise.
+    #[serde(default)]
+    pub why: Option<String>,
+    /// Jobs sent to it and not yet taken.
+    pub queued: u32,
+}
+
+/// What a lane last said of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneState {
+    /// Running, and not yet ready: loading, or waiting to be needed (the voice loads when
+    /// first turned on).
+    Started,
+    Ready,
+    /// It cannot work; `why` says why.
+    Off,
 }
 
 /// A timer waiting to fire, in `status`.

@@ -417,8 +417,22 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 }],
                 chat: None,
                 voice: false,
+                lanes: vec![
+                    LaneStatus {
+                        name: "memory".into(),
+                        state: LaneState::Ready,
+                        why: None,
+                        queued: 2,
+                    },
+                    LaneStatus {
+                        name: "voice".into(),
+                        state: LaneState::Off,
+                        why: Some("the voice is off: no output device".into()),
+                        queued: 0,
+                    },
+                ],
             }),
-            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}],"chat":null,"voice":false}"#,
+            r#"{"type":"status","mode":"idle","stt_healthy":false,"stt_detail":"no heartbeat from stt-daemon for 4.2 s","llm_enabled":true,"llm_endpoint":"http://localhost:9931/v1/chat/completions","llm_reachable":null,"llm_provider":"llamacpp","llm_model":"","inference_queue":0,"inference_busy":false,"viewers":1,"command_buffer":"","command_edited":false,"version":"0.1.0","timers":[{"id":1764581534000001,"label":"tea","remaining_s":42.5}],"chat":null,"voice":false,"lanes":[{"name":"memory","state":"ready","why":null,"queued":2},{"name":"voice","state":"off","why":"the voice is off: no output device","queued":0}]}"#,
         ),
         (
             AssistantEvent::ChatSession(ChatSession {

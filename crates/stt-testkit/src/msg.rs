@@ -26,6 +26,7 @@ pub fn status() -> Status {
         timers: Vec::new(),
         chat: None,
         voice: false,
+        lanes: Vec::new(),
     }
 }
 

@@ -97,13 +97,15 @@ pub fn tree_rules(m: &stt_config::MemoryConfig) -> Option<stt_memory::tree::Tree
     })
 }
 
-/// What the lane tells the loop.
+/// What the lane tells the loop: ready, the store open; or off until the assistant restarts,
+/// and why (with the fix).
+pub type Report = crate::lane::State<Opened>;
+
+/// The store, opened: what it holds, and whether recall by meaning is on (or why not).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Report {
-    /// The store is open. `meaning`: recall by meaning is on, or why not.
-    Ready { stats: Stats, meaning: Result<(), String> },
-    /// Memory is off until the assistant restarts, and why (with the fix).
-    Off { why: String },
+pub struct Opened {
+    pub stats: Stats,
+    pub meaning: Result<(), String>,
 }
 
 /// Which conversation an entry belongs to, as the loop names it: a chat (its session id) or
@@ -325,6 +327,11 @@ impl std::fmt::Debug for Job {
 }
 
 impl Memory {
+    /// How many jobs wait for the thread, for `status`.
+    pub fn gauge(&self) -> crate::lane::Gauge {
+        self.tx.gauge()
+    }
+
     /// Writes one entry of a conversation (opening its session on the first).
     pub fn turn(
         &self,
@@ -735,7 +742,7 @@ mod tests {
         let stats = memory.stats().await.unwrap();
         assert_eq!((stats.log_entries, stats.pending_sessions), (2, 1));
         let first = seen.lock().unwrap()[0].clone();
-        assert!(matches!(first, Report::Ready { meaning: Err(_), .. }), "{first:?}");
+        assert!(matches!(&first, Report::Ready(Opened { meaning: Err(_), .. })), "{first:?}");
     }
 
     /// With the installed embedder (scripts/fetch-models), what was said is embedded in the
@@ -774,7 +781,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let ready = seen.lock().unwrap()[0].clone();
-        assert!(matches!(ready, Report::Ready { meaning: Ok(()), .. }), "{ready:?}");
+        assert!(matches!(&ready, Report::Ready(Opened { meaning: Ok(()), .. })), "{ready:?}");
         let stats = stats.expect("the two entries were not embedded within 30 s");
         assert_eq!(stats.embedding_model.as_deref(), Some(stt_embed::MODEL_ID));
         let hits = memory.search("Which city is my sibling in?".into(), 1).await.unwrap();

@@ -28,7 +28,7 @@ const BATCH: usize = 16;
 /// never holds up the assistant's start) and reports `Ready` or `Off`.
 pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Memory, Thread)> {
     let tree = settings.tree.is_some();
-    let (tx, thread) = lane::start("stt-memory", move |rx: mpsc::Receiver<Job>| {
+    let (tx, thread) = lane::start("stt-memory", move |rx: lane::Queue<Job>| {
         let mut lane = Lane::open(&settings, &reports);
         let mut embedded = Instant::now();
         let stopped = loop {
@@ -126,7 +126,7 @@ impl Lane {
             tracing::info!("memory recalls by words only: {why}");
         }
         match store.stats() {
-            Ok(stats) => reports.send(Report::Ready { stats, meaning }),
+            Ok(stats) => reports.send(Report::Ready(super::Opened { stats, meaning })),
             Err(e) => {
                 lane.turn_off(&e, reports);
                 return lane;

@@ -2,10 +2,14 @@
 //! and end audited, what the lane could not type told (at a dictation's start when nothing
 //! in the session can type).
 
-use stt_proto::ErrorCode;
+use stt_proto::{ErrorCode, LaneState};
 use stt_tools::DictationRecord;
 
 use super::{Input, Owner};
+use crate::lane::{Board, State};
+
+/// The lane's name in `status`.
+const LANE: &str = "dictation";
 
 /// The dictation lane.
 #[derive(Debug)]
@@ -20,15 +24,17 @@ impl Side {
     pub fn start(
         settings: stt_dictate::TypistSettings,
         inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
-        threads: &mut Vec<crate::lane::Thread>,
+        lanes: &mut Board,
     ) -> Self {
         match crate::dictate::spawn(settings, crate::lane::Sink::to(inputs, Input::Dictate)) {
             Ok((lane, thread)) => {
-                threads.push(thread);
+                lanes.add(LANE, lane.gauge(), LaneState::Started, [thread]);
                 Self { lane: Some(lane) }
             }
             Err(e) => {
-                tracing::error!("dictation is off: cannot start its thread: {e}");
+                let why = format!("dictation is off: cannot start its thread: {e}");
+                tracing::error!("{why}");
+                lanes.failed(LANE, why);
                 Self { lane: None }
             }
         }
@@ -59,17 +65,20 @@ impl Owner {
 
     pub(super) fn on_dictate(&mut self, report: crate::dictate::Report) {
         match report {
-            crate::dictate::Report::Ready { methods } => {
-                let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
-                tracing::info!(methods = ?names, "dictation can type");
-            }
-            // Said at once to a person starting a dictation; at the start a session without
-            // a desktop (a server, a test) is no fault.
-            crate::dictate::Report::Off { why } if self.core.mode() == stt_proto::Mode::Dictate => {
-                self.error(ErrorCode::DictateFailed, why);
-            }
-            crate::dictate::Report::Off { why } => {
-                tracing::info!(%why, "dictation cannot type here");
+            crate::dictate::Report::State(state) => {
+                self.lanes.saw(LANE, &state);
+                match state {
+                    State::Ready(methods) => {
+                        let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+                        tracing::info!(methods = ?names, "dictation can type");
+                    }
+                    // Said at once to a person starting a dictation; at the start a session
+                    // without a desktop (a server, a test) is no fault.
+                    State::Off { why } if self.core.mode() == stt_proto::Mode::Dictate => {
+                        self.error(ErrorCode::DictateFailed, why);
+                    }
+                    State::Off { why } => tracing::info!(%why, "dictation cannot type here"),
+                }
             }
             crate::dictate::Report::Failed { why } => self.error(ErrorCode::DictateFailed, why),
             crate::dictate::Report::Ended { phrases, chars } => {

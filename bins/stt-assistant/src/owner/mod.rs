@@ -41,12 +41,13 @@ use stt_llm::registry::{Probed, Registry};
 use stt_proto::speaker_files::SpeakerEditOp;
 use stt_proto::{
     Ack, AssistantEvent, AssistantHeartbeat, ChatMessage, ChatRole, DaemonEvent, ErrorCode,
-    ErrorMsg, Request, Status,
+    ErrorMsg, LaneState, Request, Status,
 };
 use stt_tools::SpeakerRecord;
 
 use crate::core::{Core, Effect, Outside};
 use crate::kind::{JobKind, Need};
+use crate::lane::State;
 use crate::llm::{self, Chat, JobEnv, Report, Work};
 use crate::memory::{Episode, Memory};
 use crate::queue::InferenceQueue;
@@ -206,8 +207,9 @@ pub struct Owner {
     dictate: dictate::Side,
     /// The triage lane and what the loop keeps of it.
     triage: triage::Side,
-    /// The lanes' threads (the voice, triage, dictation), joined when the loop ends.
-    threads: Vec<crate::lane::Thread>,
+    /// Every lane: its state and queue for `status`, and the threads of those the owner
+    /// started (the voice, triage, dictation), joined when the loop ends.
+    lanes: crate::lane::Board,
     /// The wake-ups, when the assistant may speak up on its own.
     wake: Option<wake::Side>,
     clock: crate::clock::Clock,
@@ -247,6 +249,9 @@ struct Ambient {
 /// Idle speech after this long a pause starts a new ambient session.
 const AMBIENT_GAP: Duration = Duration::from_secs(600);
 
+/// The memory lane's name in `status`.
+const MEMORY: &str = "memory";
+
 impl Owner {
     /// An owner whose lanes report into `inputs`.
     pub fn new(parts: Parts, inputs: mpsc::UnboundedSender<Input>) -> Self {
@@ -266,12 +271,17 @@ impl Owner {
             queue.want(Work::Tree);
         }
         let voice_on = parts.voice.enabled;
-        let mut threads = Vec::new();
-        // Every lane the owner keeps starts here, at once (memory and the writer, which jobs
-        // and `serve` use too, started just before); the voice loads with `[voice].enabled`.
-        let triage = triage::Side::start(parts.triage, &inputs, &mut threads);
-        let voice = voice::Side::start(parts.voice, &inputs, &mut threads);
-        let dictate = dictate::Side::start(parts.dictate, &inputs, &mut threads);
+        let mut lanes = crate::lane::Board::default();
+        // Memory and the writer, which jobs and `serve` use too, started just before; every
+        // other lane the owner keeps starts here, at once (the voice loads with
+        // `[voice].enabled`).
+        if let Some(memory) = &memory {
+            lanes.add(MEMORY, memory.gauge(), LaneState::Started, []);
+        }
+        lanes.add("writer", parts.writer.gauge(), LaneState::Ready, []);
+        let triage = triage::Side::start(parts.triage, &inputs, &mut lanes);
+        let voice = voice::Side::start(parts.voice, &inputs, &mut lanes);
+        let dictate = dictate::Side::start(parts.dictate, &inputs, &mut lanes);
         let wake = parts.wake.map(|settings| wake::Side::load(settings, parts.clock.local_now()));
         let mut owner = Self {
             core: parts.core,
@@ -304,7 +314,7 @@ impl Owner {
             voice,
             dictate,
             triage,
-            threads,
+            lanes,
             wake,
             clock: parts.clock,
             ambient: Ambient { capture: capture_ambient, current: None },
@@ -387,7 +397,7 @@ impl Owner {
         }
         self.dictate.lane = None;
         self.triage.stop();
-        let threads = std::mem::take(&mut self.threads);
+        let threads = self.lanes.take_threads();
         let joined =
             tokio::task::spawn_blocking(move || threads.into_iter().for_each(|t| t.join()));
         if joined.await.is_err() {
@@ -525,8 +535,9 @@ impl Owner {
 
     /// What the memory lane reported.
     fn on_memory(&mut self, report: crate::memory::Report) {
+        self.lanes.saw(MEMORY, &report);
         match report {
-            crate::memory::Report::Ready { stats, meaning } => {
+            State::Ready(crate::memory::Opened { stats, meaning }) => {
                 tracing::info!(
                     items = stats.active_items,
                     entries = stats.log_entries,
@@ -537,7 +548,7 @@ impl Owner {
                     tracing::warn!("memory recalls by words only, and gives no hints: {why}");
                 }
             }
-            crate::memory::Report::Off { why } => self.error(ErrorCode::Internal, why),
+            State::Off { why } => self.error(ErrorCode::Internal, why),
         }
     }
 
@@ -704,6 +715,7 @@ impl Owner {
             timers: self.timers.list(now),
             chat: Some(Box::new(self.chat_session())),
             voice: self.voice.on,
+            lanes: self.lanes.status(),
         }
     }
 

@@ -4,12 +4,18 @@
 //! the queue, and only the newest window waits). Display only: nothing here starts a mode, a
 //! command or a tool.
 
-use stt_proto::{AssistantEvent, ErrorCode, Triage, TriageContent, TriageSignal, TriageStage};
+use stt_proto::{
+    AssistantEvent, ErrorCode, LaneState, Triage, TriageContent, TriageSignal, TriageStage,
+};
 
 use super::{Input, Owner};
+use crate::lane::{Board, State};
 use crate::llm::Work;
 use crate::llm::triage::Extraction;
-use crate::triage::{Report, Settings, Signals};
+use crate::triage::{Report, Settings, Signals, Trained};
+
+/// The lane's name in `status`.
+const LANE: &str = "triage";
 
 /// The lane, and what the loop keeps of it.
 #[derive(Debug, Default)]
@@ -24,18 +30,20 @@ impl Side {
     pub fn start(
         settings: Option<Settings>,
         inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
-        threads: &mut Vec<crate::lane::Thread>,
+        lanes: &mut Board,
     ) -> Self {
         let Some(settings) = settings else { return Self::default() };
         let threshold = settings.escalate;
         let reports = crate::lane::Sink::to(inputs, Input::Triage);
         match crate::triage::spawn(settings, reports) {
             Ok((lane, started)) => {
-                threads.extend(started);
+                lanes.add(LANE, lane.gauge(), LaneState::Started, started);
                 Self { lane: Some(lane), threshold }
             }
             Err(e) => {
-                tracing::error!("triage is off: cannot start its thread: {e}");
+                let why = format!("triage is off: cannot start its thread: {e}");
+                tracing::error!("{why}");
+                lanes.failed(LANE, why);
                 Self::default()
             }
         }
@@ -72,18 +80,25 @@ fn signals(confidences: &[(String, f32)]) -> Vec<TriageSignal> {
 impl Owner {
     pub(super) fn on_triage(&mut self, report: Report) {
         match report {
-            Report::Ready { examples, own, took } => tracing::info!(
+            Report::State(state) => self.triage_state(state),
+            Report::Failed { why } => tracing::warn!("{why}"),
+            Report::Signals(found) => self.triage_signals(found),
+        }
+    }
+
+    fn triage_state(&mut self, state: State<Trained>) {
+        self.lanes.saw(LANE, &state);
+        match state {
+            State::Ready(Trained { examples, own, took }) => tracing::info!(
                 examples,
                 own,
                 ms = took.as_millis(),
                 "triage: the classifier is trained"
             ),
-            Report::Off { why } => {
+            State::Off { why } => {
                 self.triage = Side::default();
                 self.error(ErrorCode::Internal, why);
             }
-            Report::Failed { why } => tracing::warn!("{why}"),
-            Report::Signals(found) => self.triage_signals(found),
         }
     }
 

@@ -13,11 +13,15 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg};
+use stt_proto::{AssistantEvent, DaemonEvent, ErrorCode, ErrorMsg, LaneState};
 
 use super::{Input, Owner};
 use crate::echo::Heard;
 use crate::kind::Need;
+use crate::lane::{Board, State};
+
+/// The lane's name in `status`.
+const LANE: &str = "voice";
 
 /// What a person is told when they spoke over the voice and whisper heard only the voice.
 pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it stopped, but \
@@ -29,7 +33,7 @@ pub(crate) const LOST_OVER_THE_VOICE: &str = "you spoke over the voice and it st
 pub(super) struct Side {
     /// The lane; none when its thread could not start (said at start, and to `voice_on`).
     pub lane: Option<crate::voice::Voice>,
-    /// The voice is loaded and its output open ([`crate::voice::Report::Ready`]).
+    /// The voice is loaded and its output open (it said it is ready).
     pub ready: bool,
     /// Whether replies are spoken now (`[voice].enabled`, then `voice_toggle`).
     pub on: bool,
@@ -49,16 +53,18 @@ impl Side {
     pub fn start(
         settings: crate::voice::Settings,
         inputs: &tokio::sync::mpsc::UnboundedSender<Input>,
-        threads: &mut Vec<crate::lane::Thread>,
+        lanes: &mut Board,
     ) -> Self {
         let lane = match crate::voice::spawn(settings, crate::lane::Sink::to(inputs, Input::Voice))
         {
             Ok((lane, thread)) => {
-                threads.push(thread);
+                lanes.add(LANE, lane.gauge(), LaneState::Started, [thread]);
                 Some(lane)
             }
             Err(e) => {
-                tracing::error!("the voice is off: cannot start its thread: {e}");
+                let why = format!("the voice is off: cannot start its thread: {e}");
+                tracing::error!("{why}");
+                lanes.failed(LANE, why);
                 None
             }
         };
@@ -91,22 +97,29 @@ pub(super) struct Overheard {
 impl Owner {
     pub(super) fn on_voice(&mut self, report: crate::voice::Report) {
         match report {
-            crate::voice::Report::Ready { voice, output, fallback } => {
-                tracing::info!(voice, output, "the voice is ready");
-                self.voice.ready = true;
-                self.voice.fallback = fallback;
-            }
-            crate::voice::Report::Off { why } => {
-                // Off until asked again (the next `voice_on` has the lane try again).
-                self.voice.ready = false;
-                self.voice.on = false;
-                self.error(ErrorCode::Internal, why);
-            }
+            crate::voice::Report::State(state) => self.voice_state(state),
             crate::voice::Report::Playing { text, from, to, levels } => {
                 self.voice.echo.played(&text, from, to);
                 self.voice.talk.played(from, &levels);
             }
             crate::voice::Report::Failed { why } => self.error(ErrorCode::Internal, why),
+        }
+    }
+
+    fn voice_state(&mut self, state: State<crate::voice::Loaded>) {
+        self.lanes.saw(LANE, &state);
+        match state {
+            State::Ready(crate::voice::Loaded { voice, output, fallback }) => {
+                tracing::info!(voice, output, "the voice is ready");
+                self.voice.ready = true;
+                self.voice.fallback = fallback;
+            }
+            State::Off { why } => {
+                // Off until asked again (the next `voice_on` has the lane try again).
+                self.voice.ready = false;
+                self.voice.on = false;
+                self.error(ErrorCode::Internal, why);
+            }
         }
     }
 

@@ -15,10 +15,9 @@ pub mod classify;
 pub mod window;
 
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::lane::{self, Jobs, Sink, Thread};
+use crate::lane::{self, Jobs, Queue, Sink, State, Thread};
 use classify::{Classifier, EmbeddingClassifier, Example};
 pub use window::{Signals, Window};
 
@@ -43,15 +42,21 @@ pub struct Settings {
 /// What the lane tells the owner.
 #[derive(Debug)]
 pub enum Report {
-    /// The classifier is trained: on how many examples (the user's among them), in how long.
-    Ready { examples: usize, own: usize, took: Duration },
-    /// It cannot classify (no embedding model, a bad examples file): why, with the fix. The
-    /// lane is off.
-    Off { why: String },
+    /// Ready: the classifier is trained. Off: it cannot classify (no embedding model, a bad
+    /// examples file): why, with the fix; the lane is off.
+    State(State<Trained>),
     /// A settled turn's window, classified.
     Signals(Signals),
     /// Classifying a window failed; the lane goes on with the next.
     Failed { why: String },
+}
+
+/// How the classifier was trained: on how many examples (the user's among them), in how long.
+#[derive(Debug)]
+pub struct Trained {
+    pub examples: usize,
+    pub own: usize,
+    pub took: Duration,
 }
 
 enum Ask {
@@ -74,6 +79,11 @@ pub struct Triage {
 }
 
 impl Triage {
+    /// How many asks wait for the worker, for `status`.
+    pub fn gauge(&self) -> lane::Gauge {
+        self.asks.gauge()
+    }
+
     /// An utterance of the speech stream (empty ones are not).
     pub fn heard(&self, seg_id: u64, text: &str) {
         if !text.trim().is_empty() {
@@ -107,12 +117,13 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Tria
         let started = Instant::now();
         match load(&settings) {
             Ok((classifier, examples, own)) => {
-                reports.send(Report::Ready { examples, own, took: started.elapsed() });
+                let trained = Trained { examples, own, took: started.elapsed() };
+                reports.send(Report::State(State::Ready(trained)));
                 loaded.send(Ask::Loaded(classifier));
             }
             // The worker ends when the owner drops the handle; until then it only keeps the
             // window.
-            Err(why) => reports.send(Report::Off { why }),
+            Err(why) => reports.send(Report::State(State::Off { why })),
         }
     })?;
     Ok((Triage { asks }, [worker, loader]))
@@ -148,7 +159,7 @@ fn own_examples(path: &std::path::Path) -> Result<Vec<Example>, String> {
 
 /// The worker: utterances kept, windows classified once the classifier is there, until the
 /// owner drops the handle.
-fn serve(size: usize, asks: &mpsc::Receiver<Ask>, reports: &Sink<Report>) {
+fn serve(size: usize, asks: &Queue<Ask>, reports: &Sink<Report>) {
     let mut classifier: Option<Box<dyn Classifier>> = None;
     let mut window = Window::new(size);
     // The last settled turn not classified yet.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use stt_assistant::{Settings, serve};
 use stt_bus::BoundSocket;
 use stt_config::{Config, Env};
-use stt_proto::{AssistantEvent, Request};
+use stt_proto::{AssistantEvent, LaneState, LaneStatus, Request};
 use stt_testkit::{DEADLINE, expect_within};
 use tokio_util::sync::CancellationToken;
 
@@ -96,6 +96,26 @@ async fn child_no_lane_outlives_the_assistant() {
     .await
     .unwrap();
     assert!(running.iter().any(|t| t == "voice"), "{running:?}");
+    // `status` shows every lane, each as it last said: all ready but dictation, which may
+    // find nothing to type with here (off, and why).
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let lanes = loop {
+        let AssistantEvent::Status(status) = ask(Request::Status).await else { panic!() };
+        let ready = |lane: &LaneStatus| lane.state == LaneState::Ready;
+        let settled = status.lanes.iter().all(|lane| ready(lane) || lane.name == "dictation")
+            && status.lanes.iter().all(|lane| lane.state != LaneState::Started);
+        if settled || tokio::time::Instant::now() > deadline {
+            break status.lanes;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let names: Vec<&str> = lanes.iter().map(|lane| lane.name.as_str()).collect();
+    assert_eq!(names, ["memory", "writer", "triage", "voice", "dictation"], "{lanes:?}");
+    for lane in &lanes {
+        let off = lane.state == LaneState::Off;
+        assert!(lane.state == LaneState::Ready || (off && lane.name == "dictation"), "{lanes:?}");
+        assert_eq!(off, lane.why.is_some(), "an off lane says why: {lane:?}");
+    }
 
     shutdown.cancel();
     tokio::time::timeout(DEADLINE, assistant).await.expect("serve returns").unwrap().unwrap();

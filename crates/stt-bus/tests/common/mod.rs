@@ -240,6 +240,7 @@ impl Handler for TestHandler {
                 timers: Vec::new(),
                 chat: None,
                 voice: false,
+                lanes: Vec::new(),
             }),
             Request::CommandStart | Request::CommandEdit { .. } => {
                 AssistantEvent::Ack(Ack { command: request.kind().into(), ok: true })
