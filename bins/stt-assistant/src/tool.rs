@@ -32,6 +32,19 @@ impl Named {
         }
     }
 
+    /// Whether its result is outside content: text stt did not write and the user did not
+    /// say (a page, a file, a folder's names, search results, the screen, what one of the
+    /// user's own tools printed), which may carry words written to steer the model. Once a
+    /// request holds some, a call that can reach the network or change the desktop waits for
+    /// the user's yes (docs/RELIABILITY.md, "Outside content").
+    pub fn brings_outside(self) -> bool {
+        match self {
+            Self::Builtin(tool) => Builtin::CONTEXT.contains(&tool),
+            Self::Other => true,
+            Self::Memory(_) | Self::Wake(_) => false,
+        }
+    }
+
     /// Whether it is memory's or the planner's (run on the memory thread).
     pub fn is_memory(self) -> bool {
         matches!(self, Self::Memory(_))
@@ -78,6 +91,14 @@ mod tests {
             assert_eq!(ours.iter().filter(|(n, _)| n == name).count(), 1, "{name} twice");
         }
         assert_eq!(Named::of("lights"), Named::Other);
+        let outside: Vec<&str> = Builtin::ALL
+            .iter()
+            .filter(|t| Named::from(**t).brings_outside())
+            .map(|t| t.name())
+            .collect();
+        assert_eq!(outside, ["list_dir", "read_file", "fetch_web", "web_search", "capture_screen"]);
+        assert!(Named::Other.brings_outside(), "a user's own tool prints what it likes");
+        assert!(!memory::Tool::ALL.iter().any(|t| Named::from(*t).brings_outside()));
         assert!(is("add_intention", memory::Tool::AddIntention));
         assert!(!is("set_timer", memory::Tool::AddIntention));
     }

@@ -164,6 +164,8 @@ pub struct Pending {
     pub args: String,
     /// What running it can do.
     pub side_effect: SideEffect,
+    /// The outside content read before it (a page, a file), when that is why it waits.
+    pub outside: Option<String>,
 }
 
 /// A line of text being edited, with a cursor: the command editor's and the chat line's.

@@ -346,6 +346,7 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
                     tool: call.tool.clone(),
                     args: args.clone(),
                     side_effect: call.side_effect,
+                    outside: call.outside.clone(),
                 });
             }
             state.push_entry(Entry::ToolCall {

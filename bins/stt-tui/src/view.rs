@@ -572,17 +572,26 @@ impl Panel<'_> {
                 Span::styled("n", Style::new().bold()),
                 Span::raw(" keep"),
             ]),
-            Self::Confirm(p) => Line::from(vec![
-                Span::raw("Allow "),
-                Span::styled(p.tool.clone(), Style::new().bold()),
-                Span::raw(format!(" {} ", p.args)),
-                Span::styled(format!("[{}]", p.side_effect), dim()),
-                Span::raw("?  "),
-                Span::styled("y", Style::new().bold()),
-                Span::raw(" allow  "),
-                Span::styled("n", Style::new().bold()),
-                Span::raw(" deny"),
-            ]),
+            Self::Confirm(p) => {
+                let mut spans = vec![
+                    Span::raw("Allow "),
+                    Span::styled(p.tool.clone(), Style::new().bold()),
+                    Span::raw(format!(" {} ", p.args)),
+                    Span::styled(format!("[{}]", p.side_effect), dim()),
+                    Span::raw("?  "),
+                    Span::styled("y", Style::new().bold()),
+                    Span::raw(" allow  "),
+                    Span::styled("n", Style::new().bold()),
+                    Span::raw(" deny"),
+                ];
+                if let Some(read) = &p.outside {
+                    // The page may have asked for it: the person is told what was read.
+                    let why =
+                        format!("  (asked after reading {read}: allow only what you asked for)");
+                    spans.push(Span::styled(why, Style::new().yellow()));
+                }
+                Line::from(spans)
+            }
             Self::Editing | Self::Chatting | Self::Buffer => Line::default(),
         };
         wrap(&line, width, INDENT)

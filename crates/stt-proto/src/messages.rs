@@ -948,6 +948,11 @@ pub struct ToolCall {
     pub requires_confirmation: bool,
     /// True when the tool waits for a `confirm` or `deny` before it runs.
     pub awaiting_confirmation: bool,
+    /// The outside content in the request this call came from (the call that brought it:
+    /// `fetch_web({"url":…})`), when that is why it waits for a yes: the call may be the
+    /// page's, not the user's. `null` otherwise.
+    #[serde(default)]
+    pub outside: Option<String>,
 }
 
 /// A tool ran (or was refused).

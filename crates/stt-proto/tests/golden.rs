@@ -316,8 +316,21 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 side_effect: SideEffect::External,
                 requires_confirmation: true,
                 awaiting_confirmation: true,
+                outside: None,
             }),
-            r#"{"type":"tool_call","call_id":"call_3","tool":"open_url","args":{"url":"https://example.org"},"side_effect":"external","requires_confirmation":true,"awaiting_confirmation":true}"#,
+            r#"{"type":"tool_call","call_id":"call_3","tool":"open_url","args":{"url":"https://example.org"},"side_effect":"external","requires_confirmation":true,"awaiting_confirmation":true,"outside":null}"#,
+        ),
+        (
+            AssistantEvent::ToolCall(ToolCall {
+                call_id: "call_2".into(),
+                tool: "fetch_web".into(),
+                args: json!({"url": "https://example.org/?q=tea"}),
+                side_effect: SideEffect::External,
+                requires_confirmation: false,
+                awaiting_confirmation: true,
+                outside: Some(r#"read_file({"path":"notes/tea.md"})"#.into()),
+            }),
+            r#"{"type":"tool_call","call_id":"call_2","tool":"fetch_web","args":{"url":"https://example.org/?q=tea"},"side_effect":"external","requires_confirmation":false,"awaiting_confirmation":true,"outside":"read_file({\"path\":\"notes/tea.md\"})"}"#,
         ),
         (
             AssistantEvent::ToolResult(ToolResult {

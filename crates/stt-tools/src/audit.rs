@@ -35,6 +35,10 @@ pub struct ActionRecord {
     /// Who chose the action: `"model"` (the tool loop), `"local"` (a sentence template,
     /// `[intents]`, without the model) or `"person"` (a control request).
     pub by: String,
+    /// The outside content in the request the call came from (the call that brought it),
+    /// when that is why it waited for a yes; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
 }
 
 /// Naming, forgetting or merging a speaker.
@@ -178,6 +182,7 @@ mod tests {
             result: "2026-11-30T12:00:00+01:00".into(),
             latency_ms: 412,
             by: "model".into(),
+            outside: None,
         }
     }
 

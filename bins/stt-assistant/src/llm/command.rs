@@ -7,7 +7,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use stt_llm::{Finish, Message, Provider, Reply, Request, ToolCall as Call, ToolSpec};
-use stt_proto::{AssistantEvent, ErrorCode, ToolCall, ToolResult};
+use stt_proto::{AssistantEvent, ErrorCode, SideEffect, ToolCall, ToolResult};
 use stt_tools::ActionRecord;
 use stt_tools::registry::Outcome;
 
@@ -73,6 +73,10 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
     let mut reworded = false;
     // Whether every call that ran went well (then "I cannot do it" denies what was done).
     let mut all_ok = true;
+    // The first call whose result is outside content (a page, a file): from then on the
+    // requests hold words stt did not write nor the user say, so a call that can reach the
+    // network or change the desktop waits for the user's yes (`run_call`).
+    let mut outside: Option<String> = None;
     for _ in 0..settings.max_tool_iterations.max(1) {
         // Once a tool has run, what comes is the answer (or one more short call): capped, so
         // a model that rambles after its result costs a few seconds, not half a minute.
@@ -259,7 +263,11 @@ pub async fn run(env: &JobEnv, text: &str, edited: bool, episode: Episode, out: 
             worded_as_said(&mut call, text, now);
             task_as_said(&mut call, text, &tasks);
             task_dated_as_said(&mut call, text);
-            let outcome = run_call(env, &call, text, edited, By::Model, &mut added, out).await;
+            let asked = Asked { text, edited, by: By::Model, outside: outside.as_deref() };
+            let outcome = run_call(env, &call, asked, &mut added, out).await;
+            if outcome.ok() && outside.is_none() && Named::of(&call.name).brings_outside() {
+                outside = Some(format!("{}({})", call.name, call.arguments));
+            }
             round.push((call.clone(), outcome.ok()));
             tried.push((call.clone(), outcome.ok()));
             all_ok &= outcome.ok();
@@ -1213,17 +1221,28 @@ impl By {
     }
 }
 
-/// Runs one call (after confirmation when the tool needs it); returns its outcome, whose
+/// What a call answers: the command's words (and whether they were edited), who wrote the
+/// call, and the outside content in the request it came from, if any (the first call that
+/// brought some, as `tool(arguments)`).
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub text: &'a str,
+    pub edited: bool,
+    pub by: By,
+    pub outside: Option<&'a str>,
+}
+
+/// Runs one call (after confirmation when the tool needs it, or when it can reach the network
+/// or change the desktop and outside content is in the request); returns its outcome, whose
 /// result is what the model is told.
 pub async fn run_call(
     env: &JobEnv,
     call: &Call,
-    text: &str,
-    edited: bool,
-    by: By,
+    asked: Asked<'_>,
     added: &mut Vec<i64>,
     out: &Sink<Report>,
 ) -> Outcome {
+    let Asked { text, edited, by, outside } = asked;
     let Some(spec) = spec_of(env, &call.name) else {
         let result = format!("there is no tool named '{}'", call.name);
         out.send(Report::Publish(AssistantEvent::ToolResult(ToolResult {
@@ -1235,16 +1254,22 @@ pub async fn run_call(
         })));
         return Outcome::Done { ok: false, result };
     };
+    // Words stt did not write nor the user say are in the request: a call that can reach the
+    // network or change the desktop may be theirs, not the user's, so the user says yes to it
+    // first, shown the call whole (the exact URL, the exact words).
+    let outside = outside.filter(|_| spec.side_effect != SideEffect::ReadOnly);
+    let asks_yes = spec.requires_confirmation || outside.is_some();
     out.send(Report::Publish(AssistantEvent::ToolCall(ToolCall {
         call_id: call.id.clone(),
         tool: call.name.clone(),
         args: call.arguments.clone(),
         side_effect: spec.side_effect,
         requires_confirmation: spec.requires_confirmation,
-        awaiting_confirmation: spec.requires_confirmation,
+        awaiting_confirmation: asks_yes,
+        outside: outside.map(str::to_owned),
     })));
     let started = Instant::now();
-    let confirmed = if spec.requires_confirmation {
+    let confirmed = if asks_yes {
         let (answer, answered) = oneshot::channel();
         out.send(Report::Confirm { call_id: call.id.clone(), answer });
         let allowed = matches!(
@@ -1290,12 +1315,13 @@ pub async fn run_call(
         tool: call.name.clone(),
         args: call.arguments.clone(),
         side_effect: spec.side_effect,
-        requires_confirmation: spec.requires_confirmation,
+        requires_confirmation: asks_yes,
         confirmed,
         ok: outcome.ok(),
         result: outcome.result().to_owned(),
         latency_ms,
         by: by.name().into(),
+        outside: outside.map(str::to_owned),
     })));
     outcome
 }

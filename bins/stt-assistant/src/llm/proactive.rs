@@ -164,6 +164,7 @@ fn heartbeat(id: &str, args: &Value, out: &Sink<Report>) -> (String, String) {
         side_effect: stt_proto::SideEffect::Local,
         requires_confirmation: false,
         awaiting_confirmation: false,
+        outside: None,
     })));
     let (ok, result) = match wake::ask(HEARTBEAT, args) {
         Ok(asked) => {

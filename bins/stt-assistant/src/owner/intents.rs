@@ -19,7 +19,7 @@ use stt_tools::ActionRecord;
 use super::{Helped, Input, Owner, wake};
 use crate::intents::{self, Action, Can, Decided, Local};
 use crate::lane::Sink;
-use crate::llm::command::{By, run_call};
+use crate::llm::command::{Asked, By, run_call};
 use crate::llm::{End, JobEnv, Report};
 use crate::memory::Episode;
 
@@ -272,6 +272,7 @@ impl Owner {
             result: said.clone(),
             latency_ms,
             by: By::Local.name().into(),
+            outside: None,
         });
         self.reply_here(said);
         self.finished_here();
@@ -475,7 +476,8 @@ async fn run_action(
     };
     let mut added = Vec::new();
     let mut run = async |c: stt_llm::ToolCall| {
-        run_call(env, &c, text, edited, By::Local, &mut added, out).await
+        let asked = Asked { text, edited, by: By::Local, outside: None };
+        run_call(env, &c, asked, &mut added, out).await
     };
     match action {
         Action::TimerSet { seconds, label } => {
@@ -666,6 +668,7 @@ async fn forget_last(
         result: if ok { "forgot the last thing said".into() } else { answer.clone() },
         latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         by: By::Local.name().into(),
+        outside: None,
     })));
     answer
 }

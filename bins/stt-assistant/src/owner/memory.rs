@@ -141,6 +141,7 @@ impl Owner {
                 result,
                 latency_ms: 0,
                 by: "person".into(),
+                outside: None,
             });
         }
         let mut answer = answer;

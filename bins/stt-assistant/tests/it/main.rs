@@ -14,6 +14,7 @@ mod common;
 mod context;
 mod in_process;
 mod memory;
+mod outside;
 mod planner;
 mod shutdown;
 mod speakers;
