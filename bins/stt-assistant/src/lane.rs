@@ -243,6 +243,11 @@ impl Board {
         };
     }
 
+    /// What lane `name` last said of itself; `None` for a lane not on the board.
+    pub fn state(&self, name: &str) -> Option<LaneState> {
+        self.lanes.iter().find(|lane| lane.name == name).map(|lane| lane.state)
+    }
+
     /// Every lane, in the order they started.
     pub fn status(&self) -> Vec<LaneStatus> {
         self.lanes

@@ -125,6 +125,20 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
+    /// The disk holding the database is full (or the user's quota spent): a write failed and
+    /// changed nothing, and the same write works once there is room.
+    pub fn is_full(&self) -> bool {
+        match self {
+            MemoryError::Sqlite { source, .. } => {
+                source.sqlite_error_code() == Some(ErrorCode::DiskFull)
+            }
+            MemoryError::Io { source, .. } => {
+                matches!(source.raw_os_error(), Some(libc_enospc::ENOSPC | libc_enospc::EDQUOT))
+            }
+            _ => false,
+        }
+    }
+
     /// A fault of the disk or of another process (full, locked, read-only, I/O): memory
     /// should go off for the session with a note, while chat goes on.
     pub fn is_unavailable(&self) -> bool {
@@ -145,6 +159,12 @@ impl MemoryError {
             _ => false,
         }
     }
+}
+
+/// The two errors that say a disk is full (Linux's numbers).
+mod libc_enospc {
+    pub const ENOSPC: i32 = 28;
+    pub const EDQUOT: i32 = 122;
 }
 
 pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

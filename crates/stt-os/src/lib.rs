@@ -56,6 +56,12 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&staged, path)
 }
 
+/// The bytes a program may still write on the file system that holds `path`.
+pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
+    let found = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
+    Ok(found.blocks_available().saturating_mul(found.fragment_size()))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "a test: a failure should panic")]
@@ -65,6 +71,13 @@ mod tests {
     fn executable(path: &Path, mode: u32) {
         std::fs::write(path, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_disk_has_room_and_a_missing_path_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+        assert!(free_bytes(&dir.path().join("missing")).is_err());
     }
 
     #[test]

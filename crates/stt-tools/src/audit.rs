@@ -149,9 +149,14 @@ impl AuditLog {
                 &mut self.open.insert((day, file)).1
             }
         };
-        // One write per record: a crash leaves whole lines only.
-        file.write_all(&line)?;
-        file.flush()
+        // One write per record: a crash leaves whole lines only. A write cut short (the disk
+        // full) is taken back, so the next record starts its own line.
+        let before = file.metadata()?.len();
+        let written = file.write_all(&line).and_then(|()| file.flush());
+        if written.is_err() {
+            let _ = file.set_len(before);
+        }
+        written
     }
 
     fn open_day(&self, day: NaiveDate) -> std::io::Result<File> {

@@ -504,6 +504,111 @@ fn a_locked_database_turns_memory_off_and_chat_goes_on() {
     assert!(out.stderr.contains("(memory_off)"), "its own code: {out:?}");
 }
 
+/// The disk under the data directory fills (a 4 MiB tmpfs mounted there in a mount
+/// namespace of the assistant's own, filled from outside through `/proc/PID/root`): a turn
+/// said meanwhile is answered, memory says it cannot write and why, `status` shows it off
+/// with that reason; once the filler is gone the turn that waited is written, memory says it
+/// writes again, and the database passes SQLite's integrity check.
+#[test]
+fn a_full_disk_holds_memory_writes_until_there_is_room_and_loses_none() {
+    let probe = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /tmp"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("STT_TEST_STRICT").is_none(),
+            "`unshare -rm` with a tmpfs mount is needed (util-linux, and user namespaces)"
+        );
+        eprintln!("skipped: no user namespace with a tmpfs mount here");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let llm = scripted_model(&sandbox, "");
+    for answer in ["First answer.", "Second answer.", "Third answer."] {
+        llm.push(Script::Text(answer.into()));
+    }
+    let data = sandbox.root().join("data");
+    let mount = "mount -t tmpfs -o size=4m,mode=0700 tmpfs \"$XDG_DATA_HOME\" && exec \"$0\"";
+    let bin = stt_testkit::bin("stt-assistant");
+    let unshare = std::path::Path::new("unshare");
+    let assistant = sandbox.spawn_program(
+        "stt-assistant",
+        unshare,
+        &["-rm", "sh", "-c", mount, bin.to_str().unwrap()],
+    );
+    // The assistant's view of its data directory: the tmpfs.
+    let inside =
+        std::path::PathBuf::from(format!("/proc/{}/root{}", assistant.pid(), data.display()));
+    let seen = watch_attached(&sandbox, DEADLINE);
+    assert_eq!(ctl(&sandbox, &["chat-send", "first"]).code, Some(0));
+    chat_answer(&seen, 0, &assistant);
+    stats_until(&sandbox, "the turn kept", DEADLINE, |s| count(s, "lines") == 2);
+
+    // Fill it: write until the disk says no.
+    let filler = inside.join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let block = vec![0_u8; 64 * 1024];
+    let full = loop {
+        if let Err(e) = std::io::Write::write_all(&mut file, &block) {
+            break e;
+        }
+    };
+    assert_eq!(full.raw_os_error(), Some(28), "{full}");
+    drop(file);
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "said while the disk was full"]).code, Some(0));
+    assert_eq!(chat_answer(&seen, before, &assistant), "Second answer.", "chat goes on");
+    let why = expect_within("memory says the disk is full", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find_map(|e| match e {
+                AssistantEvent::Error(e) if e.message.starts_with("memory cannot write") => {
+                    Some(e.message)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(why.contains("disk is full") && why.contains("Free some space"), "{why}");
+    let lanes = stt_testkit::viewer::status(&sandbox)["lanes"].clone();
+    let memory_lane =
+        lanes.as_array().unwrap().iter().find(|l| l["name"] == "memory").unwrap().clone();
+    assert_eq!(memory_lane["state"], "off", "{lanes}");
+    // Reads still answer while writes wait.
+    assert_eq!(ctl(&sandbox, &["memory", "stats"]).code, Some(0));
+
+    // Room again: what waited is written, and memory says so.
+    std::fs::remove_file(&filler).unwrap();
+    expect_within("memory writes again", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note && m.text.starts_with("Memory writes again")))
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    stats_until(&sandbox, "the turns that waited are kept", DEADLINE, |s| count(s, "lines") == 4);
+    let found = memory(&sandbox, &["search", "disk was full"]);
+    assert!(found.to_string().contains("said while the disk was full"), "{found}");
+    let before = events(&seen).len();
+    assert_eq!(ctl(&sandbox, &["chat-send", "third"]).code, Some(0));
+    chat_answer(&seen, before, &assistant);
+    stats_until(&sandbox, "the next turn kept", DEADLINE, |s| count(s, "lines") == 6);
+    // SQLite opens no path under /proc/PID/root: a copy of the files, taken while nothing
+    // is being written, is checked.
+    let copy = sandbox.root().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for file in ["memory.sqlite", "memory.sqlite-wal"] {
+        let from = inside.join("stt").join(file);
+        if from.exists() {
+            std::fs::copy(from, copy.join(file)).unwrap();
+        }
+    }
+    let db = rusqlite::Connection::open(copy.join("memory.sqlite")).unwrap();
+    let check: String = db.query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+    assert_eq!(check, "ok");
+}
+
 /// The memory tree end to end with a small tree (`tree_raw_max = 6`, `tree_compress = 4`):
 /// 40 typed chat turns build level-0 nodes and merged level-1 ones, `stt-ctl memory tree`
 /// shows them down to the messages, and after a restart the tree, the buffer and what the

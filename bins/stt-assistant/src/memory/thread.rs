@@ -2,7 +2,7 @@
 //! ([`Memory`]) sends in turn, embeds what has no vector yet between them, and builds what a
 //! prompt gets from memory ([`context`]).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -39,8 +39,10 @@ pub fn spawn(settings: Settings, reports: Sink<Report>) -> std::io::Result<(Memo
                 Err(mpsc::RecvTimeoutError::Disconnected) => break None,
             }
             // A batch every IDLE at most, between jobs too: a steady stream of them (a long
-            // chat, a viewer polling) must not starve recall by meaning.
+            // chat, a viewer polling) must not starve recall by meaning. While the disk is
+            // full, what waits is tried again as often.
             if embedded.elapsed() >= IDLE {
+                lane.retry_waiting(&reports);
                 lane.embed_some(&reports);
                 embedded = Instant::now();
             }
@@ -64,7 +66,22 @@ pub(super) struct Lane {
     pub(super) store: Option<Store>,
     pub(super) off: String,
     pub(super) state: State,
+    /// Whether recall by meaning is on, or why not (said again when writes resume).
+    meaning: Result<(), String>,
+    /// While the disk is full: why, and the turns and closes that wait for room, oldest
+    /// first (written in order once a write works again).
+    full: Option<String>,
+    waiting: VecDeque<Job>,
+    /// Writing what waited (a failure then is no news).
+    retrying: bool,
+    db: std::path::PathBuf,
 }
+
+/// Free space below which writes that waited for room are not tried yet.
+const ROOM: u64 = 1 << 20;
+
+/// Turns kept while the disk is full; past this the oldest go (told in the log).
+const WAITING_MAX: usize = 10_000;
 
 /// What the thread keeps beside the store.
 pub(super) struct State {
@@ -87,6 +104,11 @@ impl Lane {
         let mut lane = Lane {
             store: None,
             off: String::new(),
+            meaning: Ok(()),
+            full: None,
+            waiting: VecDeque::new(),
+            retrying: false,
+            db: settings.db.clone(),
             state: State {
                 embedder: None,
                 sessions: HashMap::new(),
@@ -125,6 +147,7 @@ impl Lane {
         if let Err(why) = &meaning {
             tracing::info!("memory recalls by words only: {why}");
         }
+        lane.meaning = meaning.clone();
         match store.stats() {
             Ok(stats) => reports.send(Report::Ready(super::Opened { stats, meaning })),
             Err(e) => {
@@ -139,7 +162,17 @@ impl Lane {
     /// Memory goes off for the session after a fault of the disk; anything else is only
     /// logged (one bad write is not a reason to stop remembering).
     pub(super) fn fault(&mut self, e: &MemoryError, reports: &Sink<Report>) {
-        if e.is_unavailable() {
+        if e.is_full() {
+            if self.full.is_none() {
+                let why = format!(
+                    "memory cannot write, the disk is full: {e}. Free some space: what is said \
+                     meanwhile is kept and written once there is room"
+                );
+                tracing::warn!("{why}");
+                reports.send(Report::Off { why: why.clone() });
+                self.full = Some(why);
+            }
+        } else if e.is_unavailable() {
             self.turn_off(e, reports);
         } else {
             tracing::warn!("memory: {e}");
@@ -155,7 +188,61 @@ impl Lane {
         reports.send(Report::Off { why: self.off.clone() });
     }
 
+    /// While the disk is full: writes what waits, in order, until a write fails again or
+    /// none is left; then says memory is ready again.
+    pub(super) fn retry_waiting(&mut self, reports: &Sink<Report>) {
+        if self.full.is_none() {
+            return;
+        }
+        // Tried once there is room again (a write in a full disk changes nothing).
+        let dir = self.db.parent().unwrap_or(&self.db);
+        if stt_os::free_bytes(dir).is_ok_and(|free| free < ROOM) {
+            return;
+        }
+        let held = std::mem::take(&mut self.waiting);
+        let count = held.len();
+        // Each written as if new; one that fails again goes back on the list, first.
+        self.retrying = true;
+        let mut jobs = held.into_iter();
+        for job in jobs.by_ref() {
+            self.run(job, reports);
+            if !self.waiting.is_empty() {
+                break;
+            }
+        }
+        self.retrying = false;
+        if !self.waiting.is_empty() {
+            self.waiting.extend(jobs);
+            return;
+        }
+        self.full = None;
+        let Some(store) = self.store.as_ref() else { return };
+        tracing::info!(written = count, "memory writes again: the turns that waited are written");
+        match store.stats() {
+            Ok(stats) => {
+                let meaning = self.meaning.clone();
+                reports.send(Report::Ready(super::Opened { stats, meaning }));
+            }
+            Err(e) => tracing::warn!("memory: {e}"),
+        }
+    }
+
+    /// Keeps `job` for when there is room.
+    fn wait(&mut self, job: Job) {
+        if self.waiting.len() >= WAITING_MAX {
+            self.waiting.pop_front();
+            tracing::warn!(
+                "memory: the disk is still full; the oldest turn kept for it is dropped"
+            );
+        }
+        self.waiting.push_back(job);
+    }
+
     pub(super) fn run(&mut self, job: Job, reports: &Sink<Report>) {
+        let held = self.full.is_some() && !self.retrying;
+        if held && matches!(job, Job::Turn { .. } | Job::Close(_)) {
+            return self.wait(job);
+        }
         match job {
             Job::Turn { episode, role, speaker, mode, text } => {
                 let Some(store) = self.store.as_mut() else { return };
@@ -179,6 +266,13 @@ impl Lane {
                     ..Turn::new(role, &text)
                 };
                 let mut written = session.and_then(|s| store.append(s, &turn)).map(|_| ());
+                if let Err(e) = &written
+                    && e.is_full()
+                {
+                    // Nothing was written: the whole turn waits for room.
+                    self.fault(e, reports);
+                    return self.wait(Job::Turn { episode, role, speaker, mode, text });
+                }
                 // Chat lives in the tree too: its words and the answers, as they were said.
                 if written.is_ok()
                     && state.tree.is_some()
@@ -192,11 +286,24 @@ impl Lane {
                 }
             }
             Job::Close(episode) => {
-                self.state.hinted.remove(&episode);
-                let Some(session) = self.state.sessions.remove(&episode) else { return };
+                let Some(session) = self.state.sessions.get(&episode).copied() else {
+                    self.state.hinted.remove(&episode);
+                    return;
+                };
                 let Some(store) = self.store.as_mut() else { return };
-                if let Err(e) = store.close_session(session) {
-                    self.fault(&e, reports);
+                match store.close_session(session) {
+                    Ok(_) => {
+                        self.state.hinted.remove(&episode);
+                        self.state.sessions.remove(&episode);
+                    }
+                    Err(e) if e.is_full() => {
+                        self.fault(&e, reports);
+                        self.wait(Job::Close(episode));
+                    }
+                    Err(e) => {
+                        self.state.sessions.remove(&episode);
+                        self.fault(&e, reports);
+                    }
                 }
             }
             // The thread's loop takes it before this.
@@ -226,6 +333,10 @@ impl Lane {
 
     /// Embeds one batch of what has no vector yet.
     pub(super) fn embed_some(&mut self, reports: &Sink<Report>) {
+        if self.full.is_some() {
+            // Its vectors could not be written either.
+            return;
+        }
         let (Some(store), Some(embedder)) = (self.store.as_mut(), self.state.embedder.as_mut())
         else {
             return;

@@ -535,8 +535,15 @@ impl Owner {
 
     /// What the memory lane reported.
     fn on_memory(&mut self, report: crate::memory::Report) {
+        let was_off = self.lanes.state(MEMORY) == Some(LaneState::Off);
         self.lanes.saw(MEMORY, &report);
         match report {
+            State::Ready(_) if was_off => {
+                // Back after its disk was full: what waited is written.
+                self.note(
+                    "Memory writes again: what was said while the disk was full is kept.".into(),
+                );
+            }
             State::Ready(crate::memory::Opened { stats, meaning }) => {
                 tracing::info!(
                     items = stats.active_items,

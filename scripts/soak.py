@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Hours of use: the whole system as a user runs it, fed a long recording at real time.
+
+`stt-daemon up` runs the real daemon, assistant and local model (llama-server), with the voice
+on (into a WAV file, the null sink), triage, speakers and memory on; `stt-tui --dump` is the
+viewer. The recording (made here: real people's clips, espeak-ng sentences, silences and
+noise) plays at real time while this script, as a user would, types commands, chats, sets
+timers and dictates into an Xvfb window, one thing every ~30 s.
+
+Every SAMPLE seconds it samples, per process: resident memory, open fds, threads, CPU seconds;
+the memory database's size; the queue depths (`status`: the inference queue and each lane's);
+and it times each transcript (the daemon's speech_stop to its transcript) and each command
+(command-execute returning to the answer).
+
+At the end: growth per hour of each figure after warm-up (a least-squares line), the latency at
+the start and the end, every error and warning logged, and the turns lost: a command or chat
+turn that got its answer but is not in the memory database. Prints a Markdown report; with
+--write, replaces the "Soak" section of docs/RELIABILITY.md with it.
+
+Usage: scripts/soak [--minutes N] [--write]     (scripts/soak --short: 5 minutes, as CI runs)
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import wave
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("STT_BIN_DIR", ""))
+RATE = 16_000
+
+COMMANDS = [
+    "what time is it",
+    "set a timer for one minute",
+    "what is the capital of France",
+    "remind me to water the plants tomorrow at nine",
+    "what time is it in Tokyo",
+    "add a task to buy milk",
+]
+CHATS = [
+    "What is a good name for a cat?",
+    "Tell me one fact about the moon.",
+    "How many legs does a spider have?",
+]
+SAID = [
+    "The meeting moved to Thursday afternoon.",
+    "Please send the report to Maria by Friday.",
+    "I think we should paint the kitchen blue.",
+    "Remember to call the plumber about the leak.",
+]
+
+
+def log(msg):
+    print(f"soak: {msg}", file=sys.stderr, flush=True)
+
+
+def espeak(text, path):
+    subprocess.run(
+        ["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(path) + ".raw.wav", text],
+        check=True,
+    )
+    subprocess.run(
+        ["sox", str(path) + ".raw.wav", "-r", str(RATE), "-c", "1", "-b", "16", str(path)],
+        check=True,
+    )
+    os.remove(str(path) + ".raw.wav")
+
+
+def frames_of(path):
+    with wave.open(str(path)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (RATE, 1, 2), path
+        return w.readframes(w.getnframes())
+
+
+def recording(out, seconds, work, rng):
+    """A WAV of `seconds`: real clips, espeak sentences, silences and low noise, at random."""
+    pieces = []
+    speech = Path(os.environ.get("STT_SPEECH_DIR", Path.home() / ".cache/stt/speech"))
+    for sub in ("real", "test"):
+        pieces += sorted((speech / sub).glob("*.wav"))
+    for i, text in enumerate(SAID):
+        path = work / f"said{i}.wav"
+        espeak(text, path)
+        pieces.append(path)
+    noise = work / "noise.wav"
+    subprocess.run(
+        ["sox", "-n", "-r", str(RATE), "-c", "1", "-b", "16", str(noise), "synth", "3",
+         "pinknoise", "vol", "0.02"],
+        check=True,
+    )
+    clips = [frames_of(p) for p in pieces]
+    noise = frames_of(noise)
+    total = seconds * RATE * 2
+    body = bytearray()
+    while len(body) < total:
+        body += rng.choice(clips)
+        body += bytes(2 * RATE * rng.randint(2, 8))
+        if rng.random() < 0.2:
+            body += noise
+    with wave.open(str(out), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(bytes(body[:total]))
+    log(f"recording: {seconds} s from {len(clips)} clips")
+
+
+class Viewer:
+    """`stt-tui --dump`, each event stamped as it arrives."""
+
+    def __init__(self, env, seconds):
+        self.events = []
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [str(BIN / "stt-tui"), "--dump", str(seconds)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.lock:
+                self.events.append((time.monotonic(), event))
+
+    def since(self, start):
+        with self.lock:
+            return [(t, e) for t, e in self.events[start:]]
+
+    def count(self):
+        with self.lock:
+            return len(self.events)
+
+
+def ctl(env, *args, timeout=30):
+    out = subprocess.run([str(BIN / "stt-ctl"), *args], env=env, capture_output=True,
+                         text=True, timeout=timeout)
+    return out.returncode, out.stdout + out.stderr
+
+
+def status(env):
+    code, out = ctl(env, "--json", "status")
+    try:
+        return json.loads(out) if code == 0 else None
+    except ValueError:
+        return None
+
+
+def proc_figures(pid):
+    try:
+        st = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, IndexError):
+        return None
+    field = lambda name: int(next(l.split()[1] for l in st.splitlines() if l.startswith(name)))
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {
+        "rss_mib": field("VmRSS:") / 1024,
+        "fds": fds,
+        "threads": field("Threads:"),
+        "cpu_s": (int(stat[11]) + int(stat[12])) / ticks,
+    }
+
+
+def children(pid):
+    """The processes `up` runs, by name."""
+    found = {}
+    for task in Path("/proc").iterdir():
+        if not task.name.isdigit():
+            continue
+        try:
+            stat = (task / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            name = (task / "comm").read_text().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            found[name] = int(task.name)
+    return found
+
+
+def growth_per_hour(points):
+    """Least-squares slope of (seconds, value), per hour."""
+    if len(points) < 3:
+        return 0.0
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return 0.0 if den == 0 else 3600 * sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=120)
+    ap.add_argument("--short", action="store_true", help="5 minutes, sampled every 20 s")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    minutes = 5 if args.short else args.minutes
+    sample_every = 20 if args.short else 60
+    seconds = int(minutes * 60)
+    rng = random.Random(args.seed)
+
+    work = Path(tempfile.mkdtemp(prefix="stt-soak-"))
+    for d in ("run", "data", "state", "config/stt", "cache"):
+        (work / d).mkdir(parents=True)
+    os.chmod(work / "run", 0o700)
+    env = dict(os.environ)
+    env.update({
+        "XDG_RUNTIME_DIR": str(work / "run"), "XDG_DATA_HOME": str(work / "data"),
+        "XDG_STATE_HOME": str(work / "state"), "XDG_CONFIG_HOME": str(work / "config"),
+        "HOME": os.environ.get("HOME", str(work)),
+        "STT_MODELS_DIR": os.environ.get("STT_MODELS_DIR", str(Path.home() / ".local/share/stt/models")),
+    })
+    (work / "config/stt/config.toml").write_text(
+        f'[voice]\nenabled = true\ndevice = "wav:{work}/voice.wav"\n'
+        "[triage]\nenabled = true\n[speakers]\nenabled = true\n"
+        "[memory]\nenabled = true\n"
+    )
+    wav = work / "recording.wav"
+    recording(wav, seconds + 60, work, rng)
+
+    display = ":%d" % (90 + os.getpid() % 100)
+    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env["DISPLAY"] = display
+    env.pop("WAYLAND_DISPLAY", None)
+    time.sleep(1)
+    typed = work / "typed.txt"
+    xterm = subprocess.Popen(["xterm", "-e", f"cat > {typed}"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    up_log = work / "up.log"
+    up = subprocess.Popen(
+        [str(BIN / "stt-daemon"), "up", "--input", str(wav), "--play-at-once",
+         "--log-file", str(up_log)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    started = time.monotonic()
+    deadline = started + 600
+    while time.monotonic() < deadline:
+        s = status(env)
+        if s and s.get("llm_reachable") and s.get("chat", {}).get("loading") is False:
+            break
+        time.sleep(1)
+    else:
+        log("the assistant and the model did not come up in 10 minutes: see " + str(up_log))
+        sys.exit(1)
+    log(f"up and answering after {time.monotonic() - started:.0f} s")
+    viewer = Viewer(env, seconds + 300)
+    time.sleep(2)
+
+    samples = []
+    commands = []  # (text, executed at, answered at or None)
+    chats = []
+    t0 = time.monotonic()
+    next_sample = t0
+    step = 0
+    db = work / "data/stt/memory.sqlite"
+    while time.monotonic() - t0 < seconds:
+        now = time.monotonic()
+        if now >= next_sample:
+            row = {"t": now - t0, "procs": {}}
+            for name, pid in children(up.pid).items():
+                figures = proc_figures(pid)
+                if figures:
+                    row["procs"][name] = figures
+            row["db_kib"] = sum(p.stat().st_size for p in db.parent.glob("memory.sqlite*")) / 1024 if db.exists() else 0
+            s = status(env) or {}
+            row["queue"] = s.get("inference_queue")
+            row["lanes"] = {l["name"]: l["queued"] for l in s.get("lanes", [])}
+            samples.append(row)
+            next_sample += sample_every
+        kind = step % 4
+        step += 1
+        mark = viewer.count()
+        if kind in (0, 2):
+            text = COMMANDS[(step // 4) % len(COMMANDS)] if kind == 0 else "set a timer for one minute"
+            ctl(env, "command-start")
+            ctl(env, "command-edit", "--text", text)
+            code, out = ctl(env, "command-execute", "--wait=15000")
+            commands.append([text, time.monotonic(), mark, code, out.strip()])
+        elif kind == 1:
+            text = CHATS[(step // 4) % len(CHATS)]
+            ctl(env, "chat-send", text)
+            chats.append([text, time.monotonic(), mark])
+            # Chat stays on until toggled off once the reply is in.
+            time.sleep(20)
+            ctl(env, "chat-toggle")
+        else:
+            ctl(env, "dictate-start")
+            time.sleep(15)
+            ctl(env, "dictate-stop")
+        time.sleep(max(0.0, 30 - (time.monotonic() - now)))
+
+    # Let the last answers and writes land, then stop everything.
+    time.sleep(20)
+    events = viewer.since(0)
+    os.killpg(up.pid, signal.SIGTERM)
+    try:
+        up.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(up.pid, signal.SIGKILL)
+    viewer.proc.kill()
+    xterm.kill()
+    xvfb.kill()
+
+    # Latencies: each command's execute to its answer; each transcript's speech_stop to it.
+    def answer_after(mark, at):
+        for t, e in events[mark:]:
+            if t >= at - 15 and e.get("type") == "chat_message" and e.get("role") == "assistant" and not e.get("partial"):
+                return t, e.get("text", "")
+        return None, None
+    command_ms = []
+    answered = []
+    for text, at, mark, code, out in commands:
+        t, said = answer_after(mark, at - 15)
+        if t is not None:
+            command_ms.append(((at - t0), max(0.0, (t - (at - 0))) * 1000))
+            answered.append(text)
+    stops = {}
+    transcript_ms = []
+    for t, e in events:
+        if e.get("type") == "speech_stop":
+            stops[e.get("seg_id")] = t
+        elif e.get("type") == "transcript" and e.get("seg_id") in stops:
+            transcript_ms.append((t - t0, (t - stops.pop(e["seg_id"])) * 1000))
+
+    # Lost turns: a command answered but not in memory.
+    lost = []
+    if db.exists():
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        kept = {r[0] for r in con.execute("SELECT text FROM log WHERE role = 'user'")}
+        lost = [t for t in set(answered) | {c[0] for c in chats} if t not in kept]
+        con.close()
+    else:
+        lost = ["(no memory database)"]
+    errors = [l for l in up_log.read_text(errors="replace").splitlines()
+              if " ERROR " in l or " WARN " in l]
+
+    report = render(samples, command_ms, transcript_ms, errors, lost, len(commands),
+                    len(chats), minutes, sample_every)
+    print(report)
+    if args.write:
+        doc = ROOT / "docs/RELIABILITY.md"
+        text = doc.read_text()
+        start, end = "<!-- soak: start -->", "<!-- soak: end -->"
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        doc.write_text(f"{head}{start}\n{report}\n{end}{tail}")
+    log(f"kept in {work}")
+    sys.exit(1 if lost else 0)
+
+
+def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats, minutes,
+           every):
+    warm = [s for s in samples if s["t"] >= min(120, samples[-1]["t"] / 4)] if samples else []
+    lines = [
+        f"{minutes:g} minutes, sampled every {every} s ({len(samples)} samples; growth is the "
+        "least-squares slope after the first 2 minutes or quarter, per hour).",
+        "",
+        "| process | RSS MiB (start → end) | RSS/h | fds (start → end) | fds/h | threads | CPU s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    names = sorted({n for s in samples for n in s["procs"]})
+    for name in names:
+        pts = [(s["t"], s["procs"][name]) for s in warm if name in s["procs"]]
+        if not pts:
+            continue
+        rss = growth_per_hour([(t, p["rss_mib"]) for t, p in pts])
+        fds = growth_per_hour([(t, p["fds"]) for t, p in pts])
+        a, b = pts[0][1], pts[-1][1]
+        lines.append(
+            f"| {name} | {a['rss_mib']:.0f} → {b['rss_mib']:.0f} | {rss:+.1f} | {a['fds']} → "
+            f"{b['fds']} | {fds:+.1f} | {a['threads']} → {b['threads']} | {b['cpu_s']:.0f} |"
+        )
+    if warm:
+        dbg = growth_per_hour([(s["t"], s["db_kib"]) for s in warm])
+        lines.append("")
+        lines.append(f"Memory database: {warm[0]['db_kib']:.0f} → {warm[-1]['db_kib']:.0f} KiB "
+                     f"({dbg:+.0f} KiB/h). Deepest queue seen: inference "
+                     f"{max((s['queue'] or 0) for s in samples)}, lanes "
+                     + ", ".join(f"{n} {max(s['lanes'].get(n, 0) for s in samples)}"
+                                 for n in sorted({n for s in samples for n in s['lanes']})) + ".")
+
+    def quarter(points):
+        if len(points) < 4:
+            return None, None
+        k = max(1, len(points) // 4)
+        first = statistics.median(v for _, v in points[:k])
+        last = statistics.median(v for _, v in points[-k:])
+        return first, last
+
+    lines.append("")
+    for label, pts in (("command (execute → answer)", command_ms),
+                       ("transcript (speech stop → transcript)", transcript_ms)):
+        first, last = quarter(pts)
+        if first is None:
+            lines.append(f"- {label}: {len(pts)} timed, too few to compare")
+        else:
+            lines.append(f"- {label}: {len(pts)} timed; median of the first quarter {first:.0f} ms, "
+                         f"of the last {last:.0f} ms ({(last - first) / first * 100:+.0f}%)")
+    lines.append(f"- turns: {n_commands} commands and {n_chats} chat turns sent; lost (answered "
+                 f"but not in memory): {len(lost)}{': ' + ', '.join(lost) if lost else ''}")
+    lines.append(f"- errors and warnings logged: {len(errors)}")
+    for line in errors[:20]:
+        lines.append(f"  - `{line[:160]}`")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
