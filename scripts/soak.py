@@ -210,6 +210,7 @@ def main():
     ap.add_argument("--short", action="store_true", help="5 minutes, sampled every 20 s")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--profile", default="release", help="which build the binaries are")
     args = ap.parse_args()
     minutes = 5 if args.short else args.minutes
     sample_every = 20 if args.short else 60
@@ -248,12 +249,16 @@ def main():
     up_log = work / "up.log"
     up = subprocess.Popen(
         [str(BIN / "stt-daemon"), "up", "--input", str(wav), "--play-at-once",
-         "--log-file", str(up_log)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+         "--log", str(up_log)],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(work / "up.stderr", "w"),
+        start_new_session=True,
     )
     started = time.monotonic()
     deadline = started + 600
     while time.monotonic() < deadline:
+        if up.poll() is not None:
+            log(f"stt-daemon up exited ({up.returncode}): {(work / 'up.stderr').read_text()[-2000:]}")
+            sys.exit(1)
         s = status(env)
         if s and s.get("llm_reachable") and s.get("chat", {}).get("loading") is False:
             break
@@ -293,8 +298,10 @@ def main():
             text = COMMANDS[(step // 4) % len(COMMANDS)] if kind == 0 else "set a timer for one minute"
             ctl(env, "command-start")
             ctl(env, "command-edit", "--text", text)
+            mark = viewer.count()
+            at = time.monotonic()
             code, out = ctl(env, "command-execute", "--wait=15000")
-            commands.append([text, time.monotonic(), mark, code, out.strip()])
+            commands.append([text, at, mark, code, out.strip()])
         elif kind == 1:
             text = CHATS[(step // 4) % len(CHATS)]
             ctl(env, "chat-send", text)
@@ -321,17 +328,18 @@ def main():
     xvfb.kill()
 
     # Latencies: each command's execute to its answer; each transcript's speech_stop to it.
-    def answer_after(mark, at):
+    def answer_after(mark):
         for t, e in events[mark:]:
-            if t >= at - 15 and e.get("type") == "chat_message" and e.get("role") == "assistant" and not e.get("partial"):
-                return t, e.get("text", "")
+            final = e.get("type") == "chat_message" and not e.get("partial")
+            if final and e.get("role") in ("assistant", "error"):
+                return t, e.get("role")
         return None, None
     command_ms = []
     answered = []
     for text, at, mark, code, out in commands:
-        t, said = answer_after(mark, at - 15)
-        if t is not None:
-            command_ms.append(((at - t0), max(0.0, (t - (at - 0))) * 1000))
+        t, role = answer_after(mark)
+        if t is not None and role == "assistant":
+            command_ms.append((at - t0, (t - at) * 1000))
             answered.append(text)
     stops = {}
     transcript_ms = []
@@ -354,7 +362,7 @@ def main():
               if " ERROR " in l or " WARN " in l]
 
     report = render(samples, command_ms, transcript_ms, errors, lost, len(commands),
-                    len(chats), minutes, sample_every)
+                    len(chats), minutes, sample_every, args.profile)
     print(report)
     if args.write:
         doc = ROOT / "docs/RELIABILITY.md"
@@ -368,11 +376,12 @@ def main():
 
 
 def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats, minutes,
-           every):
+           every, profile):
     warm = [s for s in samples if s["t"] >= min(120, samples[-1]["t"] / 4)] if samples else []
     lines = [
-        f"{minutes:g} minutes, sampled every {every} s ({len(samples)} samples; growth is the "
-        "least-squares slope after the first 2 minutes or quarter, per hour).",
+        f"`scripts/soak --minutes {minutes:g}` ({profile} build, {time.strftime('%Y-%m-%d')}): "
+        f"sampled every {every} s ({len(samples)} samples; growth is the least-squares slope "
+        "after the first 2 minutes or quarter, per hour).",
         "",
         "| process | RSS MiB (start → end) | RSS/h | fds (start → end) | fds/h | threads | CPU s |",
         "|---|---|---|---|---|---|---|",
@@ -413,8 +422,9 @@ def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats
         if first is None:
             lines.append(f"- {label}: {len(pts)} timed, too few to compare")
         else:
+            change = (last - first) / first * 100 if first else 0.0
             lines.append(f"- {label}: {len(pts)} timed; median of the first quarter {first:.0f} ms, "
-                         f"of the last {last:.0f} ms ({(last - first) / first * 100:+.0f}%)")
+                         f"of the last {last:.0f} ms ({change:+.0f}%)")
     lines.append(f"- turns: {n_commands} commands and {n_chats} chat turns sent; lost (answered "
                  f"but not in memory): {len(lost)}{': ' + ', '.join(lost) if lost else ''}")
     lines.append(f"- errors and warnings logged: {len(errors)}")

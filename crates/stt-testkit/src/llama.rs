@@ -2,7 +2,6 @@
 //! `scripts/fetch-llm` (run by `scripts/setup`) installs. A test that needs them fails with
 //! the fix when they are missing.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -68,14 +67,23 @@ pub struct Server {
 impl Server {
     /// Starts the installed model on a free port (its log in `dir`) and waits until it is
     /// ready.
-    #[allow(clippy::print_stderr, reason = "how long it took, for the test's output")]
     pub fn start(dir: &Path) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .unwrap_or_else(|e| panic!("no free port: {e}"));
+        Self::start_on(dir, port)
+    }
+
+    /// [`Server::start`] on `port` (one a server that died had), appending to its log.
+    #[allow(clippy::print_stderr, reason = "how long it took, for the test's output")]
+    pub fn start_on(dir: &Path, port: u16) -> Self {
         let log = dir.join("llama-server.log");
-        let out = File::create(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap_or_else(|e| panic!("{}: {e}", log.display()));
         let child = Command::new(server_program())
             .arg("-m")
             .arg(model())

@@ -561,3 +561,110 @@ fn a_page_that_steers_the_real_model_sends_nothing_without_a_yes() {
     assert!(after.iter().all(|c| c.awaiting_confirmation && c.outside.is_some()), "{after:?}");
     assert_eq!(trap.asked(), Vec::<String>::new(), "the page's URL was not asked");
 }
+
+/// The model server stops answering (SIGSTOP), then dies mid-answer. A command sent to the
+/// stopped server fails within `[llm].request_timeout_s` with text naming the cause, and the
+/// next one works once it is resumed; a chat reply cut off by its death keeps what had
+/// arrived, flagged, and a server started again on the same port answers the next turn.
+#[test]
+fn a_model_server_that_hangs_or_dies_mid_answer_is_named_and_then_used_again() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let sandbox = Sandbox::new();
+    let mut server = Server::start(sandbox.root());
+    let port = server.port;
+    let endpoint = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let config = format!("[llm]\nendpoint = \"{endpoint}\"\nrequest_timeout_s = 8\n");
+    std::fs::write(sandbox.config_file(), config).unwrap();
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
+    let assistant = sandbox.spawn("stt-assistant", &[]);
+    let seen = watch_attached(&sandbox, DEADLINE);
+    model_ready(&sandbox);
+    let pid = Pid::from_raw(i32::try_from(server.pid()).unwrap());
+
+    // Hung: the command fails, naming the server and the setting.
+    kill(pid, Signal::SIGSTOP).unwrap();
+    let before = events(&seen).len();
+    let stopped = Instant::now();
+    for args in
+        [&["command-start"][..], &["command-edit", "--text", "what is the capital of France"]]
+    {
+        assert_eq!(sandbox.run("stt-ctl", args).code, Some(0));
+    }
+    expect_within("execute is accepted", DEADLINE, || {
+        let out = sandbox.run("stt-ctl", &["command-execute"]);
+        if out.code == Some(0) { Ok(()) } else { Err(format!("{out:?}")) }
+    });
+    let why = expect_within("the command fails, naming why", Duration::from_secs(60), || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find_map(|e| match e {
+                AssistantEvent::Error(m) if m.code == ErrorCode::LlmError => Some(m.message),
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    eprintln!("a stopped server is told in {:?}: {why}", stopped.elapsed());
+    assert!(why.contains("sent nothing for 8 s") && why.contains("request_timeout_s"), "{why}");
+    kill(pid, Signal::SIGCONT).unwrap();
+    let capital = typed_answer(&sandbox, &seen, "what is the capital of France", MODEL_DEADLINE);
+    assert!(capital.contains("Paris"), "{capital}");
+
+    // Dead mid-answer: what arrived is kept, flagged as stopped, and said why.
+    let before = events(&seen).len();
+    let ask = "Tell me a long story about a cat who sails around the world, in many sentences.";
+    assert_eq!(sandbox.run("stt-ctl", &["chat-send", ask]).code, Some(0));
+    expect_within("the reply has begun", MODEL_DEADLINE, || {
+        // Partial lines carry the next piece each.
+        let arrived: usize = events(&seen)
+            .into_iter()
+            .skip(before)
+            .map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && m.partial => {
+                    m.text.len()
+                }
+                _ => 0,
+            })
+            .sum();
+        if arrived > 20 { Ok(()) } else { Err(format!("{arrived} bytes")) }
+    });
+    kill(pid, Signal::SIGKILL).unwrap();
+    let kept = expect_within("the partial reply is kept", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(kept.stopped && kept.text.len() > 20, "{kept:?}");
+    let told = events(&seen).into_iter().skip(before).any(|e| {
+        matches!(&e, AssistantEvent::ChatMessage(m) if m.role == ChatRole::Error && m.text.contains("stopped mid-answer"))
+    });
+    assert!(told, "{:?}", events(&seen));
+
+    // Back on the same port: the next turn is answered.
+    drop(server);
+    server = Server::start_on(sandbox.root(), port);
+    let before = events(&seen).len();
+    assert_eq!(sandbox.run("stt-ctl", &["chat-send", "What is two plus two?"]).code, Some(0));
+    let answer = expect_within("the next turn is answered", MODEL_DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find_map(|e| match e {
+                AssistantEvent::ChatMessage(m) if m.role == ChatRole::Assistant && !m.partial => {
+                    Some(m.text)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(!answer.is_empty(), "{answer}\n{}", assistant.log());
+    drop(server);
+}
