@@ -193,6 +193,73 @@ def children(pid):
     return found
 
 
+def runs_here(work):
+    """The processes whose environment points at this run's runtime directory: pid → name."""
+    mark = f"XDG_RUNTIME_DIR={work}/run".encode()
+    found = {}
+    for task in Path("/proc").iterdir():
+        if not task.name.isdigit():
+            continue
+        try:
+            if mark in (task / "environ").read_bytes().split(b"\0"):
+                found[int(task.name)] = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+    return found
+
+
+class Killer:
+    """Kills a random child of `up` (the daemon, the assistant, llama-server) with SIGKILL,
+    `count` times spread over `seconds`, never one killed three times in the last minute
+    (`up` gives up on a child after five crashes in a minute); times each restart."""
+
+    NAMES = ("stt-daemon", "stt-assistant", "llama-server")
+
+    def __init__(self, up_pid, count, seconds, rng):
+        self.up_pid, self.count, self.rng = up_pid, count, rng
+        self.every = max(4.0, seconds / (count + 1))
+        self.kills = []  # (name, killed at, back after s or None)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while len(self.kills) < self.count and not self.done.wait(self.every * self.rng.uniform(0.5, 1.5)):
+            now = time.monotonic()
+            recent = [k[0] for k in self.kills if now - k[1] < 60]
+            names = [n for n in self.NAMES if recent.count(n) < 3]
+            kids = children(self.up_pid)
+            name = self.rng.choice([n for n in names if n in kids] or [None])
+            if name is None:
+                continue
+            pid = kids[name]
+            os.kill(pid, signal.SIGKILL)
+            kill = [name, now, None]
+            self.kills.append(kill)
+            deadline = now + 60
+            while time.monotonic() < deadline and not self.done.is_set():
+                back = children(self.up_pid).get(name)
+                if back and back != pid:
+                    kill[2] = time.monotonic() - now
+                    break
+                time.sleep(0.1)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(timeout=70)
+
+    def failed(self):
+        return any(k[2] is None for k in self.kills) or len(self.kills) < self.count
+
+    def report(self):
+        back = [k[2] for k in self.kills if k[2] is not None]
+        per = {n: sum(1 for k in self.kills if k[0] == n) for n in self.NAMES}
+        worst = f"{max(back):.1f} s" if back else "-"
+        return (f"- kill -9: {len(self.kills)} of {self.count} done ("
+                + ", ".join(f"{n} {c}" for n, c in per.items())
+                + f"); restarted by `up`: {len(back)}, the slowest back after {worst}")
+
+
 def growth_per_hour(points):
     """Least-squares slope of (seconds, value), per hour."""
     if len(points) < 3:
@@ -211,6 +278,8 @@ def main():
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--profile", default="release", help="which build the binaries are")
+    ap.add_argument("--kill", type=int, default=0,
+                    help="kill -9 a random child of `up` this many times, spread over the run")
     args = ap.parse_args()
     minutes = 5 if args.short else args.minutes
     sample_every = 20 if args.short else 60
@@ -270,6 +339,7 @@ def main():
     viewer = Viewer(env, seconds + 300)
     time.sleep(2)
 
+    killer = Killer(up.pid, args.kill, seconds, rng) if args.kill else None
     samples = []
     commands = []  # (text, executed at, answered at or None)
     chats = []
@@ -304,8 +374,8 @@ def main():
             commands.append([text, at, mark, code, out.strip()])
         elif kind == 1:
             text = CHATS[(step // 4) % len(CHATS)]
-            ctl(env, "chat-send", text)
-            chats.append([text, time.monotonic(), mark])
+            code, _ = ctl(env, "chat-send", text)
+            chats.append([text, time.monotonic(), mark, code])
             # Chat stays on until toggled off once the reply is in.
             time.sleep(20)
             ctl(env, "chat-toggle")
@@ -316,13 +386,22 @@ def main():
         time.sleep(max(0.0, 30 - (time.monotonic() - now)))
 
     # Let the last answers and writes land, then stop everything.
+    if killer:
+        killer.stop()
     time.sleep(20)
     events = viewer.since(0)
-    os.killpg(up.pid, signal.SIGTERM)
+    ours = {pid: name for name, pid in children(up.pid).items()}
+    up.send_signal(signal.SIGTERM)
     try:
         up.wait(timeout=60)
+        up_exit = up.returncode
     except subprocess.TimeoutExpired:
         os.killpg(up.pid, signal.SIGKILL)
+        up_exit = "killed: it did not stop within 60 s"
+    time.sleep(1)
+    left = runs_here(work)
+    outlived = [f"{pid} {name}" for pid, name in ours.items() if left.get(pid) == name]
+    stale = sorted(str(p.relative_to(work)) for p in (work / "run").rglob("*.sock"))
     viewer.proc.kill()
     xterm.kill()
     xvfb.kill()
@@ -339,7 +418,7 @@ def main():
     for text, at, mark, code, out in commands:
         t, role = answer_after(mark)
         if t is not None and role == "assistant":
-            command_ms.append((at - t0, (t - at) * 1000))
+            command_ms.append((at - t0, (t - at) * 1000, text))
             answered.append(text)
     stops = {}
     transcript_ms = []
@@ -349,12 +428,14 @@ def main():
         elif e.get("type") == "transcript" and e.get("seg_id") in stops:
             transcript_ms.append((t - t0, (t - stops.pop(e["seg_id"])) * 1000))
 
-    # Lost turns: a command answered but not in memory.
+    # Chat turns answered (a reply after it was sent).
+    answered_chats = [c[0] for c in chats if c[3] == 0 and answer_after(c[2])[1] == "assistant"]
+    # Lost turns: a command or chat turn answered but not in memory.
     lost = []
     if db.exists():
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         kept = {r[0] for r in con.execute("SELECT text FROM log WHERE role = 'user'")}
-        lost = [t for t in set(answered) | {c[0] for c in chats} if t not in kept]
+        lost = [t for t in set(answered) | set(answered_chats) if t not in kept]
         con.close()
     else:
         lost = ["(no memory database)"]
@@ -363,6 +444,11 @@ def main():
 
     report = render(samples, command_ms, transcript_ms, errors, lost, len(commands),
                     len(chats), minutes, sample_every, args.profile)
+    report += f"\n- `up` exited {up_exit} on SIGTERM; processes left after it: {len(outlived)}" + \
+        (f" ({', '.join(outlived)})" if outlived else "") + f"; sockets left: {len(stale)}" + \
+        (f" ({', '.join(stale)})" if stale else "")
+    if killer:
+        report += "\n" + killer.report()
     print(report)
     if args.write:
         doc = ROOT / "docs/RELIABILITY.md"
@@ -372,7 +458,8 @@ def main():
         _, tail = rest.split(end, 1)
         doc.write_text(f"{head}{start}\n{report}\n{end}{tail}")
     log(f"kept in {work}")
-    sys.exit(1 if lost else 0)
+    failed = lost or outlived or stale or up_exit != 0 or (killer and killer.failed())
+    sys.exit(1 if failed else 0)
 
 
 def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats, minutes,
@@ -416,8 +503,15 @@ def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats
         return first, last
 
     lines.append("")
-    for label, pts in (("command (execute → answer)", command_ms),
-                       ("transcript (speech stop → transcript)", transcript_ms)):
+    lines.append("| command (execute → answer) | runs | median ms, first quarter | last quarter | change |")
+    lines.append("|---|---|---|---|---|")
+    for text in sorted({c[2] for c in command_ms}):
+        pts = [(t, ms) for t, ms, said in command_ms if said == text]
+        first, last = quarter(pts) if len(pts) >= 4 else (pts[0][1], pts[-1][1])
+        change = f"{(last - first) / first * 100:+.0f}%" if first else "-"
+        lines.append(f"| {text} | {len(pts)} | {first:.0f} | {last:.0f} | {change} |")
+    lines.append("")
+    for label, pts in (("transcript (speech stop → transcript)", transcript_ms),):
         first, last = quarter(pts)
         if first is None:
             lines.append(f"- {label}: {len(pts)} timed, too few to compare")

@@ -375,7 +375,14 @@ fn watch(shared: &Shared, stats: &Stats, stop: &StopFlag) -> Watched {
         let woken = || shared.failed.load(Ordering::SeqCst);
         match stop.wait_until(Instant::now() + WATCH_EVERY, woken) {
             Wake::Stopped => return Watched::Over,
-            Wake::Woken => return Watched::Failed(shared.take_failure()),
+            Wake::Woken => {
+                // The system's words for it ("snd_pcm_poll_descriptors_revents failed") say
+                // little to a person: what happened first, then them.
+                let why = shared.take_failure();
+                return Watched::Failed(format!(
+                    "the microphone stopped: it was unplugged, or the sound server lost it ({why})"
+                ));
+            }
             Wake::TimedOut => {}
         }
         if shared.receiver_gone.load(Ordering::Relaxed) {

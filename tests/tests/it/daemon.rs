@@ -972,3 +972,58 @@ fn a_term_whisper_was_unsure_of_is_written_where_the_audio_allows_it() {
     assert!(terms.iter().all(|t| !heard.raw.contains(t.as_str())), "{heard:?}");
     note(&format!("rescored: {text:?}; untouched: {:?}", heard.raw));
 }
+
+/// The microphone goes and comes back: the room's sound server unloads the sink whose monitor
+/// the daemon records, then loads it again. The daemon says so within 2 s (an `audio` error
+/// and its heartbeat's `retrying`) and resumes by itself: a person speaking in the room is
+/// transcribed again.
+#[test]
+fn a_microphone_that_goes_and_comes_back_is_told_at_once_and_used_again() {
+    let sandbox = Sandbox::new();
+    let Some(room) = stt_testkit::room::Room::start(sandbox.root(), false, -6.0) else { return };
+    let [(name, value)] = room.env();
+    let daemon = sandbox.spawn_with_env("stt-daemon", &[], &[(name, value.as_str())]);
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    let capturing = |from: usize| {
+        move |seen: &Seen| {
+            seen.events[from.min(seen.events.len())..]
+                .iter()
+                .any(|e| matches!(e, DaemonEvent::Heartbeat(h) if h.audio == AudioState::Capturing))
+                .then_some(())
+        }
+    };
+    subscriber.wait_for("the microphone is open", &daemon, CONNECT_DEADLINE, capturing(0));
+
+    let from = subscriber.seen().events.len();
+    let gone = Instant::now();
+    room.pactl(&["unload-module", "module-null-sink"]).unwrap();
+    let told =
+        subscriber.wait_for("the daemon says so", &daemon, Duration::from_secs(10), |seen| {
+            seen.events[from..].iter().find_map(|e| match e {
+                DaemonEvent::Error(m) if m.code == stt_proto::ErrorCode::Audio => {
+                    Some(m.message.clone())
+                }
+                _ => None,
+            })
+        });
+    let after = gone.elapsed();
+    eprintln!("the microphone's loss told after {after:?}: {told}");
+    assert!(after <= Duration::from_secs(2), "told after {after:?}: {told}");
+    assert!(told.starts_with("the microphone stopped") && told.contains("retrying in"), "{told}");
+
+    let back = subscriber.seen().events.len();
+    room.pactl(&["load-module", "module-null-sink", "sink_name=room", "rate=48000"]).unwrap();
+    room.pactl(&["set-default-source", "room.monitor"]).unwrap();
+    subscriber.wait_for("the microphone is open again", &daemon, CONNECT_DEADLINE, capturing(back));
+    let parts = [Part::Silence(0.5), Part::Say(LINES[0]), Part::Silence(1.0)];
+    let said = speech().clip(&parts, Format::wav(16_000, 1));
+    let heard = subscriber.seen().events.len();
+    room.say(&said, 100);
+    let text = subscriber.wait_for("the room is heard again", &daemon, CONNECT_DEADLINE, |seen| {
+        seen.events[heard..].iter().find_map(|e| match e {
+            DaemonEvent::Transcript(t) if !t.text.trim().is_empty() => Some(t.text.clone()),
+            _ => None,
+        })
+    });
+    assert!(text.to_lowercase().contains("kitchen"), "{text}");
+}
