@@ -224,7 +224,7 @@ class Killer:
         self.thread.start()
 
     def run(self):
-        while len(self.kills) < self.count and not self.done.wait(self.every * self.rng.uniform(0.5, 1.5)):
+        while len(self.kills) < self.count and not self.done.wait(self.every * self.rng.uniform(0.5, 1.0)):
             now = time.monotonic()
             recent = [k[0] for k in self.kills if now - k[1] < 60]
             names = [n for n in self.NAMES if recent.count(n) < 3]
