@@ -150,6 +150,7 @@ impl Settings {
         let state = stt_config::dirs::state_dir_with(env)?;
         let llm = config.llm.enabled.then(|| stt_llm::registry::Settings {
             cli_workdir: Some(state.join("cli")),
+            local_key: stt_config::dirs::llama_key_file_with(env).ok(),
             ..registry_settings(&config.llm)
         });
         Ok(Self {
@@ -335,6 +336,7 @@ pub fn registry_settings(llm: &stt_config::LlmConfig) -> stt_llm::registry::Sett
         failover: llm.failover,
         // The server `stt-daemon up` runs, wherever the config puts it.
         local_urls: vec![format!("http://127.0.0.1:{}/v1/chat/completions", llm.local_port)],
+        local_key: None,
         connect_timeout: Duration::from_secs(llm.connect_timeout_s),
         idle_timeout: Duration::from_secs(llm.request_timeout_s),
         path: None,

@@ -135,6 +135,13 @@ pub fn llama_slots_dir_with(env: &Env) -> Result<PathBuf, ConfigError> {
         .ok_or(ConfigError::NoHome { what: "cache", vars: "$XDG_CACHE_HOME nor $HOME" })
 }
 
+/// The key `stt-daemon up` gives the llama-server it starts, which refuses a request without
+/// it (a web page in a browser on this machine cannot know it): `llama-server.key` in the
+/// [`runtime_dir_with`], written by `up`, mode 0600, read by the assistant.
+pub fn llama_key_file_with(env: &Env) -> Result<PathBuf, ConfigError> {
+    Ok(runtime_dir_with(env)?.join("llama-server.key"))
+}
+
 /// The state directory, for logs: `$STT_STATE_DIR`, `$XDG_STATE_HOME/stt` or
 /// `~/.local/state/stt`. Not created here.
 pub fn state_dir() -> Result<PathBuf, ConfigError> {

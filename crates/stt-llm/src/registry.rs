@@ -305,6 +305,9 @@ impl fmt::Display for Id {
 pub enum KeyRef {
     Env(String),
     Literal(Secret),
+    /// The first line of a file that is not a `#` comment (the key `stt-daemon up` gives the
+    /// llama-server it starts).
+    File(PathBuf),
 }
 
 impl KeyRef {
@@ -328,6 +331,12 @@ impl KeyRef {
                 .filter(|v| !v.trim().is_empty())
                 .map(|v| Secret::new(v.trim())),
             Self::Literal(secret) => Some(secret.clone()),
+            Self::File(path) => std::fs::read_to_string(path).ok().and_then(|text| {
+                text.lines()
+                    .map(str::trim)
+                    .find(|line| !line.is_empty() && !line.starts_with('#'))
+                    .map(Secret::new)
+            }),
         }
     }
 
@@ -336,6 +345,7 @@ impl KeyRef {
         match self {
             Self::Env(name) => name.clone(),
             Self::Literal(_) => "the key in the config file".to_owned(),
+            Self::File(path) => format!("the key in {}", path.display()),
         }
     }
 }
@@ -345,6 +355,7 @@ impl fmt::Debug for KeyRef {
         match self {
             Self::Env(name) => write!(f, "env:{name}"),
             Self::Literal(_) => f.write_str("literal(…)"),
+            Self::File(path) => write!(f, "file:{}", path.display()),
         }
     }
 }
@@ -376,6 +387,9 @@ pub struct Settings {
     pub failover: bool,
     /// Chat URLs tried first for `llamacpp` (the server `stt-daemon up` runs).
     pub local_urls: Vec<String>,
+    /// The key file of that server (`stt_config::dirs::llama_key_file_with`): its key goes
+    /// with every request to `local_urls`, and nowhere else.
+    pub local_key: Option<PathBuf>,
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
     /// Where CLIs are looked up; `None` for `$PATH`.
@@ -473,6 +487,16 @@ impl Registry {
             Transport::Http { key_env: Some(name), .. } => Some(KeyRef::Env(name.to_owned())),
             _ => None,
         }
+    }
+
+    /// The key a request to `url` of provider `id` carries: its own, or, for the local server
+    /// `up` runs at one of `local_urls`, the key `up` gave it.
+    fn key_for(&self, id: Id, url: &str) -> Option<Secret> {
+        self.key(id).and_then(|k| k.resolve()).or_else(|| {
+            let local = id == Id::LlamaCpp && self.settings.local_urls.iter().any(|u| u == url);
+            let file = self.settings.local_key.clone().filter(|_| local)?;
+            KeyRef::File(file).resolve()
+        })
     }
 
     /// The model a provider is asked for: the config's, else the table's default.
@@ -578,7 +602,7 @@ impl Registry {
         for (index, url) in urls.iter().enumerate() {
             let http = self.http.clone();
             let url = url.clone();
-            let key = self.key(id).and_then(|k| k.resolve());
+            let key = self.key_for(id, &url);
             set.spawn(async move {
                 let outcome = probe_url(&http, &url, probe_path, key.as_ref()).await;
                 (index, url, outcome)
@@ -698,10 +722,11 @@ impl Registry {
                 } else {
                     probed.target.clone()
                 };
+                let api_key = self.key_for(id, &url);
                 let endpoint = Endpoint {
                     url,
                     model,
-                    api_key: self.key(id).and_then(|k| k.resolve()),
+                    api_key,
                     connect_timeout: self.settings.connect_timeout,
                     idle_timeout: self.settings.idle_timeout,
                     slots: id == Id::LlamaCpp,
@@ -1030,9 +1055,34 @@ mod tests {
     }
 
     #[test]
+    fn the_key_up_gave_its_server_goes_to_that_server_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("llama-server.key");
+        let local = "http://127.0.0.1:5555/v1/chat/completions";
+        let r = registry(Settings {
+            local_urls: vec![local.into()],
+            local_key: Some(file.clone()),
+            ..Settings::default()
+        });
+        assert!(r.key_for(Id::LlamaCpp, local).is_none(), "no file yet: no key");
+        std::fs::write(&file, "# up's key\nabc123\n").unwrap();
+        assert_eq!(
+            r.key_for(Id::LlamaCpp, local).map(|k| k.expose().to_owned()),
+            Some("abc123".into())
+        );
+        assert!(r.key_for(Id::LlamaCpp, "http://127.0.0.1:8080/v1/chat/completions").is_none());
+        assert!(r.key_for(Id::Ollama, local).is_none(), "another provider never gets it");
+        assert_eq!(
+            KeyRef::File(file).describe(),
+            format!("the key in {}", dir.path().join("llama-server.key").display())
+        );
+    }
+
+    #[test]
     fn urls_put_the_supervised_server_first_and_an_override_alone() {
         let r = registry(Settings {
             local_urls: vec!["http://127.0.0.1:5555/v1/chat/completions".into()],
+            local_key: None,
             ..Settings::default()
         });
         assert_eq!(

@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -201,9 +202,10 @@ fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
             .to_owned(),
         format!(
             "\n[up]     starting -m {} --host 127.0.0.1 --port {port} -c 8192 -np 2 --jinja -t {cpus} \
-             -tb {cpus} --poll 0 --cache-ram 256 --slot-save-path {}\n",
+             -tb {cpus} --poll 0 --cache-ram 256 --slot-save-path {} --api-key-file {}\n",
             model.display(),
             sandbox.root().join(".cache/stt/llama-slots").display(),
+            sandbox.runtime_dir().join("llama-server.key").display(),
             cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         ),
         "\n[up]     error: failed to load model\n".to_owned(),
@@ -316,7 +318,37 @@ fn up_runs_the_local_model_the_assistant_finds_it_and_it_answers_a_turn() {
     assert_eq!(s["llm_provider"], "llamacpp", "{s}");
     assert_eq!(s["chat"]["endpoint"], format!("127.0.0.1:{port}"), "{s}");
     assert_eq!(s["chat"]["loading"], false, "{s}");
+    // The assistant has the key `up` gave the server; a page in a browser, or any request
+    // without it, is refused: the model, the slots and the props, not the health check.
+    let key_file = sandbox.runtime_dir().join("llama-server.key");
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", key_file.display());
+    let body = r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":1}"#;
+    let origin = "Origin: http://evil.example\r\n";
+    assert_eq!(http(port, "POST", "/v1/chat/completions", origin, body), 401);
+    assert_eq!(http(port, "GET", "/slots", "", ""), 401);
+    assert_eq!(http(port, "GET", "/health", "", ""), 200);
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    let auth = format!("Authorization: Bearer {}\r\n", key.trim());
+    assert_eq!(http(port, "POST", "/v1/chat/completions", &auth, body), 200, "the key opens it");
     stop(&mut up, &[daemon, assistant, server.pid]);
+}
+
+/// The status code of one HTTP/1.1 request to the local server (`headers`: more header
+/// lines, each ending in CRLF).
+fn http(port: u16, method: &str, path: &str, headers: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(MODEL_DEADLINE)).unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n{headers}\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut head = [0_u8; 12];
+    conn.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
 }
 
 /// The command prompt read after the first start is saved (a private file, keyed by the

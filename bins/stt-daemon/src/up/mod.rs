@@ -465,6 +465,14 @@ fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, Loc
         Ok(slots) => args.extend(slots),
         Err(why) => say(&format!("the local model's saved prompts are off: {why}")),
     }
+    // Without it any program or web page on this machine could use the model: said. One
+    // key for every start of this `up`: the assistant has read it already.
+    static KEY: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(model::new_key).clone();
+    match key.and_then(|key| model::key_args(&env, &key)) {
+        Ok(key) => args.extend(key),
+        Err(why) => say(&format!("the local model takes requests without a key: {why}")),
+    }
     say(&format!(
         "starting the local model: {} with '{}' on 127.0.0.1:{}; its log: {}",
         launch.program.display(),

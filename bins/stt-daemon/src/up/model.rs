@@ -281,6 +281,28 @@ pub fn slot_args(env: &Env) -> Result<[OsString; 2], String> {
     Ok(["--slot-save-path".into(), dir.into_os_string()])
 }
 
+/// `--api-key-file FILE`: `key` (one random key per `up`, [`new_key`], the same for every
+/// restart of the server, which the assistant has read already), written to
+/// [`stt_config::dirs::llama_key_file_with`] (mode 0600, replaced atomically), where the
+/// assistant reads it. llama-server then refuses every request without it but its health
+/// check, so a page in a browser on this machine cannot use the model nor read its slots
+/// (llama-server allows any origin by default).
+pub fn key_args(env: &Env, key: &str) -> Result<[OsString; 2], String> {
+    let path = stt_config::dirs::llama_key_file_with(env).map_err(|e| e.to_string())?;
+    stt_os::write_private(&path, format!("{key}\n").as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(["--api-key-file".into(), path.into_os_string()])
+}
+
+/// A new random key: 32 bytes from the kernel, as hex.
+pub fn new_key() -> Result<String, String> {
+    let mut bytes = [0_u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| std::io::Read::read_exact(&mut random, &mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The fix for anything missing.
 const FETCH: &str = "run scripts/fetch-llm, which builds llama-server and installs the model";
 
@@ -556,6 +578,22 @@ mod tests {
         assert_eq!(flag, "--slot-save-path");
         assert_eq!(dir, home.path().join(".cache/stt/llama-slots"));
         assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn the_key_is_random_and_written_privately() {
+        use std::os::unix::fs::PermissionsExt;
+        let run = tempfile::tempdir().unwrap();
+        let env = Env::from_vars([("XDG_RUNTIME_DIR", run.path().as_os_str())]);
+        let key = new_key().unwrap();
+        assert_eq!(key.len(), 64, "{key}");
+        assert_ne!(new_key().unwrap(), key);
+        let [flag, file] = key_args(&env, &key).unwrap();
+        let file = PathBuf::from(file);
+        let expected = run.path().join("llama-server.key");
+        assert_eq!((flag.to_str(), file.clone()), (Some("--api-key-file"), expected));
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{key}\n"));
     }
 
     /// An executable file at `path`.
