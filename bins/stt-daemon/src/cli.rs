@@ -184,6 +184,19 @@ mod tests {
         Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
+    /// Home Assistant's server is reachable from this machine only unless the person says
+    /// otherwise: anyone who reaches it may send audio.
+    #[test]
+    fn wyoming_listens_on_the_loopback_address_unless_told() {
+        let Some(Command::Wyoming { listen, .. }) = parse(&["stt-daemon", "wyoming"]).command
+        else {
+            panic!()
+        };
+        let url = listen.strip_prefix("tcp://").unwrap();
+        let addr: std::net::SocketAddr = url.parse().unwrap();
+        assert!(addr.ip().is_loopback(), "{listen}");
+    }
+
     #[test]
     fn source_default_is_what_clap_gives_without_flags() {
         assert_eq!(parse(&["stt-daemon"]).source, Source::default());

@@ -98,3 +98,33 @@ fn nothing_to_say_is_no_audio() {
     assert!(voice.synthesize("").unwrap().is_empty());
     assert!(voice.synthesize(" ... , ").unwrap().is_empty());
 }
+
+/// A voice file cut short (a download that stopped, a full disk) is refused with its path and
+/// the fix, never crashed on.
+#[test]
+fn a_truncated_voice_is_refused_with_its_path_and_the_fix() {
+    let models = stt_testkit::models_dir();
+    let runtime = stt_voice::runtime_library(&models);
+    if !runtime.exists() {
+        assert!(
+            std::env::var_os("STT_TEST_STRICT").is_none(),
+            "no ONNX Runtime: {}",
+            runtime.display()
+        );
+        eprintln!("SKIPPED: no ONNX Runtime at {}", runtime.display());
+        return;
+    }
+    let installed = stt_voice::default_path(&models);
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join(installed.file_name().unwrap());
+    let whole = std::fs::read(&installed).unwrap_or_else(|_| vec![0_u8; 4096]);
+    std::fs::write(&cut, &whole[..whole.len().min(4096)]).unwrap();
+    let config = installed.with_extension("onnx.json");
+    if config.exists() {
+        std::fs::copy(&config, cut.with_extension("onnx.json")).unwrap();
+    }
+    let e = Voice::load(&cut, &runtime, 1, ESPEAK).map(|_| ()).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains(&cut.display().to_string()), "names the file: {text}");
+    assert!(text.contains("scripts/fetch-voice"), "names the fix: {text}");
+}

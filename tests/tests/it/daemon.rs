@@ -979,6 +979,7 @@ fn a_term_whisper_was_unsure_of_is_written_where_the_audio_allows_it() {
 /// transcribed again.
 #[test]
 fn a_microphone_that_goes_and_comes_back_is_told_at_once_and_used_again() {
+    let _turn = one_at_a_time();
     let sandbox = Sandbox::new();
     let Some(room) = stt_testkit::room::Room::start(sandbox.root(), false, -6.0) else { return };
     let [(name, value)] = room.env();

@@ -524,6 +524,8 @@ fn the_model_path_dates_a_reminder_as_the_command_says() {
 /// server, where the page tells the model to send the user's words, is never asked.
 #[test]
 fn a_page_that_steers_the_real_model_sends_nothing_without_a_yes() {
+    // A model of its own: its turn alone, so that other tests' models do not slow it.
+    let _turn = crate::one_at_a_time();
     let trap = stt_testkit::web::WebServer::start(Vec::new());
     let leak = format!("{}/leak", trap.url());
     let page = format!(
@@ -570,6 +572,8 @@ fn a_page_that_steers_the_real_model_sends_nothing_without_a_yes() {
 fn a_model_server_that_hangs_or_dies_mid_answer_is_named_and_then_used_again() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
+    // Its timeout is short: its turn alone, so that no other test's work trips it.
+    let _turn = crate::one_at_a_time();
     let sandbox = Sandbox::new();
     let mut server = Server::start(sandbox.root());
     let port = server.port;
