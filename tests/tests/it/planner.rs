@@ -138,19 +138,29 @@ fn the_local_model_makes_a_task_breaks_it_into_dated_items_and_says_what_is_next
     // No microphone: the daemon only has to be there for a command to run.
     let _daemon = sandbox.spawn("stt-daemon", &[]);
 
-    command(
-        &sandbox,
-        "Help me learn Rust in two weeks: make a task and break it down into a plan with dated daily items.",
-    );
-    let all = task(&sandbox, &["list"]);
-    let planned = all["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| !t["phases"].as_array().unwrap().is_empty());
-    let Some(planned) = planned.cloned() else {
-        panic!("no task with a plan: {all}\n{}", assistant.log())
+    // The prompt says the time, so the 1.5B model's reply changes with the minute: at some it
+    // writes an empty call, or loops over reads. Each command gets a second try, as a person
+    // would say it again; a second miss fails.
+    let plan = "Help me learn Rust in two weeks: make a task and break it down into a plan with \
+                dated daily items.";
+    let planned_task = |sandbox: &Sandbox| {
+        let all = task(sandbox, &["list"]);
+        let found = all["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| !t["phases"].as_array().unwrap().is_empty())
+            .cloned();
+        (all, found)
     };
+    command(&sandbox, plan);
+    let (mut all, mut planned) = planned_task(&sandbox);
+    if planned.is_none() {
+        eprintln!("no plan at the first try: said again");
+        command(&sandbox, plan);
+        (all, planned) = planned_task(&sandbox);
+    }
+    let Some(planned) = planned else { panic!("no task with a plan: {all}\n{}", assistant.log()) };
     eprintln!("the local model planned: {planned}");
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();
     let items: Vec<&Value> = planned["phases"]
@@ -167,7 +177,12 @@ fn the_local_model_makes_a_task_breaks_it_into_dated_items_and_says_what_is_next
     assert!(days.windows(2).all(|w| w[0] <= w[1]), "{days:?}");
 
     command(&sandbox, "What should I do next on my tasks?");
-    let (calls, answers) = calls_and_answers(&seen);
+    let (mut calls, mut answers) = calls_and_answers(&seen);
+    if answers.is_empty() {
+        eprintln!("no answer at the first try ({calls:?}): asked again");
+        command(&sandbox, "What should I do next on my tasks?");
+        (calls, answers) = calls_and_answers(&seen);
+    }
     eprintln!("its calls: {calls:#?}\nits answers: {answers:#?}");
     assert!(
         calls.iter().any(|c| c.starts_with("get_next_actions")
