@@ -60,6 +60,17 @@ SAID = [
 ]
 
 
+def models_dir():
+    """Where the models are, found as the tests find them (the run's own data directory is
+    a temporary one)."""
+    var = lambda name: os.environ.get(name) or None
+    if var("STT_MODELS_DIR"):
+        return var("STT_MODELS_DIR")
+    base = var("STT_DATA_DIR") or (var("XDG_DATA_HOME") and str(Path(var("XDG_DATA_HOME")) / "stt")) \
+        or str(Path.home() / ".local/share/stt")
+    return str(Path(base) / "models")
+
+
 def log(msg):
     print(f"soak: {msg}", file=sys.stderr, flush=True)
 
@@ -295,7 +306,7 @@ def main():
         "XDG_RUNTIME_DIR": str(work / "run"), "XDG_DATA_HOME": str(work / "data"),
         "XDG_STATE_HOME": str(work / "state"), "XDG_CONFIG_HOME": str(work / "config"),
         "HOME": os.environ.get("HOME", str(work)),
-        "STT_MODELS_DIR": os.environ.get("STT_MODELS_DIR", str(Path.home() / ".local/share/stt/models")),
+        "STT_MODELS_DIR": models_dir(),
     })
     (work / "config/stt/config.toml").write_text(
         f'[voice]\nenabled = true\ndevice = "wav:{work}/voice.wav"\n'
