@@ -233,9 +233,7 @@ fn speak(
     reports: &Sink<Report>,
 ) {
     let rate = voice.sample_rate();
-    // When what is queued on the output ends, and the interrupt count it was queued under (a
-    // stop empties the queue).
-    let (mut busy_until, mut busy_epoch) = (Instant::now(), 0);
+    let mut queued = Queued::default();
     // What was synthesized ahead, and its audio.
     let mut ready: Option<(String, Vec<f32>)> = None;
     for job in jobs {
@@ -266,12 +264,10 @@ fn speak(
             continue;
         }
         match play(&mut out, &settings.output, stopper, &audio, rate) {
-            Ok(()) => {
-                // Heard no sooner than the device's own lead from now.
-                let now = Instant::now() + out.latency();
-                let from = if busy_epoch == job.epoch { busy_until.max(now) } else { now };
-                let to = from + Duration::from_secs_f64(audio.len() as f64 / f64::from(rate));
-                (busy_until, busy_epoch) = (to, job.epoch);
+            Ok(opened) => {
+                let long = Duration::from_secs_f64(audio.len() as f64 / f64::from(rate));
+                let (from, to) =
+                    queued.place(Instant::now() + out.latency(), job.epoch, opened, long);
                 // The length only: what is said is not logged.
                 tracing::debug!(
                     bytes = job.text.len(),
@@ -290,6 +286,32 @@ fn speak(
     }
     if let Out::Wav(wav) = out {
         let _ = wav.finish();
+    }
+}
+
+/// When what is queued on the output ends, and the interrupt count it was queued under.
+#[derive(Debug, Default)]
+struct Queued {
+    until: Option<Instant>,
+    epoch: u64,
+}
+
+impl Queued {
+    /// When a piece `long` queued under `epoch` plays: no sooner than `now` (the device's own
+    /// lead added), and after what is queued before it, unless a stop (a new epoch) or a
+    /// device opened again emptied the queue: the earlier pieces play no more.
+    fn place(
+        &mut self,
+        now: Instant,
+        epoch: u64,
+        opened: Opened,
+        long: Duration,
+    ) -> (Instant, Instant) {
+        let behind = self.until.filter(|_| self.epoch == epoch && opened == Opened::Same);
+        let from = behind.map_or(now, |until| until.max(now));
+        let to = from + long;
+        (self.until, self.epoch) = (Some(to), epoch);
+        (from, to)
     }
 }
 
@@ -312,16 +334,18 @@ fn open(output: &Output, rate: u32) -> Result<(Out, String), String> {
 /// Queues `audio` (at the voice's `rate`) on the device, resampled to its rate, or appends it
 /// to the file (whose header is brought up to date, so the file is whole after each piece).
 /// A device whose stream failed (unplugged, its sound server restarted) is opened again
-/// first, and its new stopper handed to the owner's side.
+/// first, and its new stopper handed to the owner's side: then [`Opened::Again`], and what was
+/// queued on the old stream is gone.
 fn play(
     out: &mut Out,
     output: &Output,
     stopper: &Mutex<Option<Stopper>>,
     audio: &[f32],
     rate: u32,
-) -> Result<(), String> {
+) -> Result<Opened, String> {
     match out {
         Out::Device(playback) => {
+            let mut opened = Opened::Same;
             if let Some(why) = playback.failure() {
                 tracing::warn!("the output device failed ({why}): opening it again");
                 let Output::Device(name) = output else {
@@ -330,6 +354,7 @@ fn play(
                 *playback = Playback::open(name.as_deref())
                     .map_err(|e| format!("the output device failed ({why}) and {e}"))?;
                 *stopper.lock().unwrap_or_else(PoisonError::into_inner) = Some(playback.stopper());
+                opened = Opened::Again;
             }
             if playback.rate() == rate {
                 playback.queue(audio).map_err(|e| e.to_string())?;
@@ -340,12 +365,20 @@ fn play(
                 samples.extend(resampler.flush());
                 playback.queue(&samples).map_err(|e| e.to_string())?;
             }
-            Ok(())
+            Ok(opened)
         }
-        Out::Wav(wav) => {
-            wav.append(audio).map_err(|e| format!("cannot write the voice's file: {e}"))
-        }
+        Out::Wav(wav) => wav
+            .append(audio)
+            .map(|()| Opened::Same)
+            .map_err(|e| format!("cannot write the voice's file: {e}")),
     }
+}
+
+/// Whether [`play`] queued a piece on the stream it had, or on one it opened again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    Same,
+    Again,
 }
 
 /// Where the next piece of a streaming reply ends: after its last whole sentence (one that
@@ -367,6 +400,24 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+
+    /// A piece plays after those queued before it, unless a stop or a device opened again (it
+    /// failed: unplugged, or its sound server lost it) emptied the queue: then it plays now,
+    /// and the echo it makes is looked for now, not seconds later.
+    #[test]
+    fn a_piece_plays_after_the_queue_unless_a_stop_or_a_new_device_emptied_it() {
+        let start = Instant::now();
+        let secs = Duration::from_secs;
+        let mut queued = Queued::default();
+        assert_eq!(queued.place(start, 1, Opened::Same, secs(3)), (start, start + secs(3)));
+        let at = start + secs(1);
+        assert_eq!(queued.place(at, 1, Opened::Same, secs(2)), (start + secs(3), start + secs(5)));
+        assert_eq!(queued.place(at, 1, Opened::Again, secs(2)), (at, at + secs(2)));
+        assert_eq!(queued.place(at, 2, Opened::Same, secs(1)), (at, at + secs(1)));
+        // Past the end of the queue, a piece plays when it is queued.
+        let later = start + secs(10);
+        assert_eq!(queued.place(later, 2, Opened::Same, secs(1)), (later, later + secs(1)));
+    }
 
     #[test]
     fn the_device_setting_names_a_device_a_file_or_the_default() {
