@@ -21,6 +21,7 @@ Usage: scripts/soak [--minutes N] [--write]     (scripts/soak --short: 5 minutes
 """
 
 import argparse
+import atexit
 import json
 import os
 import random
@@ -69,6 +70,22 @@ def models_dir():
     base = var("STT_DATA_DIR") or (var("XDG_DATA_HOME") and str(Path(var("XDG_DATA_HOME")) / "stt")) \
         or str(Path.home() / ".local/share/stt")
     return str(Path(base) / "models")
+
+
+# What this run started, stopped when it ends however it ends (Ctrl-C, SIGTERM, an error):
+# `up` stops its children; nothing is left running behind a stopped soak.
+STARTED = []
+
+
+def stop_started():
+    for proc in reversed(STARTED):
+        if proc.poll() is not None:
+            continue
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def log(msg):
@@ -317,14 +334,18 @@ def main():
     recording(wav, seconds + 60, work, rng)
 
     display = ":%d" % (90 + os.getpid() % 100)
+    atexit.register(stop_started)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    STARTED.append(xvfb)
     env["DISPLAY"] = display
     env.pop("WAYLAND_DISPLAY", None)
     time.sleep(1)
     typed = work / "typed.txt"
     xterm = subprocess.Popen(["xterm", "-e", f"cat > {typed}"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    STARTED.append(xterm)
 
     up_log = work / "up.log"
     up = subprocess.Popen(
@@ -333,6 +354,7 @@ def main():
         env=env, stdout=subprocess.DEVNULL, stderr=open(work / "up.stderr", "w"),
         start_new_session=True,
     )
+    STARTED.append(up)
     started = time.monotonic()
     deadline = started + 600
     while time.monotonic() < deadline:
@@ -348,6 +370,7 @@ def main():
         sys.exit(1)
     log(f"up and answering after {time.monotonic() - started:.0f} s")
     viewer = Viewer(env, seconds + 300)
+    STARTED.append(viewer.proc)
     time.sleep(2)
 
     killer = Killer(up.pid, args.kill, seconds, rng) if args.kill else None

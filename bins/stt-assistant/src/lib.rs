@@ -120,6 +120,8 @@ pub struct Settings {
     pub edits_file: PathBuf,
     /// Where the chat session is kept.
     pub session_file: PathBuf,
+    /// Where the timers are kept.
+    pub timers_file: PathBuf,
     /// How long a chat session lives without a turn.
     pub session_ttl: Duration,
     /// Where `/export` writes when given no path.
@@ -183,6 +185,7 @@ impl Settings {
             names_file: data.join(names::FILE),
             edits_file: data.join(stt_proto::speaker_files::EDITS_FILE),
             session_file: state.join(session::FILE),
+            timers_file: state.join(timers::FILE),
             session_ttl: Duration::from_secs(u64::from(a.chat_session_ttl_hours) * 3600),
             export_dir: data.join("exports"),
             memory: memory_settings(config, env)?,
@@ -455,6 +458,7 @@ pub async fn serve(
             viewers: server.viewers(),
             registry: registry.clone(),
             session_file: settings.session_file.clone(),
+            timers_file: settings.timers_file.clone(),
             session_ttl: settings.session_ttl,
             export_dir: settings.export_dir.clone(),
             memory: settings.memory.clone(),

@@ -1,11 +1,12 @@
 //! The writes that block (the speaker names file, the speaker edits file and the chat session,
 //! each saved whole with an fsync; audit appends; deleting the session on `/new`)
 //! on a thread of their own, in the order they were asked for, so the assistant's loop never
-//! waits on a disk. A failure comes back to the loop as a [`Failed`] report, which it
-//! publishes.
+//! waits on a disk. A failure comes back to the loop as a [`Report`], which it publishes; on
+//! a full disk the writes wait, in order, until there is room ([`spawn`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use stt_proto::speaker_files::{SpeakerEditOp, SpeakerEdits};
 use stt_tools::{ActionRecord, AuditLog, DictationRecord, SpeakerRecord};
@@ -25,12 +26,18 @@ enum Write {
     Speaker(SpeakerRecord),
     Dictation(DictationRecord),
     Wake(PathBuf, crate::wake::Saved),
+    Timers(PathBuf, crate::timers::Saved),
 }
 
-/// A write that failed, worded for a person.
+/// What the writer tells the loop, worded for a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failed {
-    pub message: String,
+pub enum Report {
+    /// A write failed, and is dropped.
+    Failed { message: String },
+    /// The disk is full: this write, and those after it, wait for room.
+    Full { message: String },
+    /// Room again: every write that waited is written.
+    Room,
 }
 
 /// The loop's handle on the writer thread. Dropping it lets the thread finish what was asked
@@ -78,6 +85,11 @@ impl Writer {
         self.send(Write::Wake(path, saved));
     }
 
+    /// Saves the timers waiting at `path`, replacing the file.
+    pub fn save_timers(&self, path: PathBuf, saved: crate::timers::Saved) {
+        self.send(Write::Timers(path, saved));
+    }
+
     /// Appends a tool call's record to the audit log (when it is on).
     pub fn audit_action(&self, record: ActionRecord) {
         self.send(Write::Action(Box::new(record)));
@@ -108,73 +120,182 @@ pub struct SpeakerFiles {
     pub edits: PathBuf,
 }
 
+/// How often writes that wait for room are tried again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The most writes that wait for room; past it the oldest are dropped (said in the log).
+const MAX_WAITING: usize = 10_000;
+
 /// Starts the writer thread: speaker names and edits to `speakers`, audit records to `audit`
-/// (none: not kept); failures to `failed`.
+/// (none: not kept); what goes wrong to `reports`.
+///
+/// A write that fails because the disk is full waits, with every write after it, in the order
+/// asked (a later save of the same file replaces a waiting one); they are tried again every
+/// [`RETRY`], and the loop is told once when they wait and once when they are written. Any
+/// other failure is told, and that write dropped.
 pub fn spawn(
     speakers: SpeakerFiles,
     mut audit: Option<AuditLog>,
-    failed: Sink<Failed>,
+    reports: Sink<Report>,
 ) -> std::io::Result<Writer> {
     let (tx, thread) = lane::start("stt-writer", move |rx: lane::Queue<Write>| {
-        for write in &rx {
-            let now = chrono::Local::now();
-            let outcome = match (&write, audit.as_mut()) {
-                (Write::Names(names), _) => names::save(&speakers.names, names).map_err(|e| {
-                    format!(
-                        "speaker names are kept until the assistant restarts: cannot save them \
-                         to {}: {e}",
-                        speakers.names.display()
-                    )
-                }),
-                (Write::Edit(op), _) => append_edit(&speakers.edits, op.clone(), now).map_err(|e| {
-                    let (verb, id) = match op {
-                        SpeakerEditOp::Forget { speaker_id } => ("forget", speaker_id),
-                        SpeakerEditOp::Merge { speaker_id, .. } => ("merge", speaker_id),
-                    };
-                    format!(
-                        "stt-daemon was not told to {verb} {id}: cannot write {}: {e}; once that \
-                         is fixed, restart the assistant and run `stt-ctl speaker-{verb}` again",
-                        speakers.edits.display()
-                    )
-                }),
-                (Write::Session(path, session), _) => session::save(path, session).map_err(|e| {
-                    format!(
-                        "the conversation is kept until the assistant restarts: cannot \
-                             save it to {}: {e}",
-                        path.display()
-                    )
-                }),
-                (Write::ForgetSession(path), _) => session::remove(path).map_err(|e| {
-                    format!("cannot delete the saved conversation {}: {e}", path.display())
-                }),
-                (Write::Wake(path, saved), _) => serde_json::to_vec_pretty(saved)
-                    .map_err(std::io::Error::other)
-                    .and_then(|json| names::write_private(path, &json))
-                    .map_err(|e| {
-                        format!(
-                            "the next wake-up is kept until the assistant restarts: cannot save \
-                             it to {}: {e}",
-                            path.display()
-                        )
-                    }),
-                (Write::Action(record), Some(log)) => log.append(record, now).map_err(|e| {
-                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
-                }),
-                (Write::Speaker(record), Some(log)) => log.append(record, now).map_err(|e| {
-                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
-                }),
-                (Write::Dictation(record), Some(log)) => log.append(record, now).map_err(|e| {
-                    format!("cannot write the audit log in '{}': {e}", log.dir().display())
-                }),
-                (Write::Action(_) | Write::Speaker(_) | Write::Dictation(_), None) => Ok(()),
+        let mut waiting: VecDeque<(Write, chrono::DateTime<chrono::Local>)> = VecDeque::new();
+        let mut full = false;
+        loop {
+            let next = if waiting.is_empty() {
+                match rx.recv() {
+                    Ok(write) => Some(write),
+                    // Asked for nothing more, and nothing waits: done.
+                    Err(mpsc::RecvError) => break,
+                }
+            } else {
+                match rx.recv_timeout(RETRY) {
+                    Ok(write) => Some(write),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        tracing::error!(
+                            writes = waiting.len(),
+                            "the assistant stops while the disk is full: these writes are lost"
+                        );
+                        break;
+                    }
+                }
             };
-            if let Err(message) = outcome {
-                tracing::warn!("{message}");
-                failed.send(Failed { message });
+            if let Some(write) = next {
+                if let Some(target) = write.replaces() {
+                    waiting.retain(|(w, _)| w.replaces() != Some(target));
+                }
+                waiting.push_back((write, chrono::Local::now()));
+                if waiting.len() > MAX_WAITING {
+                    waiting.pop_front();
+                    tracing::warn!("the disk is still full: the oldest waiting write is dropped");
+                }
+            }
+            while let Some((write, at)) = waiting.front() {
+                match write.run(&speakers, audit.as_mut(), *at) {
+                    Ok(()) => {
+                        waiting.pop_front();
+                    }
+                    Err((what, e)) if is_full(&e) => {
+                        if !full {
+                            full = true;
+                            let message = format!(
+                                "{what}: the disk is full ({e}). Free some space: it is written \
+                                 as soon as there is room, with what comes after it"
+                            );
+                            tracing::warn!("{message}");
+                            reports.send(Report::Full { message });
+                        }
+                        break;
+                    }
+                    Err((what, e)) => {
+                        waiting.pop_front();
+                        let message = format!("{what}: {e}");
+                        tracing::warn!("{message}");
+                        reports.send(Report::Failed { message });
+                    }
+                }
+            }
+            if full && waiting.is_empty() {
+                full = false;
+                tracing::info!("the disk has room again: every waiting write is written");
+                reports.send(Report::Room);
             }
         }
     })?;
     Ok(Writer { tx, thread })
+}
+
+/// Whether `e` says the disk is full (or the user's quota spent): the same write works once
+/// there is room.
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(28 | 122))
+}
+
+impl Write {
+    /// The file a write replaces whole: a later one of it makes a waiting one needless.
+    fn replaces(&self) -> Option<&Path> {
+        match self {
+            Write::Session(path, _) | Write::ForgetSession(path) => Some(path),
+            Write::Wake(path, _) | Write::Timers(path, _) => Some(path),
+            // The names file's path is the writer's own: one target.
+            Write::Names(_) => Some(Path::new("names")),
+            Write::Edit(_) | Write::Action(_) | Write::Speaker(_) | Write::Dictation(_) => None,
+        }
+    }
+
+    /// Does the write, asked for at `at`; on failure, what could not be done (for a person)
+    /// and why.
+    fn run(
+        &self,
+        speakers: &SpeakerFiles,
+        audit: Option<&mut AuditLog>,
+        at: chrono::DateTime<chrono::Local>,
+    ) -> Result<(), (String, std::io::Error)> {
+        let audit_failed =
+            |log: &AuditLog| format!("cannot write the audit log in '{}'", log.dir().display());
+        match (self, audit) {
+            (Write::Names(names), _) => names::save(&speakers.names, names).map_err(|e| {
+                let what = format!(
+                    "speaker names are kept until the assistant restarts: cannot save them to {}",
+                    speakers.names.display()
+                );
+                (what, e)
+            }),
+            (Write::Edit(op), _) => append_edit(&speakers.edits, op.clone(), at).map_err(|e| {
+                let (verb, id) = match op {
+                    SpeakerEditOp::Forget { speaker_id } => ("forget", speaker_id),
+                    SpeakerEditOp::Merge { speaker_id, .. } => ("merge", speaker_id),
+                };
+                let what = format!(
+                    "stt-daemon was not told to {verb} {id}: cannot write {}; once that is \
+                     fixed, restart the assistant and run `stt-ctl speaker-{verb}` again",
+                    speakers.edits.display()
+                );
+                (what, e)
+            }),
+            (Write::Session(path, session), _) => session::save(path, session).map_err(|e| {
+                let what = format!(
+                    "the conversation is kept until the assistant restarts: cannot save it to {}",
+                    path.display()
+                );
+                (what, e)
+            }),
+            (Write::ForgetSession(path), _) => session::remove(path).map_err(|e| {
+                (format!("cannot delete the saved conversation {}", path.display()), e)
+            }),
+            (Write::Wake(path, saved), _) => save_json(path, saved).map_err(|e| {
+                let what = format!(
+                    "the next wake-up is kept until the assistant restarts: cannot save it to {}",
+                    path.display()
+                );
+                (what, e)
+            }),
+            (Write::Timers(path, saved), _) => save_json(path, saved).map_err(|e| {
+                let what = format!(
+                    "the timers are kept until the assistant restarts: cannot save them to {}",
+                    path.display()
+                );
+                (what, e)
+            }),
+            (Write::Action(record), Some(log)) => {
+                log.append(record, at).map_err(|e| (audit_failed(log), e))
+            }
+            (Write::Speaker(record), Some(log)) => {
+                log.append(record, at).map_err(|e| (audit_failed(log), e))
+            }
+            (Write::Dictation(record), Some(log)) => {
+                log.append(record, at).map_err(|e| (audit_failed(log), e))
+            }
+            (Write::Action(_) | Write::Speaker(_) | Write::Dictation(_), None) => Ok(()),
+        }
+    }
+}
+
+/// Writes `value` as JSON to `path`, privately, whole.
+fn save_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    names::write_private(path, &json)
 }
 
 /// Appends `op` to the edits file at `path`: the file as it is (none yet: no edits; one that
@@ -210,7 +331,7 @@ mod tests {
     #[test]
     fn writes_land_in_order_and_a_failure_comes_back_worded() {
         let dir = tempfile::tempdir().unwrap();
-        let failures: Arc<Mutex<Vec<Failed>>> = Arc::default();
+        let failures: Arc<Mutex<Vec<Report>>> = Arc::default();
         let seen = Arc::clone(&failures);
         // The names file's directory is a file: saving must fail, and say where.
         let blocker = dir.path().join("blocker");
@@ -230,7 +351,8 @@ mod tests {
         writer.close();
         let failed = failures.lock().unwrap().clone();
         assert_eq!(failed.len(), 1, "{failed:?}");
-        assert!(failed[0].message.contains("blocker"), "{failed:?}");
+        let Report::Failed { message } = &failed[0] else { panic!("{failed:?}") };
+        assert!(message.contains("blocker"), "{failed:?}");
         let day = std::fs::read_dir(dir.path().join("audit")).unwrap().next().unwrap().unwrap();
         let text = std::fs::read_to_string(day.path()).unwrap();
         let ids: Vec<&str> = text.lines().filter_map(|l| l.split("spk_").nth(1)).collect();

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use stt_proto::AssistantEvent;
 use stt_testkit::llm_server::Script;
@@ -395,6 +397,63 @@ fn timers_are_listed_in_status_cancelled_on_request_and_fire_as_a_note() {
             .iter()
             .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text.contains("⏰ tea")))
     );
+}
+
+/// Timers are kept across a crash: one still ahead waits as long as it had left, and one whose
+/// time came while no assistant ran fires as soon as one is back, saying when it was due.
+#[test]
+fn timers_outlive_an_assistant_killed_and_fire_late_saying_so() {
+    let Stack { sandbox, llm, seen, daemon: _daemon, assistant: mut first } = start_stack("");
+    for (minutes, label) in [(30.0, "tea"), (0.1, "oven")] {
+        llm.push(Script::ToolCalls(vec![(
+            "set_timer".into(),
+            json!({"minutes": minutes, "label": label}),
+        )]));
+        run_edited_command(&sandbox, "set a timer");
+        expect_within("back to idle", DEADLINE, || {
+            let s = status(&sandbox);
+            if s["mode"] == "idle" { Ok(()) } else { Err(format!("{s}")) }
+        });
+    }
+    // Both kept (the writer thread saves them a moment after they are set).
+    let file = sandbox.root().join("state/stt/timers.json");
+    let kept = expect_within("both timers kept", DEADLINE, || {
+        let kept: Value = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if kept["timers"].as_array().map(Vec::len) == Some(2) {
+            Ok(kept)
+        } else {
+            Err(format!("{kept}"))
+        }
+    });
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(kept["timers"][0]["label"], "oven", "{kept}");
+    let oven: chrono::DateTime<chrono::Local> =
+        kept["timers"][0]["at"].as_str().unwrap().parse().unwrap();
+    first.signal_and_wait(nix::sys::signal::Signal::SIGKILL);
+
+    // Down until well past the oven's time (`stt_assistant::timers::LATE`).
+    expect_within("the oven's time long past", Duration::from_secs(60), || {
+        let past = chrono::Local::now() - oven;
+        if past > chrono::TimeDelta::seconds(12) { Ok(()) } else { Err(format!("{past}")) }
+    });
+    let _second = sandbox.spawn("stt-assistant", &[]);
+    let said =
+        format!("⏰ oven (due at {}; the assistant was not running then)", oven.format("%H:%M"));
+    expect_within("the missed timer fires once the assistant is back", DEADLINE, || {
+        let fired = events(&seen)
+            .iter()
+            .any(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.text == said));
+        if fired { Ok(()) } else { Err(format!("{said:?} not in {:#?}", events(&seen))) }
+    });
+    let timers = status(&sandbox)["timers"].clone();
+    assert_eq!(timers.as_array().map(Vec::len), Some(1), "{timers}");
+    assert_eq!(timers[0]["label"], "tea");
+    let remaining = timers[0]["remaining_s"].as_f64().unwrap();
+    assert!(remaining > 1600.0 && remaining < 1800.0, "{remaining}");
 }
 
 #[test]

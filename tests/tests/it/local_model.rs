@@ -228,6 +228,36 @@ fn a_model_server_that_keeps_failing_is_given_up_on_and_the_rest_runs_on() {
     stop(&mut up, &[daemon, assistant]);
 }
 
+/// The installed model, cut short as a stopped download or a full disk leaves it: the real
+/// llama-server cannot load it, and `up` names the file and the fix, and goes on without it.
+#[test]
+fn a_model_file_cut_short_is_named_with_the_fix_and_the_rest_runs() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    let model = sandbox.root().join("cut-short.gguf");
+    let whole = std::fs::File::open(stt_testkit::llama::model()).unwrap();
+    let mut cut = std::fs::File::create(&model).unwrap();
+    std::io::copy(&mut std::io::Read::take(whole, 3 << 20), &mut cut).unwrap();
+    configure(&sandbox, port, &llama_server(), &model);
+    let wav = wav(&sandbox);
+    let mut up = sandbox.spawn("stt-daemon", &["up", "--input", &wav]);
+
+    let log = expect_within("up gives up on llama-server", MODEL_DEADLINE, || {
+        let log = up.log();
+        if log.contains("stt goes on without the local model") { Ok(log) } else { Err(log) }
+    });
+    let fix = format!(
+        "[up] llama-server could not load '{}': the file is damaged or cut short. Run \
+         scripts/fetch-llm, which builds llama-server and installs the model, or set \
+         [llm].local_model to another model.\n",
+        model.display()
+    );
+    assert!(log.contains(&fix), "{fix:?} not in:\n{log}");
+    let (daemon, assistant) = up_children(&sandbox, &mut up);
+    assert!(up.is_running(), "{}", up.log());
+    stop(&mut up, &[daemon, assistant]);
+}
+
 #[test]
 fn a_killed_model_server_is_restarted_and_none_outlives_a_killed_up() {
     let sandbox = Sandbox::new();

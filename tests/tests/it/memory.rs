@@ -524,11 +524,23 @@ fn a_full_disk_holds_memory_writes_until_there_is_room_and_loses_none() {
     }
     let sandbox = Sandbox::new();
     let llm = scripted_model(&sandbox, "");
-    for answer in ["First answer.", "Second answer.", "Third answer."] {
-        llm.push(Script::Text(answer.into()));
-    }
-    let data = sandbox.root().join("data");
-    let mount = "mount -t tmpfs -o size=4m,mode=0700 tmpfs \"$XDG_DATA_HOME\" && exec \"$0\"";
+    llm.push(Script::Text("First answer.".into()));
+    llm.push(Script::Text("Second answer.".into()));
+    // A command while the disk is full: a timer set (its file in the state directory, its
+    // record in the audit log), answered from its template.
+    llm.push(Script::ToolCalls(vec![(
+        "set_timer".into(),
+        json!({"minutes": 30, "label": "bread"}),
+    )]));
+    llm.push(Script::Text("Third answer.".into()));
+    let (data, state) = (sandbox.root().join("data"), sandbox.root().join("state"));
+    std::fs::create_dir_all(&state).unwrap();
+    // The data directory (memory, the audit log) and the state directory (the chat session,
+    // the timers) each on a small disk of its own.
+    let mount = "mount -t tmpfs -o size=4m,mode=0700 tmpfs \"$XDG_DATA_HOME\" && \
+                 mount -t tmpfs -o size=1m,mode=0700 tmpfs \"$XDG_STATE_HOME\" && exec \"$0\"";
+    // A command needs speech recognition up, as a person's does.
+    let _daemon = sandbox.spawn("stt-daemon", &[]);
     let bin = stt_testkit::bin("stt-assistant");
     let unshare = std::path::Path::new("unshare");
     let assistant = sandbox.spawn_program(
@@ -536,28 +548,58 @@ fn a_full_disk_holds_memory_writes_until_there_is_room_and_loses_none() {
         unshare,
         &["-rm", "sh", "-c", mount, bin.to_str().unwrap()],
     );
-    // The assistant's view of its data directory: the tmpfs.
+    // The assistant's view of its data and state directories: the tmpfs disks.
     let inside =
         std::path::PathBuf::from(format!("/proc/{}/root{}", assistant.pid(), data.display()));
+    let inside_state =
+        std::path::PathBuf::from(format!("/proc/{}/root{}", assistant.pid(), state.display()));
     let seen = watch_attached(&sandbox, DEADLINE);
     assert_eq!(ctl(&sandbox, &["chat-send", "first"]).code, Some(0));
     chat_answer(&seen, 0, &assistant);
     stats_until(&sandbox, "the turn kept", DEADLINE, |s| count(s, "lines") == 2);
 
-    // Fill it: write until the disk says no.
-    let filler = inside.join("filler");
-    let mut file = std::fs::File::create(&filler).unwrap();
-    let block = vec![0_u8; 64 * 1024];
-    let full = loop {
-        if let Err(e) = std::io::Write::write_all(&mut file, &block) {
-            break e;
-        }
+    // Fill both: write until each disk says no.
+    let fill = |dir: &std::path::Path| {
+        let filler = dir.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0_u8; 16 * 1024];
+        let full = loop {
+            if let Err(e) = std::io::Write::write_all(&mut file, &block) {
+                break e;
+            }
+        };
+        assert_eq!(full.raw_os_error(), Some(28), "{full}");
+        filler
     };
-    assert_eq!(full.raw_os_error(), Some(28), "{full}");
-    drop(file);
+    let fillers = [fill(&inside), fill(&inside_state)];
     let before = events(&seen).len();
     assert_eq!(ctl(&sandbox, &["chat-send", "said while the disk was full"]).code, Some(0));
     assert_eq!(chat_answer(&seen, before, &assistant), "Second answer.", "chat goes on");
+    assert_eq!(ctl(&sandbox, &["chat-toggle"]).code, Some(0));
+    let answer = stt_testkit::viewer::typed_answer(&sandbox, &seen, "set a timer", DEADLINE);
+    assert!(answer.contains("30 minutes"), "the command goes on: {answer}");
+    // The session waits (and the timers and the audit record behind it): said once.
+    let waits = expect_within("the writes wait for room", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find_map(|e| match e {
+                AssistantEvent::Error(e)
+                    if e.message.contains("the disk is full")
+                        && !e.message.starts_with("memory") =>
+                {
+                    Some(e.message)
+                }
+                _ => None,
+            })
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    assert!(
+        waits.starts_with(
+            "the conversation is kept until the assistant restarts: cannot save it to"
+        ) && waits.contains("Free some space: it is written as soon as there is room"),
+        "{waits}"
+    );
     let why = expect_within("memory says the disk is full", DEADLINE, || {
         events(&seen)
             .into_iter()
@@ -578,8 +620,28 @@ fn a_full_disk_holds_memory_writes_until_there_is_room_and_loses_none() {
     // Reads still answer while writes wait.
     assert_eq!(ctl(&sandbox, &["memory", "stats"]).code, Some(0));
 
-    // Room again: what waited is written, and memory says so.
-    std::fs::remove_file(&filler).unwrap();
+    // Room again: what waited is written, and memory and the writer say so.
+    for filler in &fillers {
+        std::fs::remove_file(filler).unwrap();
+    }
+    expect_within("the files that waited are written", DEADLINE, || {
+        events(&seen)
+            .into_iter()
+            .skip(before)
+            .find(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note && m.text.starts_with("Saved again")))
+            .ok_or_else(|| format!("{:?}", events(&seen)))
+    });
+    let read = |path: std::path::PathBuf| -> Value {
+        serde_json::from_slice(&std::fs::read(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let session = read(inside_state.join("stt/chat-session.json"));
+    assert!(session.to_string().contains("said while the disk was full"), "{session}");
+    assert_eq!(read(inside_state.join("stt/timers.json"))["timers"][0]["label"], "bread");
+    let audit = std::fs::read_dir(inside.join("stt/audit")).unwrap().next().unwrap().unwrap();
+    let lines = std::fs::read_to_string(audit.path()).unwrap();
+    let records: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(records.iter().any(|r| r["tool"] == "set_timer"), "{lines}");
     expect_within("memory writes again", DEADLINE, || {
         events(&seen)
             .into_iter()
@@ -587,13 +649,14 @@ fn a_full_disk_holds_memory_writes_until_there_is_room_and_loses_none() {
             .find(|e| matches!(e, AssistantEvent::ChatMessage(m) if m.role == ChatRole::Note && m.text.starts_with("Memory writes again")))
             .ok_or_else(|| format!("{:?}", events(&seen)))
     });
-    stats_until(&sandbox, "the turns that waited are kept", DEADLINE, |s| count(s, "lines") == 4);
+    // Both chat turns, and the command's question, its tool call and result, and answer.
+    stats_until(&sandbox, "the turns that waited are kept", DEADLINE, |s| count(s, "lines") == 8);
     let found = memory(&sandbox, &["search", "disk was full"]);
     assert!(found.to_string().contains("said while the disk was full"), "{found}");
     let before = events(&seen).len();
     assert_eq!(ctl(&sandbox, &["chat-send", "third"]).code, Some(0));
     chat_answer(&seen, before, &assistant);
-    stats_until(&sandbox, "the next turn kept", DEADLINE, |s| count(s, "lines") == 6);
+    stats_until(&sandbox, "the next turn kept", DEADLINE, |s| count(s, "lines") == 10);
     // SQLite opens no path under /proc/PID/root: a copy of the files, taken while nothing
     // is being written, is checked.
     let copy = sandbox.root().join("copy");

@@ -421,6 +421,7 @@ impl Owner {
                 for id in &chosen {
                     self.timers.cancel(*id);
                 }
+                self.save_timers();
                 tracing::info!(timers = n, "timers cancelled");
                 (
                     true,

@@ -235,7 +235,9 @@ impl Owner {
             Report::Timer { after, label } => {
                 let id = self.core.next_id();
                 tracing::info!(id, %label, seconds = after.as_secs_f64(), "timer set");
-                self.timers.add(id, label, self.clock.now() + after);
+                let (now, local) = (self.clock.now(), self.clock.local_now());
+                self.timers.add(id, label, now + after, local + after);
+                self.save_timers();
             }
             Report::Audit(record) => self.writer.audit_action(*record),
             other => tracing::debug!("not a tool's report: {other:?}"),

@@ -53,7 +53,7 @@ use crate::memory::{Episode, Memory};
 use crate::queue::InferenceQueue;
 use crate::session::{self, Tokens};
 use crate::timers::Timers;
-use crate::writer::{Failed, Writer};
+use crate::writer::Writer;
 use providers::Providers;
 
 /// A control request and where its direct reply goes.
@@ -82,7 +82,7 @@ pub enum Input {
     /// What a probe of every provider found.
     Providers(Vec<Probed>),
     /// A write on the writer thread failed.
-    Written(Failed),
+    Written(crate::writer::Report),
     /// What the memory lane has to say (ready, or off and why).
     Memory(crate::memory::Report),
     /// What the voice lane has to say (ready, off and why, a piece it could not say).
@@ -129,6 +129,8 @@ pub struct Parts {
     /// Where the chat session is kept, and how long it lives without a turn.
     pub session_file: PathBuf,
     pub session_ttl: Duration,
+    /// Where the timers are kept.
+    pub timers_file: PathBuf,
     /// Where `/export` writes when given no path.
     pub export_dir: PathBuf,
     /// Long-term memory's settings; `None` when `[memory].enabled` is false. Its handle is
@@ -260,6 +262,8 @@ impl Owner {
         if let Some(note) = note {
             tracing::info!("{note}");
         }
+        let timers = crate::timers::load(&parts.timers_file);
+        let timers_file = parts.timers_file.clone();
         let mut queue = parts.queue;
         let memory = parts.env.memory.clone();
         let (capture_ambient, dream_rules) = match parts.memory {
@@ -321,6 +325,15 @@ impl Owner {
             helpers: JoinSet::new(),
             intents: intents::Side::new(parts.intents),
         };
+        let (now, local) = (owner.clock.now(), owner.clock.local_now());
+        owner.timers = Timers::restore(timers, now, local, || owner.core.next_id());
+        owner.timers.file = Some(timers_file);
+        if !owner.timers.is_empty() {
+            tracing::info!(
+                timers = owner.timers.len(),
+                "the timers set before the restart wait again"
+            );
+        }
         if voice_on && let Err(e) = owner.voice_on() {
             tracing::error!("{e}");
         }
@@ -404,7 +417,7 @@ impl Owner {
             tracing::error!("could not wait for the lanes' threads");
         }
         if !self.timers.is_empty() {
-            tracing::info!(timers = self.timers.len(), "timers not fired are dropped");
+            tracing::info!(timers = self.timers.len(), "timers not fired wait for the next start");
         }
         // What was asked to be written is written before the process ends.
         let writer = self.writer;
@@ -495,7 +508,7 @@ impl Owner {
                 self.on_report(job, report);
             }
             Input::Providers(found) => self.on_helped(Helped::Providers(found)),
-            Input::Written(failed) => self.error(ErrorCode::Internal, failed.message),
+            Input::Written(report) => self.on_written(report),
             Input::Memory(report) => self.on_memory(report),
             Input::Voice(report) => self.on_voice(report),
             Input::Triage(report) => self.on_triage(report),
@@ -681,9 +694,32 @@ impl Owner {
         reply
     }
 
+    /// What the writer thread said.
+    fn on_written(&mut self, report: crate::writer::Report) {
+        use crate::writer::Report;
+        match report {
+            Report::Failed { message } | Report::Full { message } => {
+                self.error(ErrorCode::Internal, message);
+            }
+            Report::Room => self.note(
+                "Saved again: the conversation, timers and audit records that waited while the \
+                 disk was full are written."
+                    .into(),
+            ),
+        }
+    }
+
+    /// Keeps the timers as they are now for the next start.
+    pub(super) fn save_timers(&self) {
+        if let Some(file) = &self.timers.file {
+            self.writer.save_timers(file.clone(), self.timers.saved());
+        }
+    }
+
     fn cancel_timer(&mut self, id: u64) -> AssistantEvent {
         match self.timers.cancel(id) {
             Some(timer) => {
+                self.save_timers();
                 tracing::info!(id, label = %timer.label, "timer cancelled");
                 AssistantEvent::Ack(Ack { command: "timer_cancel".into(), ok: true })
             }
@@ -819,13 +855,18 @@ impl Owner {
     }
 
     fn fire_timers(&mut self, now: Instant) {
-        for timer in self.timers.due(now) {
+        let due = self.timers.due(now);
+        if !due.is_empty() {
+            self.save_timers();
+        }
+        let local = self.clock.local(now);
+        for timer in due {
             tracing::info!(id = timer.id, label = %timer.label, "timer fired");
             self.publish(&AssistantEvent::ChatMessage(ChatMessage {
                 id: timer.id,
                 role: ChatRole::Note,
                 speaker: None,
-                text: format!("⏰ {}", timer.label),
+                text: timer.said(local),
                 partial: false,
                 stopped: false,
             }));

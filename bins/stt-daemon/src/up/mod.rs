@@ -194,6 +194,8 @@ struct Up<'a> {
 struct LocalModel {
     port: u16,
     log: PathBuf,
+    /// The model file it serves.
+    model: PathBuf,
 }
 
 /// Why waiting for a service's first answer ended early.
@@ -274,9 +276,11 @@ impl Up<'_> {
             Report::Ready { name, pid } => self.say_ready(name, pid),
             Report::GaveUp { name, message } if name == model::NAME => {
                 let log = self.model.as_ref().map(|m| m.log.display().to_string());
+                let fix = self.model.as_ref().and_then(|m| model::fix_for(&message, &m.model));
                 let text = format!(
-                    "{message}\nstt goes on without the local model; llama-server's whole log \
-                     is in {}.",
+                    "{message}\n{}stt goes on without the local model; llama-server's whole \
+                     log is in {}.",
+                    fix.map(|fix| format!("{fix}\n")).unwrap_or_default(),
                     log.unwrap_or_default()
                 );
                 for line in text.lines() {
@@ -497,7 +501,7 @@ fn local_model(config: &Config, output: &Arc<Output>) -> Option<(Supervised, Loc
         log: Some(log),
         hold: None,
     };
-    Some((service, LocalModel { port: launch.port, log: log_path }))
+    Some((service, LocalModel { port: launch.port, log: log_path, model: launch.model }))
 }
 
 /// `--config PATH` when one was given: every child reads the same file.

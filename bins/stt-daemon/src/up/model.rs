@@ -304,6 +304,24 @@ pub fn new_key() -> Result<String, String> {
 }
 
 /// The fix for anything missing.
+/// What to do about llama-server failing as its last lines (`said`) tell, serving `model`:
+/// a model file it could not load is damaged or cut short (a download stopped, a full disk).
+pub fn fix_for(said: &str, model: &Path) -> Option<String> {
+    said.contains("failed to load model").then(|| {
+        format!(
+            "llama-server could not load '{}': the file is damaged or cut short. {}, or set \
+             [llm].local_model to another model.",
+            model.display(),
+            capitalized(FETCH)
+        )
+    })
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
 const FETCH: &str = "run scripts/fetch-llm, which builds llama-server and installs the model";
 
 impl fmt::Display for Skip {
@@ -681,6 +699,21 @@ mod tests {
         assert!(answers(port));
         drop(listener);
         assert!(!answers(port));
+    }
+
+    #[test]
+    fn a_model_it_could_not_load_is_named_with_the_fix() {
+        let model = Path::new("/d/models/q.gguf");
+        assert_eq!(
+            fix_for("E srv    load_model: failed to load model, '/d/models/q.gguf'", model)
+                .as_deref(),
+            Some(
+                "llama-server could not load '/d/models/q.gguf': the file is damaged or cut \
+                 short. Run scripts/fetch-llm, which builds llama-server and installs the \
+                 model, or set [llm].local_model to another model."
+            )
+        );
+        assert_eq!(fix_for("error: address already in use", model), None);
     }
 
     #[test]
