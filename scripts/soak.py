@@ -21,6 +21,7 @@ Usage: scripts/soak [--minutes N] [--write]     (scripts/soak --short: 5 minutes
 """
 
 import argparse
+import collections
 import atexit
 import json
 import os
@@ -407,7 +408,8 @@ def main():
             code, out = ctl(env, "command-execute", "--wait=15000")
             commands.append([text, at, mark, code, out.strip()])
         elif kind == 1:
-            text = CHATS[(step // 4) % len(CHATS)]
+            # Each chat turn's words its own, so each can be found in memory.
+            text = f"{CHATS[(step // 4) % len(CHATS)]} (turn {step})"
             code, _ = ctl(env, "chat-send", text)
             chats.append([text, time.monotonic(), mark, code])
             # Chat stays on until toggled off once the reply is in.
@@ -454,30 +456,52 @@ def main():
         if t is not None and role == "assistant":
             command_ms.append((at - t0, (t - at) * 1000, text))
             answered.append(text)
-    stops = {}
-    transcript_ms = []
+    # Each transcript: from the end of its segment in the audio (its speech_start event plus the
+    # segment's length, so the VAD's onset delay, less the pre-roll, is in it: the same each
+    # time), and from the daemon's speech_stop.
+    stops, starts = {}, {}
+    transcript_ms, spoken_ms = [], []
     for t, e in events:
-        if e.get("type") == "speech_stop":
-            stops[e.get("seg_id")] = t
-        elif e.get("type") == "transcript" and e.get("seg_id") in stops:
-            transcript_ms.append((t - t0, (t - stops.pop(e["seg_id"])) * 1000))
+        seg = e.get("seg_id")
+        if e.get("type") == "speech_start":
+            starts[seg] = t
+        elif e.get("type") == "speech_stop":
+            stops[seg] = t
+        elif e.get("type") == "transcript":
+            if seg in stops:
+                transcript_ms.append((t - t0, (t - stops.pop(seg)) * 1000))
+            if seg in starts and "end" in e and "start" in e:
+                spoken = (t - starts.pop(seg)) - (e["end"] - e["start"])
+                spoken_ms.append((t - t0, spoken * 1000))
+    with open(work / "events.jsonl", "w") as out:
+        for t, e in events:
+            out.write(json.dumps({"t": t - t0, "event": e}) + "\n")
 
     # Chat turns answered (a reply after it was sent).
     answered_chats = [c[0] for c in chats if c[3] == 0 and answer_after(c[2])[1] == "assistant"]
-    # Lost turns: a command or chat turn answered but not in memory.
+    # Lost turns: a command or chat turn answered but not in memory (counted: the same command
+    # is said many times), and a chat turn acknowledged but neither answered nor in memory.
     lost = []
+    unanswered = [c[0] for c in chats if c[3] == 0 and c[0] not in answered_chats]
     if db.exists():
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        kept = {r[0] for r in con.execute("SELECT text FROM log WHERE role = 'user'")}
-        lost = [t for t in set(answered) | set(answered_chats) if t not in kept]
+        kept = collections.Counter(
+            r[0] for r in con.execute("SELECT text FROM log WHERE role = 'user'"))
         con.close()
+        want = collections.Counter(answered) + collections.Counter(answered_chats)
+        lost = [f"{t} ({want[t] - kept[t]} of {want[t]})" for t in want if kept[t] < want[t]]
+        dropped = [t for t in unanswered if kept[t] == 0]
     else:
         lost = ["(no memory database)"]
+        dropped = unanswered
     errors = [l for l in up_log.read_text(errors="replace").splitlines()
               if " ERROR " in l or " WARN " in l]
 
-    report = render(samples, command_ms, transcript_ms, errors, lost, len(commands),
+    report = render(samples, command_ms, transcript_ms, spoken_ms, errors, lost, len(commands),
                     len(chats), minutes, sample_every, args.profile)
+    report += (f"\n- chat turns acknowledged but not answered (the assistant or the model killed "
+               f"meanwhile): {len(unanswered)}; of them not in memory either: {len(dropped)}"
+               + (f" ({'; '.join(dropped)})" if dropped else ""))
     report += f"\n- `up` exited {up_exit} on SIGTERM; processes left after it: {len(outlived)}" + \
         (f" ({', '.join(outlived)})" if outlived else "") + f"; sockets left: {len(stale)}" + \
         (f" ({', '.join(stale)})" if stale else "")
@@ -487,7 +511,9 @@ def main():
     if args.write:
         doc = ROOT / "docs/RELIABILITY.md"
         text = doc.read_text()
-        start, end = "<!-- soak: start -->", "<!-- soak: end -->"
+        # A run with kills has a section of its own.
+        mark = "soak-kill" if args.kill else "soak"
+        start, end = f"<!-- {mark}: start -->", f"<!-- {mark}: end -->"
         head, rest = text.split(start, 1)
         _, tail = rest.split(end, 1)
         doc.write_text(f"{head}{start}\n{report}\n{end}{tail}")
@@ -496,7 +522,7 @@ def main():
     sys.exit(1 if failed else 0)
 
 
-def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats, minutes,
+def render(samples, command_ms, transcript_ms, spoken_ms, errors, lost, n_commands, n_chats, minutes,
            every, profile):
     warm = [s for s in samples if s["t"] >= min(120, samples[-1]["t"] / 4)] if samples else []
     lines = [
@@ -545,7 +571,10 @@ def render(samples, command_ms, transcript_ms, errors, lost, n_commands, n_chats
         change = f"{(last - first) / first * 100:+.0f}%" if first else "-"
         lines.append(f"| {text} | {len(pts)} | {first:.0f} | {last:.0f} | {change} |")
     lines.append("")
-    for label, pts in (("transcript (speech stop → transcript)", transcript_ms),):
+    for label, pts in (("transcript (the segment's end in the audio → transcript: from its speech_start event "
+                        "plus its length)", spoken_ms),
+                       ("transcript (speech stop, after the VAD's hangover → transcript)",
+                        transcript_ms)):
         first, last = quarter(pts)
         if first is None:
             lines.append(f"- {label}: {len(pts)} timed, too few to compare")
