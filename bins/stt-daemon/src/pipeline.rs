@@ -600,6 +600,7 @@ impl Heart {
             audio: *self.audio.lock().unwrap_or_else(PoisonError::into_inner),
             model: self.model.clone(),
             remote: self.remote.clone(),
+            wake: None,
         })
     }
 }

@@ -271,6 +271,20 @@ pub struct DaemonHeartbeat {
     /// Where finals are sent to be transcribed (`host:port`), or `null`: this machine.
     #[serde(default)]
     pub remote: Option<String>,
+    /// The wake phrase listened for (`[wake]`), or `null` while wake is off.
+    #[serde(default)]
+    pub wake: Option<String>,
+}
+
+/// The wake phrase was heard (`[wake]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wake {
+    /// The phrase heard: a wake model's name (`hey_jarvis`), or `enrolled` for the user's own.
+    pub phrase: String,
+    /// How sure the detector is, from 0 to 1 (it fired at its threshold or above).
+    pub score: f32,
+    /// Seconds into the stream where the phrase ended.
+    pub at: f64,
 }
 
 family! {
@@ -284,6 +298,7 @@ family! {
         SegmentDone(SegmentDone) = "segment_done",
         Levels(Levels) = "levels",
         Speakers(Speakers) = "speakers",
+        Wake(Wake) = "wake",
         Heartbeat(DaemonHeartbeat) = "heartbeat",
         Error(ErrorMsg) = "error",
     }

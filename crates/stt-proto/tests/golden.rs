@@ -95,8 +95,13 @@ pub fn daemon_events() -> Vec<(DaemonEvent, &'static str)> {
                 audio: AudioState::Capturing,
                 model: "ggml-tiny.en-q8_0.bin".into(),
                 remote: None,
+                wake: None,
             }),
-            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en-q8_0.bin","remote":null}"#,
+            r#"{"type":"heartbeat","seq":42,"uptime_s":42.0,"backlog":1,"stt_healthy":true,"audio":"capturing","model":"ggml-tiny.en-q8_0.bin","remote":null,"wake":null}"#,
+        ),
+        (
+            DaemonEvent::Wake(Wake { phrase: "hey_jarvis".into(), score: 0.93, at: 31.52 }),
+            r#"{"type":"wake","phrase":"hey_jarvis","score":0.93,"at":31.52}"#,
         ),
         (
             DaemonEvent::Error(ErrorMsg::new(

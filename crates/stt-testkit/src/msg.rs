@@ -41,6 +41,7 @@ pub fn heartbeat(seq: u64) -> DaemonEvent {
         audio: AudioState::Capturing,
         model: "ggml-tiny.en-q8_0.bin".into(),
         remote: None,
+        wake: None,
     })
 }
 

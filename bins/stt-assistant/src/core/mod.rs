@@ -337,8 +337,10 @@ impl Core {
                 vec![Effect::Publish(AssistantEvent::Speakers(self.roster.clone()))]
             }
             DaemonEvent::Error(error) => vec![Effect::Publish(AssistantEvent::Error(error))],
-            // The microphone's loudness is the owner's (what the voice hears of itself).
-            DaemonEvent::Hello(_) | DaemonEvent::Levels(_) => vec![],
+            // The microphone's loudness is the owner's (what the voice hears of itself). A
+            // wake phrase heard starts nothing yet: the spoken turn without a key is to come
+            // (issue 47), and `[wake]` is off until it does.
+            DaemonEvent::Hello(_) | DaemonEvent::Levels(_) | DaemonEvent::Wake(_) => vec![],
         }
     }
 

@@ -23,6 +23,7 @@ fn beat(healthy: bool) -> DaemonEvent {
         audio: AudioState::Capturing,
         model: "m".into(),
         remote: None,
+        wake: None,
     })
 }
 

@@ -174,7 +174,7 @@ impl Daemon {
 /// A daemon heartbeat whose `model` pads the encoded line to about `len` bytes.
 pub fn heartbeat(seq: u64, len: usize) -> DaemonEvent {
     // The line without `model`'s text, for a five-digit `seq`.
-    let base = 114;
+    let base = 126;
     DaemonEvent::Heartbeat(DaemonHeartbeat {
         seq,
         uptime_s: seq as f64,
@@ -183,6 +183,7 @@ pub fn heartbeat(seq: u64, len: usize) -> DaemonEvent {
         audio: AudioState::Capturing,
         model: "m".repeat(len.saturating_sub(base).max(1)),
         remote: None,
+        wake: None,
     })
 }
 
