@@ -50,6 +50,7 @@ pub mod recur;
 pub mod session;
 pub mod settle;
 pub mod slash;
+pub mod spoken;
 pub mod talk;
 pub mod timers;
 pub mod tool;
@@ -141,6 +142,8 @@ pub struct Settings {
     pub dictate: stt_dictate::TypistSettings,
     /// The commands answered without the model (`[intents]`); `None` when they are off.
     pub intents: Option<intents::Local>,
+    /// How a turn started by the wake phrase goes; `None` when `[wake]` is off.
+    pub spoken: Option<spoken::Flow>,
 }
 
 impl Settings {
@@ -204,6 +207,13 @@ impl Settings {
             clock: clock::Clock::System,
             dictate: dictate_settings(&config.dictate, env),
             intents: intents_settings(config, env)?,
+            spoken: config.wake.enabled.then(|| {
+                spoken::Flow::new(
+                    &config.wake.said(),
+                    Duration::from_secs_f64(config.wake.words_wait_s),
+                    Duration::from_secs_f64(config.wake.follow_up_s),
+                )
+            }),
         })
     }
 }
@@ -430,10 +440,13 @@ pub async fn serve(
         Sink::to(&inputs_tx, Input::Written),
     )
     .context("cannot start the writer thread")?;
-    let core = Core::new(settings.require_viewer, settings.stt_stale_after)
+    let mut core = Core::new(settings.require_viewer, settings.stt_stale_after)
         .with_settle(settings.settle)
         .with_names(names::load(&settings.names_file))
         .with_ids(Ids::from_clock());
+    if let Some(flow) = settings.spoken.clone() {
+        core = core.with_wake(flow);
+    }
     let server = ControlServer::new(Arc::new(Front::new(requests_tx)), publisher.clone());
     let owner = Owner::new(
         Parts {

@@ -89,6 +89,8 @@ enum Job {
     /// Load the voice and open the output, unless done already.
     Load,
     Piece(Piece),
+    /// The short sound that says a spoken turn listens.
+    Earcon,
 }
 
 /// A piece of a reply to say, and the interrupt count when it was asked for; or, with
@@ -141,6 +143,12 @@ impl Voice {
         let piece =
             Piece { epoch: self.epoch.load(Ordering::SeqCst), text: text.to_owned(), ahead: true };
         self.jobs.send(Job::Piece(piece));
+    }
+
+    /// Plays the short sound that says it listens (the wake phrase was heard), after what is
+    /// queued.
+    pub fn earcon(&self) {
+        self.jobs.send(Job::Earcon);
     }
 
     /// Stops speaking now: what plays falls silent and nothing queued is said.
@@ -238,7 +246,17 @@ fn speak(
     let mut ready: Option<(String, Vec<f32>)> = None;
     for job in jobs {
         // Loaded already.
-        let Job::Piece(job) = job else { continue };
+        let job = match job {
+            Job::Piece(job) => job,
+            Job::Earcon => {
+                // No words: nothing the microphone hears of it can be taken for a reply.
+                if let Err(why) = play(&mut out, &settings.output, stopper, &earcon(rate), rate) {
+                    reports.send(Report::Failed { why });
+                }
+                continue;
+            }
+            Job::Load => continue,
+        };
         if job.ahead {
             if ready.as_ref().is_none_or(|(text, _)| *text != job.text) {
                 // A failure is told when the words are said, if they are.
@@ -287,6 +305,27 @@ fn speak(
     if let Out::Wav(wav) = out {
         let _ = wav.finish();
     }
+}
+
+/// The earcon at `rate`: two short rising tones (660 Hz, then 990 Hz), 0.17 s in all, with
+/// soft edges so neither clicks.
+fn earcon(rate: u32) -> Vec<f32> {
+    let rate_f = f64::from(rate);
+    let tone = |hz: f64, secs: f64| -> Vec<f32> {
+        let n = (secs * rate_f) as usize;
+        let edge = (0.005 * rate_f) as usize;
+        (0..n)
+            .map(|i| {
+                let fade = (i.min(n - 1 - i) as f64 / edge as f64).min(1.0);
+                let t = i as f64 / rate_f;
+                (0.25 * fade * (std::f64::consts::TAU * hz * t).sin()) as f32
+            })
+            .collect()
+    };
+    let mut sound = tone(660.0, 0.07);
+    sound.extend(std::iter::repeat_n(0.0, (0.01 * rate_f) as usize));
+    sound.extend(tone(990.0, 0.09));
+    sound
 }
 
 /// When what is queued on the output ends, and the interrupt count it was queued under.

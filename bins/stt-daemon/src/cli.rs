@@ -108,6 +108,13 @@ pub enum Command {
         #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
         quiet_s: u64,
     },
+    /// Enrol your own wake phrase from 3 to 5 recordings of you saying it (WAV files, any
+    /// rate), for [wake].phrase = "enrolled"; kept in the data directory (0600)
+    WakeEnroll {
+        /// The recordings: each the phrase alone, said as you will say it
+        #[arg(required = true, num_args = 3..=5, value_name = "FILE.wav")]
+        clips: Vec<PathBuf>,
+    },
     /// Start the daemon and the assistant (and the TUI, and a local model) as supervised
     /// children
     ///

@@ -29,6 +29,7 @@ pub mod transcribe;
 pub mod turn;
 pub mod up;
 pub mod vocabulary;
+pub mod wake;
 pub mod wyoming;
 
 pub use cli::{Cli, Command, UpArgs};
@@ -41,6 +42,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Devices) => devices(),
         Some(Command::Transcribe { file }) => transcribe::run(&config, &cli, file),
+        Some(Command::WakeEnroll { clips }) => {
+            let said = wake::enroll(clips)?;
+            std::io::Write::write_all(&mut std::io::stdout(), format!("{said}\n").as_bytes())
+                .context("cannot write to stdout")
+        }
         Some(Command::Wyoming { listen, quiet_s }) => {
             wyoming::run(&config, &cli, listen, std::time::Duration::from_secs(*quiet_s))
         }

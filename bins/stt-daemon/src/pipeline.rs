@@ -82,6 +82,14 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     let segmenter = settings::segmenter(&config)?;
 
     let (speakers, roster_warnings) = crate::speakers::Lane::start(&config, &publisher)?;
+    // Without the phrase the rest still works: said, not fatal.
+    let mut wake_warning = None;
+    let wake = crate::wake::Lane::start(&config, &publisher).unwrap_or_else(|e| {
+        let why = format!("{e:#}; the daemon runs without wake");
+        tracing::warn!("{why}");
+        wake_warning = Some(why);
+        None
+    });
     // A file fed as fast as whisper goes has no one waiting for its words as they are said.
     let partials = (config.daemon.partials && !cli.source.fast)
         .then(|| Schedule::new(config.daemon.partial_interval_ms));
@@ -120,7 +128,11 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
         verdicts_rx,
     );
     let worker = Arc::new(worker);
-    let heart = Arc::new(Heart::new(worker.model_name().to_owned(), remote_host));
+    let heart = Arc::new(Heart::new(
+        worker.model_name().to_owned(),
+        remote_host,
+        wake.as_ref().map(|w| w.phrase().to_owned()),
+    ));
     tracing::info!(
         socket = %socket_path.display(),
         model = worker.model_name(),
@@ -161,6 +173,9 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
     for warning in roster_warnings {
         publisher.publish(&DaemonEvent::Error(ErrorMsg::new(ErrorCode::Speaker, warning)));
     }
+    if let Some(why) = wake_warning {
+        publisher.publish(&DaemonEvent::Error(ErrorMsg::new(ErrorCode::Wake, why)));
+    }
 
     let stop = StopFlag::new();
     let (sink, audio_rx) = Sink::channel(AUDIO_QUEUE);
@@ -175,6 +190,7 @@ pub async fn serve(config: Config, cli: Cli) -> anyhow::Result<()> {
                 let mut lanes = Lanes {
                     worker: &worker,
                     speakers: speakers.as_ref(),
+                    wake: wake.as_deref(),
                     partials,
                     turn,
                     vocabulary: RefCell::new(Vocabulary::new(&config)),
@@ -274,6 +290,8 @@ fn source(config: &Config, cli: &Cli) -> anyhow::Result<(Source, QueuePolicy)> {
 struct Lanes<'a> {
     worker: &'a Worker,
     speakers: Option<&'a Lane>,
+    /// The wake lane, which hears every chunk (`[wake]`).
+    wake: Option<&'a crate::wake::Lane>,
     partials: Option<Schedule>,
     turn: Turn,
     vocabulary: RefCell<Vocabulary>,
@@ -352,6 +370,9 @@ fn segment(
     for event in audio {
         match event {
             AudioEvent::Samples(samples) => {
+                if let Some(wake) = lanes.wake {
+                    wake.hear(&samples);
+                }
                 handle(segmenter.push(&samples));
                 if let Some(levels) = meter.push(&samples, open.get()) {
                     publisher.publish(&DaemonEvent::Levels(levels));
@@ -574,16 +595,19 @@ struct Heart {
     model: String,
     /// Where finals are sent, with a remote server.
     remote: Option<String>,
+    /// The wake phrase listened for.
+    wake: Option<String>,
 }
 
 impl Heart {
-    fn new(model: String, remote: Option<String>) -> Self {
+    fn new(model: String, remote: Option<String>, wake: Option<String>) -> Self {
         Self {
             started: Instant::now(),
             seq: AtomicU64::new(0),
             audio: Mutex::new(AudioState::Idle),
             model,
             remote,
+            wake,
         }
     }
 
@@ -600,7 +624,7 @@ impl Heart {
             audio: *self.audio.lock().unwrap_or_else(PoisonError::into_inner),
             model: self.model.clone(),
             remote: self.remote.clone(),
-            wake: None,
+            wake: self.wake.clone(),
         })
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The file is `$XDG_CONFIG_HOME/stt/config.toml` (else `~/.config/stt/config.toml`), or the
 //! path given with `--config`. Its sections are `[daemon]`, `[assistant]`, `[llm]`, `[triage]`,
-//! `[speakers]`, `[voice]`, `[memory]`, `[planner]`, `[dictate]`, `[tui]` and `[tools]`; every key has a default, so a
+//! `[speakers]`, `[voice]`, `[wake]`, `[memory]`, `[planner]`, `[dictate]`, `[tui]` and `[tools]`; every key has a default, so a
 //! missing file or a partial one is fine. [`DEFAULT_CONFIG_TOML`] is the complete file with
 //! every key documented (`stt-ctl config-default` prints it), and a test keeps it equal to
 //! [`Config::default`]. `[llm.providers.ID]` tables (one per model provider) are the only
@@ -54,7 +54,7 @@ pub use sections::{
     DEFAULT_COMPACTION_SYSTEM_PROMPT, DaemonConfig, DictateConfig, DictateMethod, EndOfTurn,
     IntentsConfig, LLM_PROVIDERS, LlmConfig, LlmProviderConfig, MemoryConfig, PlannerConfig,
     RemoteFallback, SideEffect, SpeakersConfig, ToolCommand, ToolsConfig, TriageConfig, TuiConfig,
-    VadEngine, VoiceConfig,
+    VadEngine, VoiceConfig, WakeConfig,
 };
 
 /// The complete default config file, every key present with a comment above it saying what it
@@ -415,6 +415,9 @@ mod tests {
             &[":3:", "speakers.uncertain_threshold", "no higher than match_threshold"],
         );
         check("[speakers]\nmin_segment_s = -1.0\n", &[":2:", "speakers.min_segment_s"]);
+        check("[wake]\nphrase = \"hey jarvis\"\n", &[":2:", "wake.phrase", "enrolled"]);
+        check("[wake]\nthreshold = 1.5\n", &[":2:", "wake.threshold"]);
+        check("[wake]\nfollow_up_s = -1.0\n", &[":2:", "wake.follow_up_s"]);
         check("[speakers]\nconfirm_s = nan\n", &[":2:", "speakers.confirm_s"]);
         check("[memory]\ntree_fanout_max = 3\n", &[":2:", "memory.tree_fanout_max", "4 or more"]);
         check(

@@ -26,6 +26,8 @@ pub struct Config {
     pub speakers: SpeakersConfig,
     /// `[voice]`: the voice replies are spoken in.
     pub voice: VoiceConfig,
+    /// `[wake]`: a spoken turn without a key, started by a wake phrase.
+    pub wake: WakeConfig,
     /// `[memory]`: long-term memory.
     pub memory: MemoryConfig,
     /// `[planner]`: tasks, plans and the assistant speaking up on its own.
@@ -536,6 +538,57 @@ impl Default for VoiceConfig {
             enabled: false,
             model: PathBuf::from("piper/en_US-joe-medium.onnx"),
             device: String::new(),
+        }
+    }
+}
+
+/// `[wake]`: listening for a wake phrase (in the daemon), and the spoken turn it starts (in the
+/// assistant): armed without a key, run when the turn ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WakeConfig {
+    /// Listen for the phrase.
+    pub enabled: bool,
+    /// `"enrolled"` (the user's own phrase, enrolled from their recordings), or the name of an
+    /// openWakeWord head installed with `scripts/fetch-wake --head NAME` (`hey_jarvis`,
+    /// `alexa`, `hey_mycroft`, `hey_rhasspy`).
+    pub phrase: String,
+    /// The phrase as words, taken off the command said in the same breath ("hey jarvis what
+    /// time is it" runs "what time is it"); empty: a head's name read as words
+    /// (`hey_jarvis` → "hey jarvis"), nothing for an enrolled phrase.
+    pub said: String,
+    /// Score at or above which the phrase counts (0 .. 1); 0: the phrase's own (a head's 0.5,
+    /// an enrolled phrase's from its recordings).
+    pub threshold: f64,
+    /// After the phrase is heard, how long before it can be heard again, in milliseconds.
+    pub refractory_ms: u64,
+    /// How long after the phrase the command's words may take to begin, in seconds.
+    pub words_wait_s: f64,
+    /// After the answer, how long the next command needs no phrase, in seconds; 0: never.
+    pub follow_up_s: f64,
+}
+
+impl Default for WakeConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            phrase: "enrolled".into(),
+            said: String::new(),
+            threshold: 0.0,
+            refractory_ms: 2000,
+            words_wait_s: 8.0,
+            follow_up_s: 5.0,
+        }
+    }
+}
+
+impl WakeConfig {
+    /// The phrase as words: [`WakeConfig::said`], else a head's name read as words.
+    pub fn said(&self) -> String {
+        match (self.said.trim(), self.phrase.as_str()) {
+            ("", "enrolled") => String::new(),
+            ("", head) => head.replace(['_', '-'], " "),
+            (said, _) => said.to_owned(),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::key::KeyPath;
 use crate::sections::{
     AsrBackend, AssistantConfig, Config, DaemonConfig, DictateConfig, EndOfTurn, LLM_PROVIDERS,
     LlmConfig, MemoryConfig, PlannerConfig, SideEffect, SpeakersConfig, ToolsConfig, TriageConfig,
-    TuiConfig, VadEngine, VoiceConfig, is_identifier,
+    TuiConfig, VadEngine, VoiceConfig, WakeConfig, is_identifier,
 };
 
 /// The first problem found: the key to blame, other keys involved (used to find a line when
@@ -35,6 +35,7 @@ pub(crate) fn check(config: &Config) -> Checked {
     triage(&config.triage)?;
     speakers(&config.speakers)?;
     voice(&config.voice)?;
+    wake(&config.wake)?;
     memory(&config.memory)?;
     planner(&config.planner)?;
     dictate(&config.dictate)?;
@@ -375,6 +376,35 @@ fn voice(c: &VoiceConfig) -> Checked {
                 VoiceConfig::default().model.display()
             ),
         ));
+    }
+    Ok(())
+}
+
+fn wake(c: &WakeConfig) -> Checked {
+    let d = WakeConfig::default();
+    let phrase = c.phrase.trim();
+    let named = phrase.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+    if phrase.is_empty() || !named {
+        return Err(problem(
+            KeyPath::new("wake", "phrase"),
+            format!(
+                "{:?} is not a phrase: set \"enrolled\" (your own) or a head's name, e.g. \
+                 \"hey_jarvis\" (letters, digits, _ and -)",
+                c.phrase
+            ),
+        ));
+    }
+    fraction("wake", "threshold", c.threshold, false, d.threshold)?;
+    for (key, value, default) in [
+        ("words_wait_s", c.words_wait_s, d.words_wait_s),
+        ("follow_up_s", c.follow_up_s, d.follow_up_s),
+    ] {
+        if !(0.0..=600.0).contains(&value) {
+            return Err(problem(
+                KeyPath::new("wake", key),
+                format!("{value} is out of range: set 0 to 600 seconds (default {default})"),
+            ));
+        }
     }
     Ok(())
 }

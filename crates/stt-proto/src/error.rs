@@ -77,6 +77,8 @@ error_codes! {
     Stt = "stt",
     /// Speaker identification failed (its model, or writing its roster).
     Speaker = "speaker",
+    /// Listening for the wake phrase failed (its models, no phrase enrolled) or fell behind.
+    Wake = "wake",
     /// Dictation could not type a phrase into the focused window (no tool for the session,
     /// or the tool failed; the message names what to install).
     DictateFailed = "dictate_failed",

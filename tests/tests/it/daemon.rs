@@ -1028,3 +1028,165 @@ fn a_microphone_that_goes_and_comes_back_is_told_at_once_and_used_again() {
     });
     assert!(text.to_lowercase().contains("kitchen"), "{text}");
 }
+
+// ---- the wake lane -----------------------------------------------------------------------
+
+/// Whether openWakeWord's `head` is installed (`scripts/fetch-wake --head NAME`, which
+/// `scripts/test` runs); a test that needs one it lacks is skipped, unless every test must run.
+fn wake_head(head: &str) -> bool {
+    let there = stt_testkit::models_dir().join(format!("wake/{head}.onnx")).is_file();
+    assert!(
+        there || std::env::var_os("STT_TEST_STRICT").is_none(),
+        "no wake head {head}: run scripts/fetch-wake --head {head}"
+    );
+    there
+}
+
+/// The daemon's events from `file` played at real time, once it has all been heard.
+fn heard_at_real_time(sandbox: &Sandbox, file: &Path) -> Vec<DaemonEvent> {
+    let mut daemon = sandbox
+        .spawn("stt-daemon", &["--input", path_str(file), "--stay", "--wait-for-subscriber"]);
+    let subscriber = Subscriber::connect(&sandbox.daemon_socket(), &daemon);
+    subscriber.wait_for(
+        "the end of the input, every segment done",
+        &daemon,
+        RUN_DEADLINE,
+        |seen| {
+            let starts = count(&seen.events, |e| matches!(e, DaemonEvent::SpeechStart(_)));
+            let dones = count(&seen.events, |e| matches!(e, DaemonEvent::SegmentDone(_)));
+            let ended = seen.events.iter().any(|e| {
+                heartbeat(e).is_some_and(|h| h.audio == AudioState::Ended && h.backlog == 0)
+            });
+            (ended && starts == dones).then_some(())
+        },
+    );
+    let events = subscriber.seen().events.clone();
+    stop(sandbox, &mut daemon);
+    events
+}
+
+fn wakes(events: &[DaemonEvent]) -> Vec<&stt_proto::Wake> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            DaemonEvent::Wake(w) => Some(w),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `[wake]` with openWakeWord's "hey jarvis": the phrase said before a command is heard once,
+/// where it was said, and a sentence without it wakes nothing; the heartbeat names the phrase;
+/// the command is transcribed as ever.
+#[test]
+fn the_wake_phrase_is_heard_once_where_it_was_said_and_nowhere_else() {
+    if !wake_head("hey_jarvis") {
+        return;
+    }
+    let _turn = one_at_a_time();
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), "[wake]\nenabled = true\nphrase = \"hey_jarvis\"\n")
+        .unwrap();
+    let said = |text| Part::Say(Line { text, voice: "en-us" });
+    let file = speech().clip(
+        &[
+            Part::Silence(1.0),
+            Part::Say(LINES[1]),
+            Part::Silence(1.5),
+            said("hey jarvis"),
+            Part::Silence(0.3),
+            said("what time is it"),
+            Part::Silence(1.5),
+        ],
+        Format::wav(16_000, 1),
+    );
+    let events = heard_at_real_time(&sandbox, &file);
+    let wakes = wakes(&events);
+    assert_eq!(wakes.len(), 1, "{}", show(&events));
+    let wake = wakes[0];
+    assert_eq!(wake.phrase, "hey_jarvis");
+    assert!(wake.score >= 0.5, "{wake:?}");
+    // Where it was said: in the segment that holds it, not in the sentence before.
+    let transcripts: Vec<&stt_proto::Transcript> = events
+        .iter()
+        .filter_map(|e| match e {
+            DaemonEvent::Transcript(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let named = transcripts
+        .iter()
+        .find(|t| t.text.to_lowercase().contains("time"))
+        .unwrap_or_else(|| panic!("no transcript of the command: {}", show(&events)));
+    assert!(
+        named.start - 0.5 <= wake.at && wake.at <= named.end,
+        "the wake at {} s, the command's segment {}..{} s",
+        wake.at,
+        named.start,
+        named.end
+    );
+    assert!(transcripts[0].end < wake.at, "{}", show(&events));
+    let named_beats = events.iter().filter_map(heartbeat).filter(|h| h.wake.is_some());
+    assert!(named_beats.clone().all(|h| h.wake.as_deref() == Some("hey_jarvis")));
+    assert!(named_beats.count() > 0, "no heartbeat names the phrase: {}", show(&events));
+}
+
+/// `[wake].phrase = "enrolled"`: before anything is enrolled the daemon says how to enrol and
+/// transcribes all the same; `stt-daemon wake-enroll` makes the phrase from three recordings
+/// (kept 0600), and then it is heard in a voice it was not enrolled from, after a sentence.
+#[test]
+fn a_phrase_of_ones_own_is_enrolled_from_recordings_and_heard_in_another_voice() {
+    let _turn = one_at_a_time();
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.config_file(), "[wake]\nenabled = true\nphrase = \"enrolled\"\n")
+        .unwrap();
+    let phrase = |voice, wpm| Part::SayAt { line: Line { text: "hey computer", voice }, wpm };
+    let later = speech().clip(
+        &[
+            Part::Silence(1.0),
+            Part::Say(LINES[0]),
+            Part::Silence(1.5),
+            phrase("en-gb", 175),
+            Part::Silence(1.5),
+        ],
+        Format::wav(16_000, 1),
+    );
+
+    // Nothing enrolled: told how, and the speech is transcribed all the same.
+    let events = heard_at_real_time(&sandbox, &later);
+    let told = events.iter().find_map(|e| match e {
+        DaemonEvent::Error(e) if e.code == stt_proto::ErrorCode::Wake => Some(e.message.clone()),
+        _ => None,
+    });
+    let told = told.unwrap_or_else(|| panic!("no wake error: {}", show(&events)));
+    assert!(told.contains("stt-daemon wake-enroll"), "{told}");
+    assert!(events.iter().any(|e| matches!(e, DaemonEvent::Transcript(_))), "{}", show(&events));
+    assert!(wakes(&events).is_empty());
+    assert!(events.iter().filter_map(heartbeat).all(|h| h.wake.is_none()));
+
+    // Enrolled from three recordings.
+    let clip = |voice, wpm| {
+        let parts = [Part::Silence(0.4), phrase(voice, wpm), Part::Silence(0.4)];
+        path_str(&speech().clip(&parts, Format::wav(22_050, 1))).to_owned()
+    };
+    let clips = [clip("en-us", 160), clip("en-us", 190), clip("en-us+f3", 175)];
+    let mut args = vec!["wake-enroll"];
+    args.extend(clips.iter().map(String::as_str));
+    let out = run_within(&sandbox, &args, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.starts_with("enrolled the wake phrase from 3 recordings"), "{out:?}");
+    let kept = sandbox.root().join("data/stt/wake/enrolled.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // Heard in another voice, and only there.
+    let events = heard_at_real_time(&sandbox, &later);
+    let wakes = wakes(&events);
+    assert_eq!(wakes.len(), 1, "{}", show(&events));
+    assert_eq!(wakes[0].phrase, "enrolled");
+    let first = events.iter().find_map(|e| match e {
+        DaemonEvent::Transcript(t) => Some(t.end),
+        _ => None,
+    });
+    assert!(first.is_some_and(|end| end < wakes[0].at), "{}", show(&events));
+}

@@ -12,6 +12,7 @@ mod chat;
 mod ctl;
 mod daemon;
 mod dictate;
+mod hands_free;
 mod intents;
 mod layers;
 mod local_model;

@@ -20,6 +20,7 @@ mod requests;
 
 use crate::ids::Ids;
 use crate::settle::{Settle, Settled};
+use crate::spoken::{self, Flow, Stage};
 use crate::turn::{self, ChatTurn};
 
 /// Something the caller must do.
@@ -52,6 +53,10 @@ pub enum Effect {
     Dictation { on: bool },
     /// Type a final transcript said while dictating.
     Dictate(String),
+    /// The wake phrase armed a command: a short sound says it listens.
+    Earcon,
+    /// A spoken turn ended: execute the command, as Enter would.
+    RunSpoken,
 }
 
 /// What the caller tells the core about the world that the core does not track itself.
@@ -103,6 +108,10 @@ pub struct Core {
     ids: Ids,
     /// The turn being spoken, and when it settles.
     settle: Settle,
+    /// How a spoken turn goes, when the wake phrase starts one (`[wake]`).
+    wake: Option<Flow>,
+    /// The spoken turn under way, if any.
+    spoken: Option<Stage>,
 }
 
 impl Core {
@@ -125,7 +134,20 @@ impl Core {
             awaiting: Vec::new(),
             ids: Ids::starting_at(1),
             settle: Settle::new(Duration::ZERO),
+            wake: None,
+            spoken: None,
         }
+    }
+
+    /// Takes a spoken turn without a key when the daemon hears the wake phrase.
+    pub fn with_wake(mut self, flow: Flow) -> Self {
+        self.wake = Some(flow);
+        self
+    }
+
+    /// The spoken turn under way, if any.
+    pub fn spoken(&self) -> Option<Stage> {
+        self.spoken
     }
 
     /// Turns settle after `quiet` without speech following a `speech_stop`
@@ -249,16 +271,92 @@ impl Core {
         self.settle.hearing()
     }
 
-    /// When the turn being spoken settles if nothing else happens ([`Core::turn_due`]).
+    /// When the turn being spoken settles, or a spoken turn gives up waiting for words, if
+    /// nothing else happens ([`Core::turn_due`]).
     pub fn turn_deadline(&self) -> Option<Instant> {
-        self.settle.deadline()
+        let gives_up = self.spoken.zip(self.wake.as_ref()).and_then(|(s, f)| s.deadline(f));
+        [self.settle.deadline(), gives_up].into_iter().flatten().min()
     }
 
     /// The turn, if it has settled by `now`: `turn_ended`, and in chat mode its words for
-    /// the model.
+    /// the model; and a spoken turn that waited long enough for words, given up.
     pub fn turn_due(&mut self, now: Instant) -> Vec<Effect> {
         let settled = self.settle.due(now);
-        settled.into_iter().flat_map(|turn| self.turn_settled(turn)).collect()
+        let mut effects: Vec<Effect> =
+            settled.into_iter().flat_map(|turn| self.turn_settled(turn)).collect();
+        effects.extend(self.spoken_due(now));
+        effects
+    }
+
+    /// A spoken turn that waited for words past its deadline, with nothing being said: back
+    /// to idle (after the name alone, saying so).
+    fn spoken_due(&mut self, now: Instant) -> Vec<Effect> {
+        let (Some(stage), Some(flow)) = (self.spoken, self.wake.as_ref()) else { return vec![] };
+        let over = stage.deadline(flow).is_some_and(|at| at <= now);
+        if !over || self.settle.hearing() || self.mode != Mode::CommandArmed {
+            return vec![];
+        }
+        self.spoken = None;
+        let mut effects = Vec::new();
+        if matches!(stage, Stage::Named { .. }) && self.buffer.is_empty() {
+            let id = self.next_id();
+            effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
+                id,
+                role: ChatRole::Note,
+                speaker: None,
+                text: "Heard the name, then nothing: say it again with what to do.".into(),
+                partial: false,
+                stopped: false,
+            })));
+        }
+        self.buffer.clear();
+        self.segs.clear();
+        self.edited = false;
+        self.set_mode(Mode::Idle, &mut effects);
+        effects
+    }
+
+    /// The daemon heard the wake phrase: from idle, or in the listening after an answer, a
+    /// command is armed without a key and a sound says so.
+    fn woken(&mut self, now: Instant) -> Vec<Effect> {
+        if self.wake.is_none() {
+            return vec![];
+        }
+        let following_up = matches!(self.spoken, Some(Stage::FollowUp { .. }));
+        if self.mode != Mode::Idle && !(self.mode == Mode::CommandArmed && following_up) {
+            return vec![];
+        }
+        let mut effects = Vec::new();
+        self.buffer.clear();
+        self.segs.clear();
+        self.edited = false;
+        self.spoken = Some(Stage::Named { since: now, strip: true });
+        self.set_mode(Mode::CommandArmed, &mut effects);
+        effects.push(self.command_text());
+        effects.push(Effect::Earcon);
+        effects
+    }
+
+    /// What a spoken turn makes of a final's words: the wake phrase taken off the first ones
+    /// after the name; a "stop" in the listening after an answer ends it. `None`: the words
+    /// are used up.
+    fn spoken_words(&mut self, text: String, now: Instant) -> Option<String> {
+        let Some(flow) = self.wake.as_ref() else { return Some(text) };
+        match self.spoken {
+            Some(Stage::Named { since, strip: true }) if !text.is_empty() => {
+                self.spoken = Some(Stage::Named { since, strip: false });
+                Some(spoken::without_phrase(&text, &flow.phrase))
+            }
+            Some(Stage::FollowUp { .. }) if !text.is_empty() => {
+                if spoken::is_enough(&text) {
+                    self.spoken = Some(Stage::FollowUp { until: now });
+                    return None;
+                }
+                self.spoken = Some(Stage::Named { since: now, strip: false });
+                Some(text)
+            }
+            _ => Some(text),
+        }
     }
 
     /// The daemon went away: the turn it was hearing settles with what it said.
@@ -274,6 +372,11 @@ impl Core {
             text: turn.text,
             speaker: turn.speaker.clone(),
         }))];
+        // A spoken command with words runs when its turn ends, without Enter.
+        let spoken = matches!(self.spoken, Some(Stage::Named { .. }));
+        if spoken && self.mode == Mode::CommandArmed && !self.buffer.trim().is_empty() {
+            effects.push(Effect::RunSpoken);
+        }
         if self.mode == Mode::Chat && !turn.chat_text.is_empty() {
             let id = self.next_id();
             effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
@@ -340,7 +443,8 @@ impl Core {
             // The microphone's loudness is the owner's (what the voice hears of itself). A
             // wake phrase heard starts nothing yet: the spoken turn without a key is to come
             // (issue 47), and `[wake]` is off until it does.
-            DaemonEvent::Hello(_) | DaemonEvent::Levels(_) | DaemonEvent::Wake(_) => vec![],
+            DaemonEvent::Hello(_) | DaemonEvent::Levels(_) => vec![],
+            DaemonEvent::Wake(_) => self.woken(now),
         }
     }
 
@@ -381,6 +485,21 @@ impl Core {
         let seg_id = transcript.seg_id;
         self.settle.words(seg_id, &text, name.clone(), self.mode == Mode::Chat, now);
         let mut effects = vec![Effect::Publish(AssistantEvent::Transcript(transcript))];
+        // A spoken yes or no to the tool call waiting for one, in a spoken turn.
+        if self.mode == Mode::Executing
+            && self.spoken == Some(Stage::Running)
+            && let (Some(call_id), Some(allow)) = (self.awaiting.first(), spoken::answer(&text))
+        {
+            let call_id = call_id.clone();
+            self.confirmation_over(&call_id);
+            effects.push(Effect::Answer { call_id, allow });
+            return effects;
+        }
+        let Some(text) = self.spoken_words(text, now) else {
+            // "Stop" after an answer: the listening ends once the turn is over.
+            effects.extend(self.spoken_due(now));
+            return effects;
+        };
         // Chat mode's words go to the model when the turn settles (`turn_settled`); a
         // command's join its buffer at once, for the person to see before they execute.
         if self.mode == Mode::CommandArmed && !self.edited && !text.is_empty() {
@@ -414,8 +533,9 @@ impl Core {
         }
     }
 
-    /// The command finished (or failed): back to idle.
-    pub fn execution_finished(&mut self) -> Vec<Effect> {
+    /// The command finished (or failed) at `now`: back to idle, or, after a spoken one,
+    /// listening for the next without the name a while ([`Flow::follow_up`]).
+    pub fn execution_finished(&mut self, now: Instant) -> Vec<Effect> {
         let mut effects = Vec::new();
         // Its calls wait no more.
         self.awaiting.clear();
@@ -423,7 +543,15 @@ impl Core {
             self.buffer.clear();
             self.segs.clear();
             self.edited = false;
-            self.set_mode(Mode::Idle, &mut effects);
+            let follow_up = self.wake.as_ref().map_or(Duration::ZERO, |f| f.follow_up);
+            if self.spoken == Some(Stage::Running) && !follow_up.is_zero() {
+                self.spoken = Some(Stage::FollowUp { until: now + follow_up });
+                self.set_mode(Mode::CommandArmed, &mut effects);
+                effects.push(self.command_text());
+            } else {
+                self.spoken = None;
+                self.set_mode(Mode::Idle, &mut effects);
+            }
         }
         effects
     }

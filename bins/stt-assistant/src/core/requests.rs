@@ -36,6 +36,22 @@ impl Core {
     ) -> Result<(), ErrorMsg> {
         // Which mode takes which request is one table, the protocol's.
         self.mode.admits(request).map_err(wrong_mode)?;
+        // A key takes over from a spoken turn: arming, editing, cancelling, chat and dictation
+        // end it (Enter runs it as it stands; a yes or no by key answers as a spoken one).
+        if matches!(
+            request,
+            Request::CommandStart
+                | Request::CommandEdit { .. }
+                | Request::CommandCancel
+                | Request::ChatToggle
+                | Request::ChatSend { .. }
+                | Request::DictateStart
+                | Request::DictateStop
+                | Request::DictateToggle
+                | Request::Clear
+        ) {
+            self.spoken = None;
+        }
         match request {
             Request::CommandStart => {
                 if self.mode == Mode::Idle {
@@ -262,12 +278,7 @@ impl Core {
             ));
         }
         if outside.here {
-            self.set_mode(Mode::Executing, effects);
-            effects.push(Effect::Execute {
-                text: self.buffer.clone(),
-                edited: self.edited,
-                segs: self.segs.clone(),
-            });
+            self.run(effects);
             return Ok(());
         }
         if !outside.llm_enabled {
@@ -285,13 +296,21 @@ impl Core {
                 "the model is busy: the inference queue is full",
             ));
         }
+        self.run(effects);
+        Ok(())
+    }
+
+    /// Executes the armed command: a spoken turn's now runs.
+    fn run(&mut self, effects: &mut Vec<Effect>) {
+        if self.spoken.is_some() {
+            self.spoken = Some(super::Stage::Running);
+        }
         self.set_mode(Mode::Executing, effects);
         effects.push(Effect::Execute {
             text: self.buffer.clone(),
             edited: self.edited,
             segs: self.segs.clone(),
         });
-        Ok(())
     }
 }
 

@@ -104,7 +104,7 @@ fn the_two_press_flow_fills_the_buffer_and_executes_it() {
     }));
     // Transcripts while executing do not touch the command.
     say(&mut core, now, 3, "never mind");
-    core.execution_finished();
+    core.execution_finished(Instant::now());
     assert_eq!(core.mode(), Mode::Idle);
     assert_eq!(core.buffer(), ("", false));
 }
@@ -167,7 +167,7 @@ fn cancel_while_executing_stops_the_command_and_idles_once_it_has_stopped() {
     let effects = check(&mut core, now, Request::CommandCancel, OUT, None, "");
     assert_eq!(effects, [Effect::CancelCommand]);
     assert_eq!(core.mode(), Mode::Executing, "running until the job says it stopped");
-    let effects = core.execution_finished();
+    let effects = core.execution_finished(Instant::now());
     assert_eq!(effects, [Effect::Publish(AssistantEvent::Mode { mode: Mode::Idle })]);
     check(
         &mut core,
@@ -205,7 +205,7 @@ fn confirm_and_deny_answer_the_call_waiting_and_only_it() {
     check(&mut core, now, confirm(Some("call_2")), OUT, Some(none), "'call_2'");
     // Nor do the calls of a command that ended.
     core.confirmation_requested("call_4");
-    core.execution_finished();
+    core.execution_finished(Instant::now());
     assert!(core.awaiting().is_empty());
 }
 
@@ -703,4 +703,148 @@ fn merging_moves_the_name_only_to_an_unnamed_speaker() {
         "",
     );
     assert_eq!(published(&effects), [pair("spk_0004", Some("Efren"))]);
+}
+
+/// A ready core that takes spoken turns: the name "hey jarvis", eight seconds for words after
+/// it, five of listening after an answer.
+fn hands_free() -> (Core, Instant) {
+    let (core, now) = ready();
+    let flow = Flow::new("Hey Jarvis", Duration::from_secs(8), Duration::from_secs(5));
+    (core.with_wake(flow), now)
+}
+
+fn wake(core: &mut Core, now: Instant) -> Vec<Effect> {
+    let heard = stt_proto::Wake { phrase: "hey_jarvis".into(), score: 0.9, at: 1.0 };
+    core.daemon_event(DaemonEvent::Wake(heard), now)
+}
+
+/// What the owner does with [`Effect::RunSpoken`]: execute, as Enter would.
+#[track_caller]
+fn run_spoken(core: &mut Core, now: Instant, effects: &[Effect], text: &str) {
+    assert!(effects.contains(&Effect::RunSpoken), "{effects:?}");
+    let effects = check(core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
+    let ran = effects.iter().any(|e| matches!(e, Effect::Execute { text: t, .. } if t == text));
+    assert!(ran, "{text:?} not run: {effects:?}");
+}
+
+#[test]
+fn the_name_arms_a_command_that_runs_when_the_turn_ends_then_listens_a_while() {
+    let (mut core, now) = hands_free();
+    let effects = wake(&mut core, now);
+    assert_eq!(core.mode(), Mode::CommandArmed);
+    assert!(effects.contains(&Effect::Earcon), "{effects:?}");
+    // Said in the same breath as the name: the name is not part of the command.
+    let effects = say(&mut core, now, 1, "Hey Jarvis, what time is it?");
+    assert_eq!(core.buffer(), ("what time is it?", false));
+    run_spoken(&mut core, now, &effects, "what time is it?");
+    assert_eq!(core.spoken(), Some(Stage::Running));
+
+    // Answered: the next command needs no name for five seconds.
+    let answered = now + Duration::from_secs(2);
+    core.execution_finished(answered);
+    assert_eq!(core.mode(), Mode::CommandArmed);
+    let until = answered + Duration::from_secs(5);
+    assert_eq!(core.spoken(), Some(Stage::FollowUp { until }));
+    let effects = say(&mut core, answered, 2, "And in Tokyo?");
+    run_spoken(&mut core, answered, &effects, "And in Tokyo?");
+
+    // "Stop" in the listening after the answer ends it; nothing runs.
+    let again = answered + Duration::from_secs(3);
+    core.execution_finished(again);
+    let effects = say(&mut core, again, 3, "Stop, thanks.");
+    assert!(!effects.contains(&Effect::RunSpoken), "{effects:?}");
+    assert_eq!(core.mode(), Mode::Idle);
+    assert_eq!(core.spoken(), None);
+}
+
+#[test]
+fn the_name_alone_waits_for_words_then_gives_up_saying_so() {
+    let (mut core, now) = hands_free();
+    wake(&mut core, now);
+    // A pause after the name: the words come in the next turn.
+    let effects = say(&mut core, now, 1, "Hey, Jarvis.");
+    assert!(!effects.contains(&Effect::RunSpoken), "{effects:?}");
+    assert_eq!(core.buffer(), ("", false));
+    let effects = say(&mut core, now + Duration::from_secs(2), 2, "Set a timer for ten minutes.");
+    run_spoken(&mut core, now, &effects, "Set a timer for ten minutes.");
+
+    // The name, then nothing: after the wait, idle, and told why.
+    let (mut core, now) = hands_free();
+    wake(&mut core, now);
+    assert_eq!(core.turn_deadline(), Some(now + Duration::from_secs(8)));
+    assert!(core.turn_due(now + Duration::from_secs(7)).is_empty());
+    let effects = core.turn_due(now + Duration::from_secs(8));
+    assert_eq!(core.mode(), Mode::Idle);
+    let told = effects.iter().any(|e| {
+        matches!(e, Effect::Publish(AssistantEvent::ChatMessage(m))
+            if m.role == ChatRole::Note && m.text.starts_with("Heard the name, then nothing"))
+    });
+    assert!(told, "{effects:?}");
+
+    // The listening after an answer ends quietly.
+    let (mut core, now) = hands_free();
+    wake(&mut core, now);
+    let effects = say(&mut core, now, 1, "hey jarvis what's the date");
+    run_spoken(&mut core, now, &effects, "what's the date");
+    core.execution_finished(now);
+    let effects = core.turn_due(now + Duration::from_secs(5));
+    assert_eq!(core.mode(), Mode::Idle);
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Publish(AssistantEvent::ChatMessage(_)))));
+}
+
+#[test]
+fn a_spoken_yes_or_no_answers_the_call_waiting_and_other_words_do_not() {
+    for (said, answer) in [("Yes, please.", Some(true)), ("No.", Some(false)), ("hmm", None)] {
+        let (mut core, now) = hands_free();
+        wake(&mut core, now);
+        let effects = say(&mut core, now, 1, "hey jarvis delete the file");
+        run_spoken(&mut core, now, &effects, "delete the file");
+        core.confirmation_requested("call-1");
+        let effects = say(&mut core, now, 2, said);
+        let answered = effects.iter().find_map(|e| match e {
+            Effect::Answer { call_id, allow } if call_id == "call-1" => Some(*allow),
+            _ => None,
+        });
+        assert_eq!(answered, answer, "{said}");
+        assert_eq!(core.awaiting().is_empty(), answer.is_some(), "{said}");
+    }
+    // At the keyboard, words are never an answer.
+    let (mut core, now) = ready();
+    check(&mut core, now, Request::CommandStart, OUT, None, "");
+    say(&mut core, now, 1, "delete the file");
+    check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
+    core.confirmation_requested("call-1");
+    let effects = say(&mut core, now, 2, "yes");
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Answer { .. })), "{effects:?}");
+}
+
+#[test]
+fn a_key_takes_over_and_the_name_is_heard_only_when_it_may_start_something() {
+    // Editing the words or cancelling ends the spoken turn: no run by itself.
+    let (mut core, now) = hands_free();
+    wake(&mut core, now);
+    let edit = Request::CommandEdit { text: "what time is it in Lima".into() };
+    check(&mut core, now, edit, OUT, None, "");
+    let effects = say(&mut core, now, 1, "hey jarvis what time is it");
+    assert!(!effects.contains(&Effect::RunSpoken), "{effects:?}");
+    assert_eq!(core.spoken(), None);
+    let (mut core, now) = hands_free();
+    wake(&mut core, now);
+    check(&mut core, now, Request::CommandCancel, OUT, None, "");
+    assert_eq!((core.mode(), core.spoken()), (Mode::Idle, None));
+
+    // Not while a command runs, in chat, or dictating; and not at all without `[wake]`.
+    let (mut core, now) = hands_free();
+    check(&mut core, now, Request::ChatToggle, OUT, None, "");
+    assert!(wake(&mut core, now).is_empty());
+    assert_eq!(core.mode(), Mode::Chat);
+    let (mut core, now) = hands_free();
+    check(&mut core, now, Request::CommandStart, OUT, None, "");
+    say(&mut core, now, 1, "what time is it");
+    check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
+    assert!(wake(&mut core, now).is_empty());
+    assert_eq!(core.mode(), Mode::Executing);
+    let (mut core, now) = ready();
+    assert!(wake(&mut core, now).is_empty());
+    assert_eq!(core.mode(), Mode::Idle);
 }

@@ -313,7 +313,7 @@ impl Owner {
         if let Some(memory) = &self.memory.lane {
             memory.close(Episode::Command(running.job));
         }
-        let effects = self.core.execution_finished();
+        let effects = self.core.execution_finished(self.clock.now());
         self.apply(effects);
         if running.dictate_after
             && let AssistantEvent::Error(e) = self.request(&Request::DictateStart)

@@ -285,7 +285,7 @@ impl Owner {
                 if let Some(memory) = &self.memory.lane {
                     memory.close(Episode::Command(running.job));
                 }
-                let effects = self.core.execution_finished();
+                let effects = self.core.execution_finished(self.clock.now());
                 self.apply(effects);
             }
             JobKind::Chat if running.handle.epoch == self.jobs.epoch => {

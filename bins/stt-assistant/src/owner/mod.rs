@@ -782,7 +782,7 @@ impl Owner {
                             ErrorCode::Busy,
                             "the model is busy: the inference queue is full",
                         );
-                        let effects = self.core.execution_finished();
+                        let effects = self.core.execution_finished(self.clock.now());
                         self.apply(effects);
                     }
                 }
@@ -848,6 +848,18 @@ impl Owner {
                     if let Some(answer) = self.waiting.answers.remove(&call_id) {
                         // The call may have timed out a moment ago: then no one listens.
                         let _ = answer.send(allow);
+                    }
+                }
+                Effect::Earcon => {
+                    if let Some(voice) = self.voice.lane.as_ref().filter(|_| self.voice.ready) {
+                        voice.earcon();
+                    }
+                }
+                Effect::RunSpoken => {
+                    // As Enter would: the turn has ended, so nothing is left to wait for.
+                    let reply = self.request(&Request::CommandExecute { wait_ms: None });
+                    if let AssistantEvent::Error(error) = reply {
+                        self.error(error.code, error.message);
                     }
                 }
             }
