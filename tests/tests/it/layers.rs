@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("stt-memory", 1),
     ("stt-speaker", 1),
     ("stt-voice", 1),
+    ("stt-wake", 1),
     // The config file's types and loading; the sockets, which carry only stt-proto types.
     ("stt-config", 2),
     ("stt-bus", 2),
