@@ -109,6 +109,15 @@ impl Echo {
     }
 }
 
+/// Whether the voice said `phrase` (its words in a row, lowercase) in `said`: the wake phrase
+/// heard then is its own ("…ask hey jarvis…" in a reply), not a person calling it.
+pub fn says(said: &[&str], phrase: &[String]) -> bool {
+    !phrase.is_empty()
+        && said
+            .windows(phrase.len())
+            .any(|run| run.iter().zip(phrase).all(|(s, p)| same_word(s, p)))
+}
+
 /// What a segment heard while the voice spoke was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Heard {
@@ -262,6 +271,20 @@ fn same_word(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wake phrase in the voice's own words is its echo, in a row and as whisper writes
+    /// it; apart, or not said at all, it is not.
+    #[test]
+    fn the_voice_says_the_wake_phrase_only_when_its_words_hold_it_in_a_row() {
+        let phrase: Vec<String> = ["hey", "jarvis"].map(String::from).to_vec();
+        let said = words("You can ask, hey Jarvis, what is next.");
+        let said: Vec<&str> = said.iter().map(String::as_str).collect();
+        assert!(says(&said, &phrase));
+        let apart = ["hey", "there", "jarvis"];
+        assert!(!says(&apart, &phrase));
+        assert!(!says(&["the", "kettle", "is", "on"], &phrase));
+        assert!(!says(&["hey", "jarvis"], &[]));
+    }
 
     const SAID: &str = "The kettle is on, and the tea will be ready soon. I also turned off \
                         the lights in the kitchen.";

@@ -145,6 +145,11 @@ impl Core {
         self
     }
 
+    /// The wake phrase's words, when `[wake]` is on.
+    pub fn wake_phrase(&self) -> Option<&[String]> {
+        self.wake.as_ref().map(|flow| flow.phrase.as_slice())
+    }
+
     /// The spoken turn under way, if any.
     pub fn spoken(&self) -> Option<Stage> {
         self.spoken

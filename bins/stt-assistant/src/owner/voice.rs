@@ -322,6 +322,17 @@ impl Owner {
             DaemonEvent::SegmentDone(done) => {
                 self.voice.overheard.remove(&done.seg_id);
             }
+            // The wake phrase while the voice is heard: its own words are no one calling it;
+            // anyone else saying the name stops it.
+            DaemonEvent::Wake(_) if self.voice.echo.audible(at) => {
+                let since = at.checked_sub(crate::echo::LAG * 2).unwrap_or(at);
+                let said = self.voice.echo.words_between(since, at);
+                if self.core.wake_phrase().is_some_and(|phrase| crate::echo::says(&said, phrase)) {
+                    tracing::info!("the wake phrase was the voice's own words: not a wake");
+                    return None;
+                }
+                self.barge_in(0, "the wake phrase");
+            }
             // The room louder than the voice heard back alone: a person over it, who may not
             // be heard by words (whisper writes the louder voice).
             DaemonEvent::Levels(levels) => {
