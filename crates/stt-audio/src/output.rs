@@ -27,6 +27,10 @@ const RING_SECONDS: usize = 10;
 /// How long [`Playback::queue`] waits for a device that plays nothing before it gives up.
 const STALLED: Duration = Duration::from_secs(5);
 
+/// A stream that reported an error and has asked for no buffer for this long is dead (a
+/// device unplugged, its sound server gone); one that asks again was not.
+pub const DEAD_AFTER: Duration = Duration::from_millis(300);
+
 /// What the device callback and the owner share.
 #[derive(Debug, Default)]
 struct Shared {
@@ -40,9 +44,14 @@ struct Shared {
     stops: AtomicU64,
     /// Buffers the device played late (an underrun: a click).
     underruns: AtomicU64,
-    /// The first stream error.
-    failure: Mutex<Option<String>>,
+    /// The first stream error since the stream last proved alive: what it said, when, and
+    /// how many buffers the device had asked for by then.
+    failure: Mutex<Option<(String, Instant, u64)>>,
     failed: AtomicBool,
+    /// Buffers the device has asked for so far: a stream that goes on asking is alive,
+    /// whatever error it reported (ALSA's PulseAudio plugin reports I/O errors now and then
+    /// and plays on).
+    callbacks: AtomicU64,
     /// The last stop of something playing, and how long the device took to fall silent.
     stop: Mutex<Stop>,
     /// How far ahead of playing the device asked for its last buffer, in microseconds.
@@ -122,6 +131,7 @@ impl Playback {
         let capacity = (f64::from(config.sample_rate()) * seconds).ceil() as usize;
         let (queue, mut feed) = ring(&shared, capacity, seconds);
         let on_data = move |data: &mut cpal::Data, info: &cpal::OutputCallbackInfo| {
+            feed.shared.callbacks.fetch_add(1, Ordering::Relaxed);
             silent_from(&feed.shared, info);
             fill(&mut feed, data, channels);
         };
@@ -133,7 +143,8 @@ impl Playback {
                 return;
             }
             let mut failure = failing.failure.lock().unwrap_or_else(PoisonError::into_inner);
-            failure.get_or_insert(e.to_string());
+            let asked = failing.callbacks.load(Ordering::Relaxed);
+            failure.get_or_insert((e.to_string(), Instant::now(), asked));
             failing.failed.store(true, Ordering::SeqCst);
         };
         let stream = device
@@ -204,12 +215,22 @@ impl Playback {
         self.shared.underruns.load(Ordering::Relaxed)
     }
 
-    /// The stream's first error, once it has failed (a device unplugged, say).
+    /// The stream's error, once it has failed (a device unplugged, say): it reported one,
+    /// and has asked for no buffer in the [`DEAD_AFTER`] since. One that goes on asking was
+    /// a passing error: forgotten (logged), and the stream plays on.
     pub fn failure(&self) -> Option<String> {
         if !self.shared.failed.load(Ordering::SeqCst) {
             return None;
         }
-        self.shared.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        let mut failure = self.shared.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        let (why, at, asked) = failure.clone()?;
+        if self.shared.callbacks.load(Ordering::Relaxed) > asked {
+            tracing::debug!("the output stream reported {why:?} and plays on");
+            *failure = None;
+            self.shared.failed.store(false, Ordering::SeqCst);
+            return None;
+        }
+        (at.elapsed() >= DEAD_AFTER).then_some(why)
     }
 }
 
