@@ -14,7 +14,9 @@
 //! own). Beside them, small and plain: [`lane`] (how a lane's reports reach the loop),
 //! [`ids`] (the one id allocator), [`tool`] (the tool a model's call names), [`clock`] (the one clock, given to the owner: the loop's
 //! time and the local time read from it), [`recur`] (work started again and again, one at a time),
-//! [`settle`] (when a turn is over), [`turn`] (a chat turn as kept), [`talk`] (a person
+//! [`settle`] (when a turn is over), [`spoken`] (a turn the wake phrase started: the phrase
+//! off its words, a spoken yes or no, the listening after an answer), [`turn`] (a chat turn
+//! as kept), [`talk`] (a person
 //! speaking over the voice), [`slash`] (chat's slash commands), [`session`] (the chat session
 //! kept across restarts) and [`names`] (speaker names kept across restarts). This file turns
 //! the config into [`Settings`] and [`serve`]s them.
@@ -213,6 +215,8 @@ impl Settings {
                     Duration::from_secs_f64(config.wake.words_wait_s),
                     Duration::from_secs_f64(config.wake.follow_up_s),
                 )
+                .only(&config.wake.only_speaker)
+                .chat(config.wake.action == "chat")
             }),
         })
     }

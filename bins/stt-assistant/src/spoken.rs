@@ -20,12 +20,35 @@ pub struct Flow {
     pub wait: Duration,
     /// After the answer, how long the next command needs no name; zero: none.
     pub follow_up: Duration,
+    /// Only this named speaker's spoken commands run; `None`: anyone's.
+    pub only: Option<String>,
+    /// The phrase starts a chat, not a command.
+    pub chat: bool,
 }
 
 impl Flow {
     /// The flow for the phrase `phrase` (as said: "Hey Jarvis").
     pub fn new(phrase: &str, wait: Duration, follow_up: Duration) -> Self {
-        Self { phrase: words(phrase), wait, follow_up }
+        Self { phrase: words(phrase), wait, follow_up, only: None, chat: false }
+    }
+
+    /// The phrase starts a chat (left after `follow_up` of quiet after a reply).
+    pub fn chat(mut self, chat: bool) -> Self {
+        self.chat = chat;
+        self
+    }
+
+    /// Only `name`'s spoken commands run.
+    pub fn only(mut self, name: &str) -> Self {
+        self.only = Some(name.trim().to_owned()).filter(|n| !n.is_empty());
+        self
+    }
+
+    /// Whether a turn said by `speaker` (a named speaker, or `None`: not known by name) may run.
+    pub fn may_run(&self, speaker: Option<&str>) -> bool {
+        self.only
+            .as_deref()
+            .is_none_or(|only| speaker.is_some_and(|s| s.eq_ignore_ascii_case(only)))
     }
 }
 

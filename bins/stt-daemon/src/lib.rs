@@ -9,8 +9,9 @@
 //! says it is finished), [`vocabulary`] (the words whisper is told to expect),
 //! [`transcribe`] (the one-shot `stt-daemon transcribe FILE.wav`), [`up`] (the supervisor
 //! that runs the daemon, the assistant and the TUI as children), [`speakers`] (who said each
-//! segment, beside its transcription), [`levels`] (the microphone's loudness while a segment
-//! is open) and [`wyoming`] (the recogniser as a Wyoming ASR service).
+//! segment, beside its transcription), [`wake`] (listening for the wake phrase, and
+//! enrolling one's own), [`levels`] (the microphone's loudness while a segment is open) and
+//! [`wyoming`] (the recogniser, the wake phrase and the voice as Wyoming services).
 //!
 //! # Invariants
 //!

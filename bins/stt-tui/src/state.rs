@@ -338,6 +338,10 @@ pub struct State {
     pub backlog: u32,
     /// Where the daemon sends audio to be transcribed (`host:port`); `None`: this machine.
     pub stt_remote: Option<String>,
+    /// The wake phrase the daemon listens for; `None`: wake is off.
+    pub wake: Option<String>,
+    /// The last wake phrase heard, and its score.
+    pub last_wake: Option<(String, f32)>,
     /// Inference jobs waiting (`[inf N]`).
     pub inference_queue: u32,
     /// Whether an inference job runs (`· busy`).
@@ -391,6 +395,8 @@ impl State {
             voice: false,
             backlog: 0,
             stt_remote: None,
+            wake: None,
+            last_wake: None,
             inference_queue: 0,
             inference_busy: false,
             buffer: String::new(),

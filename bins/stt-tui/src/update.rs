@@ -292,6 +292,7 @@ fn scroll_pane(state: &mut State, pane: Pane, step: Step) -> Vec<Effect> {
 
 fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
     match event {
+        AssistantEvent::Wake(wake) => state.last_wake = Some((wake.phrase, wake.score)),
         AssistantEvent::Mode { mode } => set_mode(state, mode),
         AssistantEvent::CommandText { text, edited } => {
             state.buffer = text;
@@ -387,6 +388,7 @@ fn assistant_event(state: &mut State, event: AssistantEvent) -> Vec<Effect> {
             state.stt_healthy = Some(beat.stt_healthy);
             state.backlog = beat.daemon_backlog;
             state.stt_remote = beat.stt_remote;
+            state.wake = beat.wake;
             state.inference_queue = beat.inference_queue;
             state.inference_busy = beat.inference_busy;
             return effects;

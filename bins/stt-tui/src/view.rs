@@ -226,6 +226,13 @@ fn header(state: &State, area: Rect) -> Paragraph<'static> {
         // Audio leaves the machine ([daemon].asr = "remote"): never unsaid.
         status.push(Span::styled(format!("   audio → {host}"), Style::new().yellow().bold()));
     }
+    if let Some(phrase) = &state.wake {
+        // Listening for the wake phrase: what it is, and how sure the last one heard was.
+        status.push(Span::styled(format!("   wake: {phrase}"), Style::new().green()));
+        if let Some((_, score)) = &state.last_wake {
+            status.push(Span::styled(format!(" (last heard {score:.2})"), dim()));
+        }
+    }
     if state.voice {
         // Replies are said aloud: `v` silences them.
         status.push(Span::styled("   voice on", Style::new().green()));

@@ -246,6 +246,26 @@ fn the_header_says_when_audio_leaves_the_machine() {
 }
 
 #[test]
+fn the_header_names_the_wake_phrase_and_how_sure_the_last_one_was() {
+    let mut actions = connected();
+    actions.push(event(
+        r#"{"type":"heartbeat","seq":9,"mode":"idle","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":false,"stt_remote":null,"wake":"hey_jarvis","speaking":false}"#,
+    ));
+    let (mut state, _) = after(actions);
+    assert!(screen(&state).contains("STT ok   wake: hey_jarvis"), "{}", screen(&state));
+    feed(&mut state, [event(r#"{"type":"wake","phrase":"hey_jarvis","score":0.934,"at":12.4}"#)]);
+    assert!(screen(&state).contains("wake: hey_jarvis (last heard 0.93)"), "{}", screen(&state));
+    // Wake turned off (or an older assistant): gone.
+    feed(
+        &mut state,
+        [event(
+            r#"{"type":"heartbeat","seq":10,"mode":"idle","stt_healthy":true,"daemon_backlog":0,"inference_queue":0,"inference_busy":false}"#,
+        )],
+    );
+    assert!(!screen(&state).contains("wake:"), "{}", screen(&state));
+}
+
+#[test]
 fn counters_show_the_backlog_and_the_inference_queue() {
     let mut actions = connected();
     actions.push(event(

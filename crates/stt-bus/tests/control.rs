@@ -316,6 +316,8 @@ async fn subscribers_get_an_ack_then_events_and_viewers_are_counted() {
             inference_queue: 0,
             inference_busy: false,
             stt_remote: None,
+            wake: None,
+            speaking: false,
         }),
     ];
     for event in &events {

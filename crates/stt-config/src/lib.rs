@@ -417,6 +417,7 @@ mod tests {
         check("[speakers]\nmin_segment_s = -1.0\n", &[":2:", "speakers.min_segment_s"]);
         check("[wake]\nphrase = \"hey jarvis\"\n", &[":2:", "wake.phrase", "enrolled"]);
         check("[wake]\nthreshold = 1.5\n", &[":2:", "wake.threshold"]);
+        check("[wake]\naction = \"talk\"\n", &[":2:", "wake.action", "\"chat\""]);
         check("[wake]\nfollow_up_s = -1.0\n", &[":2:", "wake.follow_up_s"]);
         check("[speakers]\nconfirm_s = nan\n", &[":2:", "speakers.confirm_s"]);
         check("[memory]\ntree_fanout_max = 3\n", &[":2:", "memory.tree_fanout_max", "4 or more"]);

@@ -562,10 +562,16 @@ pub struct WakeConfig {
     pub threshold: f64,
     /// After the phrase is heard, how long before it can be heard again, in milliseconds.
     pub refractory_ms: u64,
+    /// What the phrase starts: `"command"` (run when the turn ends, as Enter would) or
+    /// `"chat"` (a conversation, left after `follow_up_s` of quiet after a reply).
+    pub action: String,
     /// How long after the phrase the command's words may take to begin, in seconds.
     pub words_wait_s: f64,
     /// After the answer, how long the next command needs no phrase, in seconds; 0: never.
     pub follow_up_s: f64,
+    /// Only this named speaker's commands run after the phrase (`[speakers]` must be on and
+    /// the speaker named with `stt-ctl speaker-name`); empty: anyone's.
+    pub only_speaker: String,
 }
 
 impl Default for WakeConfig {
@@ -576,8 +582,10 @@ impl Default for WakeConfig {
             said: String::new(),
             threshold: 0.0,
             refractory_ms: 2000,
+            action: "command".into(),
             words_wait_s: 8.0,
             follow_up_s: 5.0,
+            only_speaker: String::new(),
         }
     }
 }

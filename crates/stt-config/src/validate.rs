@@ -395,6 +395,12 @@ fn wake(c: &WakeConfig) -> Checked {
         ));
     }
     fraction("wake", "threshold", c.threshold, false, d.threshold)?;
+    if !matches!(c.action.as_str(), "command" | "chat") {
+        return Err(problem(
+            KeyPath::new("wake", "action"),
+            format!("{:?} is not an action: set \"command\" or \"chat\"", c.action),
+        ));
+    }
     for (key, value, default) in [
         ("words_wait_s", c.words_wait_s, d.words_wait_s),
         ("follow_up_s", c.follow_up_s, d.follow_up_s),

@@ -7,7 +7,8 @@
 //! Some verbs do a little more on this side: `speaker-merge` asks the roster afterwards to
 //! print the name of the speaker that stays, `speaker-play` asks the roster and plays the
 //! speaker's sample here ([`play`]), `say` speaks with the configured voice here
-//! ([`say`]), and `vocabulary` edits the vocabulary file here ([`vocabulary`]).
+//! ([`say`]), `vocabulary` edits the vocabulary file here ([`vocabulary`]), and `watch`
+//! follows the assistant for a status bar ([`watch`]).
 //!
 //! It stays fast: a single-threaded runtime, and no work beyond reading the config (for a
 //! socket override) and one connect-send-receive.
@@ -15,6 +16,7 @@
 pub mod play;
 pub mod say;
 pub mod vocabulary;
+pub mod watch;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -91,6 +93,14 @@ pub enum Verb {
         #[arg(long, value_name = "FILE")]
         wav: Option<PathBuf>,
     },
+    /// Follow the assistant for a status bar: one line per change (idle, listening, thinking,
+    /// speaking, dictating, wake off; off while it cannot be reached); runs until killed
+    Watch {
+        /// plain: the state alone (i3blocks, polybar); waybar: its JSON, with the last words
+        /// heard as the tooltip
+        #[arg(long, value_enum, default_value = "plain")]
+        format: watch::Format,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the default config file, every key documented
@@ -156,6 +166,18 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
     if let Verb::Say { text, wav } = &cli.verb {
         return say::run(cli, &text.join(" "), wav.as_deref(), out, err);
+    }
+    if let Verb::Watch { format } = &cli.verb {
+        let socket = match socket_path(cli) {
+            Ok(path) => path,
+            Err(e) => {
+                let _ = writeln!(err, "stt-ctl: {e}");
+                return EXIT_USAGE;
+            }
+        };
+        // It ends only when the bar stops reading.
+        let _ = watch::run(&socket, *format, out);
+        return EXIT_OK;
     }
     let Some(request) = cli.verb.request() else {
         return local(&cli.verb, out);
@@ -469,6 +491,7 @@ mod tests {
             &["speaker-play", "spk_0001"],
             &["vocabulary", "list"],
             &["say", "hello"],
+            &["watch"],
             &["completions", "bash"],
             &["config-default"],
         ];

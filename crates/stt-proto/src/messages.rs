@@ -1130,6 +1130,12 @@ pub struct AssistantHeartbeat {
     /// it stays on this machine.
     #[serde(default)]
     pub stt_remote: Option<String>,
+    /// The wake phrase the daemon listens for, or `null` while wake is off.
+    #[serde(default)]
+    pub wake: Option<String>,
+    /// Whether the voice is speaking (or its last words may still be heard).
+    #[serde(default)]
+    pub speaking: bool,
 }
 
 /// The reply to `status`.
@@ -1237,6 +1243,8 @@ family! {
         Triage(Triage) = "triage",
         ToolCall(ToolCall) = "tool_call",
         ToolResult(ToolResult) = "tool_result",
+        /// The daemon's `wake`, relayed: the phrase was heard.
+        Wake(Wake) = "wake",
         ChatMessage(ChatMessage) = "chat_message",
         Speakers(Speakers) = "speakers",
         /// The conversation and the LLM history were wiped.

@@ -394,8 +394,14 @@ pub fn assistant_events() -> Vec<(AssistantEvent, &'static str)> {
                 inference_queue: 1,
                 inference_busy: true,
                 stt_remote: None,
+                wake: Some("hey_jarvis".into()),
+                speaking: false,
             }),
-            r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":2,"inference_queue":1,"inference_busy":true,"stt_remote":null}"#,
+            r#"{"type":"heartbeat","seq":9,"mode":"chat","stt_healthy":true,"daemon_backlog":2,"inference_queue":1,"inference_busy":true,"stt_remote":null,"wake":"hey_jarvis","speaking":false}"#,
+        ),
+        (
+            AssistantEvent::Wake(Wake { phrase: "enrolled".into(), score: 0.97, at: 12.4 }),
+            r#"{"type":"wake","phrase":"enrolled","score":0.97,"at":12.4}"#,
         ),
         (
             AssistantEvent::Error(ErrorMsg::new(

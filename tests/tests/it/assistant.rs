@@ -615,3 +615,35 @@ fn the_dump_prints_the_words_while_they_are_spoken_then_the_final() {
     assert!(!text.is_empty() && committed <= text.len(), "{partial}");
     assert_eq!(partial["seg_id"], events[final_at]["seg_id"], "{events:#?}");
 }
+
+/// `stt-ctl watch`, as a status bar runs it: a line per change, from the real assistant's
+/// events; `off` while it is gone, and back by itself when it returns.
+#[test]
+fn watch_prints_a_line_per_state_and_follows_the_assistant_across_a_restart() {
+    let Stack { sandbox, seen: _seen, daemon: _daemon, assistant: mut first, llm: _llm } =
+        start_stack("");
+    let (mut watch, out) = sandbox.spawn_with_stdout("stt-ctl", &["watch"]);
+    let lines = || std::fs::read_to_string(&out).unwrap_or_default();
+    let wait_last = |what: &str| {
+        expect_within(&format!("watch prints {what:?}"), DEADLINE, || {
+            let lines = lines();
+            if lines.lines().last() == Some(what) { Ok(()) } else { Err(lines) }
+        });
+    };
+    // Idle, and no wake phrase listened for.
+    wait_last("wake off");
+    let out_of = |args: &[&str]| assert_eq!(sandbox.run("stt-ctl", args).code, Some(0));
+    out_of(&["command-start"]);
+    wait_last("listening");
+    out_of(&["command-cancel"]);
+    wait_last("wake off");
+    first.signal_and_wait(nix::sys::signal::Signal::SIGKILL);
+    wait_last("off");
+    let _second = sandbox.spawn("stt-assistant", &[]);
+    wait_last("wake off");
+    assert!(watch.is_running(), "watch ended: {}", watch.log());
+    // One line per change: never the same twice in a row.
+    let all = lines();
+    let printed: Vec<&str> = all.lines().collect();
+    assert!(printed.windows(2).all(|w| w[0] != w[1]), "{printed:?}");
+}

@@ -277,6 +277,122 @@ asyncio.run(main(*sys.argv[1:]))
     assert!(wer < 0.5, "{:?} heard as {text:?}", clip.text);
 }
 
+/// Home Assistant's wake and voice stages with the `wyoming` package's own client: `detect`
+/// streamed a recording with "hey jarvis" in it gets one `detection` (named, with its time),
+/// one without it `not-detected`; `synthesize` gets the configured voice as audio, which
+/// whisper hears back as the words.
+#[test]
+#[allow(clippy::print_stderr, reason = "the skip is reported where cargo test shows it")]
+fn the_wyoming_packages_own_client_detects_the_wake_phrase_and_hears_the_voice() {
+    let head = stt_testkit::models_dir().join("wake/hey_jarvis.onnx");
+    let (Some(package), true) = (wyoming_package(), head.is_file()) else {
+        assert!(
+            std::env::var_os("STT_TEST_STRICT").is_none(),
+            "the wyoming package or the hey_jarvis head is not installed: run scripts/setup \
+             and scripts/fetch-wake --head hey_jarvis"
+        );
+        eprintln!("skipped: the wyoming package or the hey_jarvis head is not installed");
+        return;
+    };
+    let _turn = crate::one_at_a_time();
+    let sandbox = Sandbox::new();
+    let (proc, addr) = service(&sandbox);
+    let speech = Speech::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("speech"));
+    let said = |text| Part::Say(Line { text, voice: "en-us" });
+    let called = speech.clip(
+        &[Part::Silence(0.5), said("hey jarvis"), Part::Silence(0.5), said("turn on the lights")],
+        Format::wav(22_050, 1),
+    );
+    let not_called = speech.clip(
+        &[Part::Silence(0.5), said("turn on the kitchen lights"), Part::Silence(0.5)],
+        Format::wav(16_000, 1),
+    );
+    let spoken = sandbox.root().join("spoken.wav");
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let script = r#"
+import asyncio, sys, wave
+from wyoming.client import AsyncTcpClient
+from wyoming.info import Describe, Info
+from wyoming.wake import Detect, Detection, NotDetected
+from wyoming.tts import Synthesize
+from wyoming.audio import AudioStart, AudioChunk, AudioStop
+
+async def listen(client, path):
+    with wave.open(path, "rb") as w:
+        rate, width, channels = w.getframerate(), w.getsampwidth(), w.getnchannels()
+        audio = w.readframes(w.getnframes())
+    await client.write_event(Detect(names=["hey_jarvis"]).event())
+    await client.write_event(AudioStart(rate=rate, width=width, channels=channels).event())
+    step = rate // 10 * width * channels
+    for i in range(0, len(audio), step):
+        await client.write_event(AudioChunk(rate=rate, width=width, channels=channels, audio=audio[i:i + step]).event())
+    await client.write_event(AudioStop().event())
+    while True:
+        event = await client.read_event()
+        if Detection.is_type(event.type):
+            d = Detection.from_event(event)
+            print("detection", d.name, d.timestamp)
+            return
+        if NotDetected.is_type(event.type):
+            print("not-detected")
+            return
+
+async def main(host, port, called, not_called, spoken):
+    async with AsyncTcpClient(host, int(port)) as client:
+        await client.write_event(Describe().event())
+        while True:
+            event = await client.read_event()
+            if Info.is_type(event.type):
+                info = Info.from_event(event)
+                print("wake", " ".join(m.name for m in info.wake[0].models))
+                print("tts", info.tts[0].voices[0].name)
+                break
+        await listen(client, called)
+        await listen(client, not_called)
+        await client.write_event(Synthesize(text="The kitchen lights are on.").event())
+        audio, rate = b"", None
+        while True:
+            event = await client.read_event()
+            if AudioStart.is_type(event.type):
+                rate = AudioStart.from_event(event).rate
+            elif AudioChunk.is_type(event.type):
+                audio += AudioChunk.from_event(event).audio
+            elif AudioStop.is_type(event.type):
+                break
+        with wave.open(spoken, "wb") as w:
+            w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate); w.writeframes(audio)
+        print("spoken", rate, len(audio) // 2)
+
+asyncio.run(main(*sys.argv[1:]))
+"#;
+    let out = std::process::Command::new("python3")
+        .env("PYTHONPATH", &package)
+        .args(["-c", script, host, port])
+        .args([&called, &not_called, &spoken])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        proc.log()
+    );
+    assert!(stdout.lines().any(|l| l.starts_with("wake ") && l.contains("hey_jarvis")), "{stdout}");
+    assert!(stdout.contains("tts en_US-joe-medium"), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let detection = lines.iter().find_map(|l| l.strip_prefix("detection hey_jarvis "));
+    let ms: u64 = detection.unwrap_or_else(|| panic!("no detection: {stdout}")).parse().unwrap();
+    // Said after half a second of silence; heard within the phrase or just after it.
+    assert!((500..3_000).contains(&ms), "detected at {ms} ms");
+    assert!(lines.contains(&"not-detected"), "{stdout}");
+    assert!(stdout.contains("spoken 22050 "), "{stdout}");
+    // The voice's words, heard back by whisper.
+    let heard = sandbox.run("stt-daemon", &["transcribe", spoken.to_str().unwrap()]);
+    assert_eq!(heard.code, Some(0), "{heard:?}");
+    assert!(heard.stdout.to_lowercase().contains("kitchen lights"), "{heard:?}");
+}
+
 /// More clients than the service serves at once: the one over is told so and closed, the
 /// others are served; a client that stalls mid-event holds no one up and is closed once it
 /// has been quiet for `--quiet-s`; a place given back is taken by the next client.

@@ -202,6 +202,11 @@ impl Core {
         &self.roster
     }
 
+    /// The wake phrase the daemon listens for, by its last heartbeat.
+    pub fn wake_listened(&self) -> Option<String> {
+        self.last_heartbeat.as_ref().and_then(|(_, beat)| beat.wake.clone())
+    }
+
     /// The daemon's transcription backlog, from its last heartbeat.
     /// Where the daemon sends audio to be transcribed, by its last heartbeat; `None`: this
     /// machine.
@@ -293,12 +298,32 @@ impl Core {
         effects
     }
 
+    /// A chat reply was given at `now`: a chat the wake phrase started listens `follow_up`
+    /// for more, then ends.
+    pub fn chat_answered(&mut self, now: Instant) {
+        let follow_up = self.wake.as_ref().filter(|f| f.chat).map(|f| f.follow_up);
+        if let (Some(follow_up), Some(_), Mode::Chat) = (follow_up, self.spoken, self.mode) {
+            self.spoken = Some(Stage::FollowUp { until: now + follow_up });
+        }
+    }
+
     /// A spoken turn that waited for words past its deadline, with nothing being said: back
     /// to idle (after the name alone, saying so).
     fn spoken_due(&mut self, now: Instant) -> Vec<Effect> {
         let (Some(stage), Some(flow)) = (self.spoken, self.wake.as_ref()) else { return vec![] };
         let over = stage.deadline(flow).is_some_and(|at| at <= now);
-        if !over || self.settle.hearing() || self.mode != Mode::CommandArmed {
+        if !over || self.settle.hearing() {
+            return vec![];
+        }
+        if self.mode == Mode::Chat && flow.chat {
+            // A spoken chat: quiet long enough after a reply (or after the name), it ends.
+            self.spoken = None;
+            let mut effects = Vec::new();
+            self.set_mode(Mode::Idle, &mut effects);
+            effects.push(Effect::DropQueuedChat);
+            return effects;
+        }
+        if self.mode != Mode::CommandArmed {
             return vec![];
         }
         self.spoken = None;
@@ -324,8 +349,17 @@ impl Core {
     /// The daemon heard the wake phrase: from idle, or in the listening after an answer, a
     /// command is armed without a key and a sound says so.
     fn woken(&mut self, now: Instant) -> Vec<Effect> {
-        if self.wake.is_none() {
-            return vec![];
+        let Some(flow) = self.wake.as_ref() else { return vec![] };
+        if flow.chat {
+            // A conversation: from idle, or again in one a spoken turn started.
+            if self.mode != Mode::Idle && !(self.mode == Mode::Chat && self.spoken.is_some()) {
+                return vec![];
+            }
+            let mut effects = Vec::new();
+            self.spoken = Some(Stage::Named { since: now, strip: true });
+            self.set_mode(Mode::Chat, &mut effects);
+            effects.push(Effect::Earcon);
+            return effects;
         }
         let following_up = matches!(self.spoken, Some(Stage::FollowUp { .. }));
         if self.mode != Mode::Idle && !(self.mode == Mode::CommandArmed && following_up) {
@@ -377,12 +411,26 @@ impl Core {
             text: turn.text,
             speaker: turn.speaker.clone(),
         }))];
-        // A spoken command with words runs when its turn ends, without Enter.
+        // A spoken command with words runs when its turn ends, without Enter: said by whoever
+        // may ([`Flow::only`]); another voice's is dropped.
         let spoken = matches!(self.spoken, Some(Stage::Named { .. }));
         if spoken && self.mode == Mode::CommandArmed && !self.buffer.trim().is_empty() {
-            effects.push(Effect::RunSpoken);
+            let may = self.wake.as_ref().is_none_or(|flow| flow.may_run(turn.speaker.as_deref()));
+            if may {
+                effects.push(Effect::RunSpoken);
+            } else {
+                tracing::info!(speaker = ?turn.speaker, "a spoken command in another voice: dropped");
+                self.spoken = None;
+                self.buffer.clear();
+                self.segs.clear();
+                self.set_mode(Mode::Idle, &mut effects);
+            }
         }
         if self.mode == Mode::Chat && !turn.chat_text.is_empty() {
+            // A chat the wake phrase started waits for the reply before listening on.
+            if self.spoken.is_some() {
+                self.spoken = Some(Stage::Running);
+            }
             let id = self.next_id();
             effects.push(Effect::Publish(AssistantEvent::ChatMessage(ChatMessage {
                 id,
@@ -449,7 +497,11 @@ impl Core {
             // wake phrase heard starts nothing yet: the spoken turn without a key is to come
             // (issue 47), and `[wake]` is off until it does.
             DaemonEvent::Hello(_) | DaemonEvent::Levels(_) => vec![],
-            DaemonEvent::Wake(_) => self.woken(now),
+            DaemonEvent::Wake(wake) => {
+                let mut effects = vec![Effect::Publish(AssistantEvent::Wake(wake))];
+                effects.extend(self.woken(now));
+                effects
+            }
         }
     }
 
@@ -488,7 +540,7 @@ impl Core {
         transcript.speaker.clone_from(&name);
         let text = transcript.text.trim().to_owned();
         let seg_id = transcript.seg_id;
-        self.settle.words(seg_id, &text, name.clone(), self.mode == Mode::Chat, now);
+        let chat = self.mode == Mode::Chat;
         let mut effects = vec![Effect::Publish(AssistantEvent::Transcript(transcript))];
         // A spoken yes or no to the tool call waiting for one, in a spoken turn.
         if self.mode == Mode::Executing
@@ -496,11 +548,15 @@ impl Core {
             && let (Some(call_id), Some(allow)) = (self.awaiting.first(), spoken::answer(&text))
         {
             let call_id = call_id.clone();
+            self.settle.words(seg_id, &text, name, chat, now);
             self.confirmation_over(&call_id);
             effects.push(Effect::Answer { call_id, allow });
             return effects;
         }
-        let Some(text) = self.spoken_words(text, now) else {
+        // The turn's words: without the wake phrase said with them; none for a "stop".
+        let kept = self.spoken_words(text, now);
+        self.settle.words(seg_id, kept.as_deref().unwrap_or_default(), name, chat, now);
+        let Some(text) = kept else {
             // "Stop" after an answer: the listening ends once the turn is over.
             effects.extend(self.spoken_due(now));
             return effects;

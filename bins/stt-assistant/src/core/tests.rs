@@ -733,6 +733,12 @@ fn the_name_arms_a_command_that_runs_when_the_turn_ends_then_listens_a_while() {
     let effects = wake(&mut core, now);
     assert_eq!(core.mode(), Mode::CommandArmed);
     assert!(effects.contains(&Effect::Earcon), "{effects:?}");
+    // Relayed, for the viewers (the TUI shows how sure it was).
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Publish(AssistantEvent::Wake(w)) if w.score == 0.9))
+    );
     // Said in the same breath as the name: the name is not part of the command.
     let effects = say(&mut core, now, 1, "Hey Jarvis, what time is it?");
     assert_eq!(core.buffer(), ("what time is it?", false));
@@ -836,15 +842,88 @@ fn a_key_takes_over_and_the_name_is_heard_only_when_it_may_start_something() {
     // Not while a command runs, in chat, or dictating; and not at all without `[wake]`.
     let (mut core, now) = hands_free();
     check(&mut core, now, Request::ChatToggle, OUT, None, "");
-    assert!(wake(&mut core, now).is_empty());
+    assert!(!wake(&mut core, now).contains(&Effect::Earcon));
     assert_eq!(core.mode(), Mode::Chat);
     let (mut core, now) = hands_free();
     check(&mut core, now, Request::CommandStart, OUT, None, "");
     say(&mut core, now, 1, "what time is it");
     check(&mut core, now, Request::CommandExecute { wait_ms: None }, OUT, None, "");
-    assert!(wake(&mut core, now).is_empty());
+    assert!(!wake(&mut core, now).contains(&Effect::Earcon));
     assert_eq!(core.mode(), Mode::Executing);
     let (mut core, now) = ready();
-    assert!(wake(&mut core, now).is_empty());
+    assert!(!wake(&mut core, now).contains(&Effect::Earcon));
     assert_eq!(core.mode(), Mode::Idle);
+}
+
+/// `[wake].only_speaker`: a spoken command runs only in that named voice; another's, or one
+/// not known by name, is dropped and the assistant is idle again.
+#[test]
+fn only_the_named_speakers_spoken_command_runs() {
+    let spoken_by = |core: &mut Core, now: Instant, seg_id: u64, text: &str, who: Option<&str>| {
+        let mut said =
+            core.daemon_event(DaemonEvent::SpeechStart(SpeechStart { seg_id, start: 0.0 }), now);
+        said.extend(
+            core.daemon_event(DaemonEvent::SpeechStop(SpeechStop { seg_id, end: 1.0 }), now),
+        );
+        let DaemonEvent::Transcript(mut t) = transcript(seg_id, text) else { unreachable!() };
+        if let Some(name) = who {
+            t.speaker_status = SpeakerStatus::Matched;
+            t.speaker = Some(name.into());
+        }
+        said.extend(core.daemon_event(DaemonEvent::Transcript(t), now));
+        said.extend(core.daemon_event(DaemonEvent::SegmentDone(SegmentDone { seg_id }), now));
+        said
+    };
+    for (who, runs) in
+        [(Some("Efren"), true), (Some("efren"), true), (Some("Ana"), false), (None, false)]
+    {
+        let (core, now) = ready();
+        let flow = Flow::new("hey jarvis", Duration::from_secs(8), Duration::ZERO).only("Efren");
+        let mut core = core.with_wake(flow);
+        wake(&mut core, now);
+        let effects = spoken_by(&mut core, now, 1, "hey jarvis what time is it", who);
+        assert_eq!(effects.contains(&Effect::RunSpoken), runs, "{who:?}");
+        assert_eq!(core.mode(), if runs { Mode::CommandArmed } else { Mode::Idle }, "{who:?}");
+    }
+}
+
+/// `[wake].action = "chat"`: the name starts a conversation; the name is not part of the
+/// first turn; after a reply it listens a while for more, and ends when nothing comes.
+#[test]
+fn the_name_can_start_a_chat_that_ends_after_a_quiet_follow_up() {
+    let (core, now) = ready();
+    let flow = Flow::new("hey jarvis", Duration::from_secs(8), Duration::from_secs(5)).chat(true);
+    let mut core = core.with_wake(flow);
+    let effects = wake(&mut core, now);
+    assert_eq!(core.mode(), Mode::Chat);
+    assert!(effects.contains(&Effect::Earcon));
+    let effects = say(&mut core, now, 1, "Hey Jarvis, tell me about the moon.");
+    let sent: Vec<&ChatTurn> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ChatTurn(turn) => Some(turn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1, "{effects:?}");
+    assert_eq!(sent[0].words, "tell me about the moon.");
+    // Waiting for the reply: no deadline, however long it takes.
+    assert_eq!(core.spoken(), Some(Stage::Running));
+    assert!(core.turn_due(now + Duration::from_secs(60)).is_empty());
+    // Replied: more comes within the follow-up, so it goes on; then quiet, and it ends.
+    let replied = now + Duration::from_secs(61);
+    core.chat_answered(replied);
+    let effects = say(&mut core, replied + Duration::from_secs(2), 2, "And the sun?");
+    assert!(effects.iter().any(|e| matches!(e, Effect::ChatTurn(t) if t.words == "And the sun?")));
+    let again = replied + Duration::from_secs(10);
+    core.chat_answered(again);
+    assert_eq!(core.mode(), Mode::Chat);
+    let effects = core.turn_due(again + Duration::from_secs(5));
+    assert_eq!(core.mode(), Mode::Idle);
+    assert!(effects.contains(&Effect::DropQueuedChat), "{effects:?}");
+    // A chat toggled by a key is not ended by the follow-up.
+    check(&mut core, again, Request::ChatToggle, OUT, None, "");
+    core.chat_answered(again);
+    assert!(core.turn_due(again + Duration::from_secs(60)).is_empty());
+    assert_eq!(core.mode(), Mode::Chat);
 }

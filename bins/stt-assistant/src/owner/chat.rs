@@ -105,6 +105,8 @@ impl Owner {
         }
         // The turn grew the memory tree's buffer: it may want a summary.
         self.tree_may_be_due();
+        // A chat the wake phrase started listens a while for more, then ends.
+        self.core.chat_answered(self.clock.now());
         if end == End::Done || stopped {
             let provider = self.active().map_or_else(String::new, |id| id.to_string());
             let elapsed = self.clock.now().saturating_duration_since(running.started);

@@ -906,6 +906,8 @@ impl Owner {
             inference_queue: self.jobs.queue.depth(),
             inference_busy: self.jobs.queue.busy(),
             stt_remote: self.core.stt_remote(),
+            wake: self.core.wake_listened(),
+            speaking: self.voice.echo.audible(self.clock.now()),
         }));
     }
 

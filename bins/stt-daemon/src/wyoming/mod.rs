@@ -11,6 +11,14 @@
 //! ignored, as the protocol asks. A request that cannot be served gets an `error` event and
 //! the connection stays; a frame that cannot be read ends the connection.
 //!
+//! Wake (`detect`): `detect` (its `names`, or every phrase there is), then audio, is answered
+//! with a `detection` (`name`, `timestamp` in ms from the audio's start) the moment a phrase
+//! is heard, or `not-detected` at `audio-stop`: openWakeWord's heads installed with
+//! `scripts/fetch-wake --head NAME`, and the phrase enrolled with `stt-daemon wake-enroll`
+//! ([`crate::wake`]), each connection with a detector of its own. Speech (`synthesize`): its
+//! `text` is answered with `audio-start`, `audio-chunk`s and `audio-stop` in the configured
+//! Piper voice (`[voice].model`; espeak-ng's own when it is missing), loaded at the first.
+//!
 //! At most [`CONNECTIONS`] clients are served at once: one more is sent an `error` event
 //! saying so and closed. A client that goes quiet for `--quiet-s` (60 s; mid-frame or
 //! between events) is sent an `error` and closed, so a stalled one cannot hold a place for ever. A failed `accept` (out
@@ -115,6 +123,14 @@ struct Service {
     vocabulary: Mutex<Vocabulary>,
     model: String,
     language: String,
+    /// Where the wake models are, and the phrases there are to listen for.
+    models: PathBuf,
+    phrases: Vec<String>,
+    /// The enrolled phrase's file.
+    enrolled: PathBuf,
+    /// The voice, once a `synthesize` has asked for it; its model file.
+    voice: tokio::sync::Mutex<Option<stt_voice::Speaker>>,
+    voice_model: PathBuf,
 }
 
 impl Service {
@@ -131,6 +147,9 @@ impl Service {
             }
         })?;
         let model = worker.model_name().to_owned();
+        let models = stt_config::dirs::models_dir()?;
+        let enrolled = stt_config::dirs::data_dir()?.join(crate::wake::ENROLLED_FILE);
+        let phrases = phrases(&models, &enrolled);
         Ok(Arc::new(Self {
             worker,
             waiting,
@@ -138,7 +157,72 @@ impl Service {
             vocabulary: Mutex::new(Vocabulary::new(config)),
             model,
             language,
+            models,
+            phrases,
+            enrolled,
+            voice: tokio::sync::Mutex::new(None),
+            voice_model: stt_config::dirs::model_path(&config.voice.model)?,
         }))
+    }
+
+    /// A detector for `names` (every phrase there is when empty), or why there is none.
+    async fn detector(&self, names: Vec<String>) -> Result<stt_wake::Detector, String> {
+        let names = if names.is_empty() { self.phrases.clone() } else { names };
+        let (models, enrolled) = (self.models.clone(), self.enrolled.clone());
+        tokio::task::spawn_blocking(move || {
+            let features = stt_wake::Features::load(&models).map_err(|e| e.to_string())?;
+            let mut detector = stt_wake::Detector::new(features);
+            if names.is_empty() {
+                return Err("no wake phrase is here: install one with `scripts/fetch-wake \
+                            --head hey_jarvis`, or enrol your own with `stt-daemon wake-enroll`"
+                    .to_owned());
+            }
+            for name in names {
+                if name == crate::wake::ENROLLED {
+                    let json = std::fs::read_to_string(&enrolled)
+                        .map_err(|e| format!("no enrolled phrase ({}): {e}", enrolled.display()))?;
+                    let phrase = stt_wake::Enrolled::from_json(&json).map_err(|e| e.to_string())?;
+                    detector.add_enrolled(name, phrase);
+                } else {
+                    let head =
+                        stt_wake::Head::installed(&models, &name).map_err(|e| e.to_string())?;
+                    detector.add_head(name, head, stt_wake::detector::DEFAULT_THRESHOLD);
+                }
+            }
+            Ok(detector)
+        })
+        .await
+        .map_err(|e| format!("the wake detector could not start: {e}"))?
+    }
+
+    /// `text` in the configured voice: its samples and their rate.
+    async fn speak(&self, text: String) -> Result<(Vec<f32>, u32), String> {
+        // One at a time: the voice is kept here between requests, and lent to a blocking
+        // thread for each.
+        let mut slot = self.voice.lock().await;
+        let (model, runtime) = (self.voice_model.clone(), stt_voice::runtime_library(&self.models));
+        let kept = slot.take();
+        let (speaker, said) = tokio::task::spawn_blocking(move || {
+            let mut speaker = match kept {
+                Some(speaker) => speaker,
+                None => {
+                    let (speaker, fallback) =
+                        stt_voice::Speaker::load(&model, &runtime, 2, stt_voice::ESPEAK)
+                            .map_err(|e| format!("no voice: {e}"))?;
+                    if let Some(why) = fallback {
+                        tracing::warn!("espeak-ng speaks instead: {why}");
+                    }
+                    speaker
+                }
+            };
+            let rate = speaker.sample_rate();
+            let said = speaker.synthesize(&text).map(|samples| (samples, rate));
+            Ok::<_, String>((speaker, said))
+        })
+        .await
+        .map_err(|e| format!("the voice could not start: {e}"))??;
+        *slot = Some(speaker);
+        said.map_err(|e| format!("the voice could not say it: {e}"))
     }
 
     /// What `describe` is answered with.
@@ -167,7 +251,39 @@ impl Service {
                         "languages": languages,
                     }],
                 }],
-                "tts": [], "handle": [], "intent": [], "wake": [], "mic": [], "snd": [],
+                "tts": [{
+                    "name": "stt-voice",
+                    "description": "stt's voice: Piper on this machine",
+                    "attribution": { "name": "Piper", "url": "https://github.com/OHF-Voice/piper1-gpl" },
+                    "installed": true,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "supports_synthesize_streaming": false,
+                    "voices": [{
+                        "name": self.voice_model.file_stem().map(|s| s.to_string_lossy().into_owned()),
+                        "description": "the voice in [voice].model",
+                        "attribution": { "name": "Piper", "url": "https://github.com/OHF-Voice/piper1-gpl" },
+                        "installed": true,
+                        "version": null,
+                        "languages": ["en"],
+                    }],
+                }],
+                "wake": if self.phrases.is_empty() { json!([]) } else { json!([{
+                    "name": "stt-wake",
+                    "description": "openWakeWord's pipeline on this machine, and your own phrase",
+                    "attribution": { "name": "openWakeWord", "url": "https://github.com/dscripka/openWakeWord" },
+                    "installed": true,
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "models": self.phrases.iter().map(|name| json!({
+                        "name": name,
+                        "description": name.replace('_', " "),
+                        "phrase": (name != crate::wake::ENROLLED).then(|| name.replace('_', " ")),
+                        "attribution": { "name": "openWakeWord", "url": "https://github.com/dscripka/openWakeWord" },
+                        "installed": true,
+                        "version": null,
+                        "languages": ["en"],
+                    })).collect::<Vec<_>>(),
+                }]) },
+                "handle": [], "intent": [], "mic": [], "snd": [],
             }),
         )
     }
@@ -370,6 +486,11 @@ impl Audio {
         Ok(Self { rate, width, channels, samples: Vec::new(), resampler })
     }
 
+    /// Takes the samples so far (a stream listened to, not kept).
+    fn drain(&mut self) -> Vec<f32> {
+        std::mem::take(&mut self.samples)
+    }
+
     /// Adds a chunk's samples; an error when the request has grown too long.
     fn chunk(&mut self, payload: &[u8]) -> Result<(), String> {
         let width = usize::from(self.width);
@@ -424,6 +545,8 @@ async fn connection(
     let mut reader = BufReader::new(read);
     let mut audio: Option<Audio> = None;
     let mut language: Option<String> = None;
+    // After `detect`: the audio is listened to for a phrase, not transcribed.
+    let mut detecting: Option<Detecting> = None;
     loop {
         let Ok(read) = tokio::time::timeout(quiet, wire::read(&mut reader)).await else {
             tracing::info!(%peer, "a Wyoming client sent nothing for {quiet:?}: closed");
@@ -446,7 +569,38 @@ async fn connection(
             "ping" => Some(Event::new("pong", json!({ "text": event.data.get("text") }))),
             "transcribe" => {
                 language = event.data.get("language").and_then(|v| v.as_str()).map(str::to_owned);
+                detecting = None;
                 None
+            }
+            "detect" => {
+                let names: Vec<String> = event
+                    .data
+                    .get("names")
+                    .and_then(|v| v.as_array())
+                    .map(|names| {
+                        names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect()
+                    })
+                    .unwrap_or_default();
+                match service.detector(names).await {
+                    Ok(detector) => {
+                        detecting = Some(Detecting { detector, heard: false, at: 0 });
+                        None
+                    }
+                    Err(why) => Some(error(&why, "wake")),
+                }
+            }
+            "synthesize" => {
+                let text = event.data.get("text").and_then(|v| v.as_str()).unwrap_or_default();
+                match service.speak(text.to_owned()).await {
+                    Ok((samples, rate)) => {
+                        if speak(&mut write, &samples, rate).await.is_err() {
+                            return;
+                        }
+                        tracing::info!(%peer, chars = text.len(), "said a text");
+                        None
+                    }
+                    Err(why) => Some(error(&why, "tts")),
+                }
             }
             "audio-start" => match Audio::start(&event) {
                 Ok(started) => {
@@ -455,6 +609,18 @@ async fn connection(
                 }
                 Err(why) => Some(error(&why, "bad_audio")),
             },
+            "audio-chunk" if detecting.is_some() => match (audio.as_mut(), detecting.as_mut()) {
+                (Some(a), Some(d)) => {
+                    let _ = a.chunk(&event.payload);
+                    d.hear(&a.drain())
+                }
+                _ => Some(error("audio-chunk before audio-start", "bad_audio")),
+            },
+            "audio-stop" if detecting.is_some() => {
+                audio = None;
+                let heard = detecting.take().is_some_and(|d| d.heard);
+                (!heard).then(|| Event::new("not-detected", json!({})))
+            }
             "audio-chunk" => match audio.as_mut() {
                 None => Some(error("audio-chunk before audio-start", "bad_audio")),
                 Some(a) => a.chunk(&event.payload).err().map(|why| {
@@ -490,6 +656,66 @@ async fn connection(
             return;
         }
     }
+}
+
+/// A connection listening for a wake phrase: its detector, whether one was heard, and the
+/// samples heard so far (the timestamps).
+struct Detecting {
+    detector: stt_wake::Detector,
+    heard: bool,
+    at: u64,
+}
+
+impl Detecting {
+    /// 16 kHz samples of the stream: a `detection` when a phrase is heard in them.
+    fn hear(&mut self, samples: &[f32]) -> Option<Event> {
+        self.at += samples.len() as u64;
+        match self.detector.push(samples) {
+            Ok(heard) => heard.into_iter().next().map(|heard| {
+                self.heard = true;
+                let ms = heard.at_sample * 1000 / u64::from(stt_wake::SAMPLE_RATE);
+                Event::new("detection", json!({ "name": heard.phrase, "timestamp": ms }))
+            }),
+            Err(e) => Some(error(&format!("the wake detector failed: {e}"), "wake")),
+        }
+    }
+}
+
+/// The phrases there are: the heads installed beside the feature models, and `enrolled` when a
+/// phrase is enrolled.
+fn phrases(models: &std::path::Path, enrolled: &std::path::Path) -> Vec<String> {
+    let features = [stt_wake::features::MEL_FILE, stt_wake::features::EMBEDDING_FILE];
+    let mut names: Vec<String> = std::fs::read_dir(stt_wake::wake_dir(models))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|file| !features.contains(&file.as_str()))
+        .filter_map(|file| file.strip_suffix(".onnx").map(str::to_owned))
+        .collect();
+    names.sort();
+    if enrolled.is_file() {
+        names.push(crate::wake::ENROLLED.to_owned());
+    }
+    names
+}
+
+/// Sends `samples` at `rate` as one audio stream: `audio-start`, 16-bit chunks, `audio-stop`.
+async fn speak(
+    write: &mut (impl AsyncWrite + Unpin),
+    samples: &[f32],
+    rate: u32,
+) -> std::io::Result<()> {
+    let format = json!({ "rate": rate, "width": 2, "channels": 1 });
+    send(write, &Event::new("audio-start", format.clone())).await?;
+    for chunk in samples.chunks(1024) {
+        let payload: Vec<u8> = chunk
+            .iter()
+            .flat_map(|s| ((s.clamp(-1.0, 1.0) * 32_767.0) as i16).to_le_bytes())
+            .collect();
+        send(write, &Event { payload, ..Event::new("audio-chunk", format.clone()) }).await?;
+    }
+    send(write, &Event::new("audio-stop", json!({}))).await
 }
 
 fn error(text: &str, code: &str) -> Event {
